@@ -1,0 +1,5 @@
+import sys
+
+from nfd.cli import main
+
+sys.exit(main())
