@@ -1,0 +1,92 @@
+"""Where the host's filesystems are: one setting every feature source reads through.
+
+Three layouts are supported:
+
+- native (default): ``/sys``, ``/proc``, ``/etc`` ... are the host's own;
+- ``--host-root DIR`` (or env ``NFD_HOST_ROOT``): DIR is the host's root, so ``DIR/sys``,
+  ``DIR/proc``, ``DIR/etc``, ``DIR/usr``, ``DIR/lib``, ``DIR/boot``, ``DIR/var``;
+- upstream's DaemonSet layout: host dirs mounted at ``/host-sys``, ``/host-etc``, ``/host-usr``,
+  ``/host-lib``, ``/host-boot``, ``/host-var``, ``/host-proc``. Selected with
+  ``NFD_HOST_PREFIX=/host-`` or detected automatically when ``/host-sys`` exists. As upstream,
+  ``/proc`` other than ``/proc/swaps`` is then the container's own ``/proc`` unless
+  ``/host-proc`` is mounted.
+
+``features.d`` and ``custom.d`` are never remapped (upstream mounts them at their own path),
+except under an explicit host root where they live at ``DIR/etc/kubernetes/...``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+_TOPS = ("sys", "proc", "etc", "usr", "lib", "boot", "var", "run", "dev")
+
+#: upstream's config directory for the worker
+NFD_CONFIG_DIR = "/etc/kubernetes/node-feature-discovery"
+
+
+@dataclass(frozen=True, slots=True)
+class HostPaths:
+    """Maps host paths (``/sys/bus/pci``) to where this process can read them."""
+
+    root: str = "/"
+    #: per-top-level-dir overrides, e.g. {"sys": "/host-sys"}
+    tops: tuple[tuple[str, str], ...] = ()
+    #: features.d/custom.d base: upstream never remaps these
+    config_dir: str = NFD_CONFIG_DIR
+
+    def path(self, host_path: str) -> str:
+        """The readable location of absolute host path ``host_path``."""
+        rel = host_path.lstrip("/")
+        top, _, rest = rel.partition("/")
+        for name, base in self.tops:
+            if name == top:
+                return os.path.join(base, rest) if rest else base
+        return os.path.join(self.root, rel) if rel else self.root
+
+    # convenience helpers: sys("bus/pci/devices") -> /sys/bus/pci/devices under the mapping
+    def sys(self, rel: str = "") -> str:
+        return self.path("/sys/" + rel)
+
+    def proc(self, rel: str = "") -> str:
+        return self.path("/proc/" + rel)
+
+    def etc(self, rel: str = "") -> str:
+        return self.path("/etc/" + rel)
+
+    def features_d(self) -> str:
+        return os.path.join(self.config_dir, "features.d")
+
+    def custom_d(self) -> str:
+        return os.path.join(self.config_dir, "custom.d")
+
+    @property
+    def is_native(self) -> bool:
+        return self.root == "/" and not self.tops
+
+    @classmethod
+    def under(cls, root: str) -> HostPaths:
+        """Everything, config dirs included, under ``root`` (tests, fixtures, ``--host-root``)."""
+        root = os.path.abspath(root)
+        return cls(root=root, config_dir=os.path.join(root, NFD_CONFIG_DIR.lstrip("/")))
+
+    @classmethod
+    def with_prefix(cls, prefix: str) -> HostPaths:
+        """Upstream image layout: ``/sys`` -> ``<prefix>sys`` for each mounted top dir."""
+        tops = tuple((t, prefix + t) for t in _TOPS if os.path.isdir(prefix + t))
+        return cls(tops=tops)
+
+    @classmethod
+    def detect(cls, host_root: str | None = None, *, env: dict[str, str] | None = None) -> HostPaths:
+        """Explicit root > ``NFD_HOST_ROOT`` > ``NFD_HOST_PREFIX`` > ``/host-sys`` present > native."""
+        env = dict(os.environ) if env is None else env
+        root = host_root or env.get("NFD_HOST_ROOT")
+        if root:
+            return cls.under(root)
+        prefix = env.get("NFD_HOST_PREFIX")
+        if prefix:
+            return cls.with_prefix(prefix)
+        if os.path.isdir("/host-sys"):
+            return cls.with_prefix("/host-")
+        return cls()
