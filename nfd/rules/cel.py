@@ -48,7 +48,7 @@ class CelMatcher:
                 r = prg.evaluate(act)
             except Exception as e:  # celpy raises assorted errors
                 raise CelEvalError(f"{src!r}: {e}") from None
-            if not isinstance(r, bool) or not r:
+            if not isinstance(r, celpy.celtypes.BoolType) or not r:
                 return False, src
         return True, None
 
