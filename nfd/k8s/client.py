@@ -1,0 +1,177 @@
+"""A thin async Kubernetes API client over aiohttp: raw JSON in, raw JSON out.
+
+Generated models are deliberately avoided on hot paths: the master handles thousands of
+NodeFeatures of tens of kB each, and dicts are what we patch and compare anyway.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+
+from nfd.k8s.config import ConnectionConfig, load_kubeconfig
+from nfd.k8s.errors import ApiUnavailable, error_for
+from nfd.k8s.ratelimit import TokenBucket
+
+JSON = "application/json"
+PATCH_TYPES = {
+    "json": "application/json-patch+json",
+    "merge": "application/merge-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+    "apply": "application/apply-patch+yaml",
+}
+
+
+class ApiClient:
+    def __init__(
+        self,
+        config: ConnectionConfig,
+        *,
+        qps: float = 50.0,
+        burst: int = 100,
+        user_agent: str = "nfd",
+        timeout_s: float = 30.0,
+    ) -> None:
+        self.config = config
+        self.limiter = TokenBucket(qps=qps, burst=burst)
+        self.user_agent = user_agent
+        self.timeout_s = timeout_s
+        self.metrics: Counter[str] = Counter()
+        self._session: aiohttp.ClientSession | None = None
+
+    @classmethod
+    async def from_kubeconfig(
+        cls,
+        path: str | None = None,
+        *,
+        qps: float = 50.0,
+        burst: int = 100,
+        user_agent: str = "nfd",
+        context: str | None = None,
+    ) -> ApiClient:
+        return cls(load_kubeconfig(path, context=context), qps=qps, burst=burst, user_agent=user_agent)
+
+    @property
+    def namespace(self) -> str | None:
+        return self.config.namespace
+
+    def _get_session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            connector = aiohttp.TCPConnector(ssl=self.config.ssl_context(), limit=100)
+            self._session = aiohttp.ClientSession(
+                base_url=None, connector=connector, json_serialize=json.dumps
+            )
+        return self._session
+
+    def _headers(self, content_type: str | None, accept: str) -> dict[str, str]:
+        h = {"Accept": accept, "User-Agent": self.user_agent}
+        if content_type:
+            h["Content-Type"] = content_type
+        token = self.config.bearer_token()
+        if token:
+            h["Authorization"] = f"Bearer {token}"
+        return h
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = JSON,
+        accept: str = JSON,
+        verb: str | None = None,
+        timeout_s: float | None = None,
+    ) -> Any:
+        """One request. Returns the parsed JSON body; raises ApiError subclasses or ApiUnavailable."""
+        await self.limiter.acquire()
+        self.metrics[verb or method.upper()] += 1
+        data: bytes | None = None
+        if body is not None:
+            data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        session = self._get_session()
+        try:
+            async with session.request(
+                method,
+                self.config.server + path,
+                params=_params(params),
+                data=data,
+                headers=self._headers(content_type if data is not None else None, accept),
+                timeout=aiohttp.ClientTimeout(total=timeout_s or self.timeout_s),
+            ) as resp:
+                raw = await resp.read()
+                payload: Any
+                try:
+                    payload = json.loads(raw) if raw else None
+                except ValueError:
+                    payload = raw.decode(errors="replace")
+                if resp.status >= 400:
+                    raise error_for(resp.status, payload)
+                return payload
+        except (TimeoutError, aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as e:
+            raise ApiUnavailable(f"{method} {path}: {e.__class__.__name__}: {e}") from e
+
+    async def stream_lines(
+        self,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        accept: str = JSON,
+        timeout_s: float = 600.0,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """A watch stream: yields each JSON event line. Raises like `request` on failure to open."""
+        await self.limiter.acquire()
+        self.metrics["WATCH"] += 1
+        session = self._get_session()
+        try:
+            async with session.get(
+                self.config.server + path,
+                params=_params(params),
+                headers=self._headers(None, accept),
+                timeout=aiohttp.ClientTimeout(total=timeout_s, sock_read=timeout_s),
+            ) as resp:
+                if resp.status >= 400:
+                    raw = await resp.read()
+                    try:
+                        payload: Any = json.loads(raw)
+                    except ValueError:
+                        payload = raw.decode(errors="replace")
+                    raise error_for(resp.status, payload)
+                buf = b""
+                async for chunk in resp.content.iter_any():
+                    buf += chunk
+                    while b"\n" in buf:
+                        line, buf = buf.split(b"\n", 1)
+                        if line.strip():
+                            yield json.loads(line)
+                if buf.strip():
+                    yield json.loads(buf)
+        except (TimeoutError, aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as e:
+            raise ApiUnavailable(f"WATCH {path}: {e.__class__.__name__}: {e}") from e
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def __aenter__(self) -> ApiClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+def _params(params: dict[str, Any] | None) -> dict[str, str] | None:
+    if not params:
+        return None
+    out: dict[str, str] = {}
+    for k, v in params.items():
+        if v is None:
+            continue
+        out[k] = ("true" if v else "false") if isinstance(v, bool) else str(v)
+    return out

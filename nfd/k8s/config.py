@@ -1,0 +1,164 @@
+"""Connection settings: a kubeconfig file or the in-cluster ServiceAccount.
+
+Common kubeconfigs (token, token file, client certificate, CA, insecure) are read directly so the
+node agents need not import the `kubernetes` package (about 20 MiB of RSS). Anything else
+(exec plugins, auth providers) falls back to `kubernetes.config`, imported only then.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import ssl
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SA_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+
+
+class ConfigError(Exception):
+    """The kubeconfig or in-cluster environment is unusable; the message names the file and field."""
+
+
+@dataclass
+class ConnectionConfig:
+    server: str
+    ca_file: str | None = None
+    cert_file: str | None = None
+    key_file: str | None = None
+    token: str | None = None
+    token_file: str | None = None  # re-read periodically: projected tokens rotate
+    insecure: bool = False
+    namespace: str | None = None
+    _tmpfiles: list[str] = field(default_factory=list, repr=False)
+
+    def ssl_context(self) -> ssl.SSLContext | bool:
+        if not self.server.startswith("https"):
+            return False
+        ctx = ssl.create_default_context(cafile=self.ca_file)
+        if self.insecure:
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+        if self.cert_file and self.key_file:
+            ctx.load_cert_chain(self.cert_file, self.key_file)
+        return ctx
+
+    def bearer_token(self) -> str | None:
+        if self.token_file:
+            try:
+                return Path(self.token_file).read_text().strip()
+            except OSError:
+                return self.token
+        return self.token
+
+
+def _materialise(data_b64: str, suffix: str, tmp: list[str]) -> str:
+    fd, path = tempfile.mkstemp(prefix="nfd-kubeconfig-", suffix=suffix)
+    with os.fdopen(fd, "wb") as f:
+        f.write(base64.b64decode(data_b64))
+    tmp.append(path)
+    return path
+
+
+def _resolve(base: Path, p: str | None) -> str | None:
+    if not p:
+        return None
+    return str((base / p).resolve()) if not os.path.isabs(p) else p
+
+
+def load_in_cluster() -> ConnectionConfig:
+    host = os.environ.get("KUBERNETES_SERVICE_HOST")
+    port = os.environ.get("KUBERNETES_SERVICE_PORT", "443")
+    if not host:
+        raise ConfigError("not in a cluster: KUBERNETES_SERVICE_HOST is unset and no kubeconfig was given")
+    if ":" in host:
+        host = f"[{host}]"
+    ns = None
+    try:
+        ns = (SA_DIR / "namespace").read_text().strip()
+    except OSError:
+        pass
+    return ConnectionConfig(
+        server=f"https://{host}:{port}",
+        ca_file=str(SA_DIR / "ca.crt"),
+        token_file=str(SA_DIR / "token"),
+        namespace=ns,
+    )
+
+
+def load_kubeconfig(path: str | None = None, *, context: str | None = None) -> ConnectionConfig:
+    """Load `path`, else $KUBECONFIG (first entry), else ~/.kube/config, else in-cluster."""
+    if not path:
+        env = os.environ.get("KUBECONFIG", "")
+        path = next((p for p in env.split(os.pathsep) if p), None)
+    if not path:
+        default = Path.home() / ".kube" / "config"
+        if default.exists():
+            path = str(default)
+    if not path:
+        return load_in_cluster()
+    import yaml
+
+    try:
+        doc: Any = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise ConfigError(f"{path}: cannot read kubeconfig: {e}") from e
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{path}: kubeconfig is not a mapping")
+    base = Path(path).parent
+    ctx_name = context or doc.get("current-context")
+    ctxs = {c.get("name"): c.get("context") or {} for c in doc.get("contexts") or []}
+    if ctx_name not in ctxs:
+        raise ConfigError(f"{path}: current-context {ctx_name!r} not found in contexts")
+    ctx = ctxs[ctx_name]
+    clusters = {c.get("name"): c.get("cluster") or {} for c in doc.get("clusters") or []}
+    users = {u.get("name"): u.get("user") or {} for u in doc.get("users") or []}
+    cluster = clusters.get(ctx.get("cluster"))
+    if cluster is None:
+        raise ConfigError(f"{path}: contexts[{ctx_name}].cluster {ctx.get('cluster')!r} not found")
+    user = users.get(ctx.get("user"), {})
+    if any(k in user for k in ("exec", "auth-provider")):
+        return _load_via_kubernetes(path, ctx_name)
+    tmp: list[str] = []
+    cfg = ConnectionConfig(server=str(cluster.get("server", "")).rstrip("/"), _tmpfiles=tmp)
+    if not cfg.server:
+        raise ConfigError(f"{path}: clusters[{ctx.get('cluster')}].server is empty")
+    cfg.insecure = bool(cluster.get("insecure-skip-tls-verify"))
+    if cluster.get("certificate-authority-data"):
+        cfg.ca_file = _materialise(cluster["certificate-authority-data"], ".crt", tmp)
+    else:
+        cfg.ca_file = _resolve(base, cluster.get("certificate-authority"))
+    if user.get("client-certificate-data"):
+        cfg.cert_file = _materialise(user["client-certificate-data"], ".crt", tmp)
+    else:
+        cfg.cert_file = _resolve(base, user.get("client-certificate"))
+    if user.get("client-key-data"):
+        cfg.key_file = _materialise(user["client-key-data"], ".key", tmp)
+    else:
+        cfg.key_file = _resolve(base, user.get("client-key"))
+    cfg.token = user.get("token")
+    cfg.token_file = _resolve(base, user.get("tokenFile"))
+    cfg.namespace = ctx.get("namespace")
+    return cfg
+
+
+def _load_via_kubernetes(path: str, context: str | None) -> ConnectionConfig:
+    from kubernetes import client as kclient  # heavy; only for exec/auth-provider users
+    from kubernetes import config as kconfig
+
+    conf = kclient.Configuration()
+    try:
+        kconfig.load_kube_config(config_file=path, context=context, client_configuration=conf)
+    except Exception as e:  # the library raises many types
+        raise ConfigError(f"{path}: {e}") from e
+    token = (conf.api_key or {}).get("authorization", "")
+    return ConnectionConfig(
+        server=conf.host.rstrip("/"),
+        ca_file=conf.ssl_ca_cert,
+        cert_file=conf.cert_file,
+        key_file=conf.key_file,
+        token=token.removeprefix("Bearer ").strip() or None,
+        insecure=not conf.verify_ssl,
+    )

@@ -1,0 +1,64 @@
+"""Reading objects: single GETs and paginated LISTs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nfd.k8s.client import ApiClient
+from nfd.k8s.errors import NotFound
+from nfd.k8s.resources import Resource
+
+METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+
+
+async def get(
+    api: ApiClient, res: Resource, *, name: str, namespace: str | None = None, subresource: str | None = None
+) -> dict[str, Any] | None:
+    """The object, or None when it does not exist (404 is an answer here, not an error)."""
+    try:
+        obj: dict[str, Any] = await api.request(
+            "GET", res.path(namespace=namespace, name=name, subresource=subresource), verb="GET"
+        )
+        return obj
+    except NotFound:
+        return None
+
+
+async def list_objects(
+    api: ApiClient,
+    res: Resource,
+    *,
+    namespace: str | None = None,
+    label_selector: str | None = None,
+    field_selector: str | None = None,
+    page_size: int = 500,
+    metadata_only: bool = False,
+) -> tuple[list[dict[str, Any]], str]:
+    """All objects, following `continue` tokens, and the list's resourceVersion.
+
+    Either the whole list is returned or an error is raised: callers never see a partial list,
+    so "absent from the list" can be trusted as evidence that an object does not exist.
+    """
+    items: list[dict[str, Any]] = []
+    cont: str | None = None
+    rv = ""
+    while True:
+        params: dict[str, Any] = {
+            "limit": page_size if page_size > 0 else None,
+            "continue": cont,
+            "labelSelector": label_selector,
+            "fieldSelector": field_selector,
+        }
+        page = await api.request(
+            "GET",
+            res.path(namespace=namespace),
+            params=params,
+            accept=METADATA_LIST if metadata_only else "application/json",
+            verb="LIST",
+        )
+        items.extend(page.get("items") or [])
+        meta = page.get("metadata") or {}
+        rv = meta.get("resourceVersion", rv)
+        cont = meta.get("continue")
+        if not cont:
+            return items, rv

@@ -1,0 +1,239 @@
+"""Watches and informers: list-then-watch caches that survive API outages.
+
+The cache is never cleared because the API server is unreachable: an object leaves the cache
+only on a DELETED event or when a *complete* relist no longer contains it. Callers can treat a
+DELETED callback as evidence that the object is gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from nfd.k8s.client import ApiClient
+from nfd.k8s.errors import ApiError, ApiUnavailable, Gone
+from nfd.k8s.fetching import list_objects
+from nfd.k8s.resources import Resource
+
+log = logging.getLogger(__name__)
+
+METADATA_WATCH = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+
+Key = tuple[str, str]
+Handler = Callable[[str, dict[str, Any], dict[str, Any] | None], None]
+
+
+def object_key(obj: dict[str, Any]) -> Key:
+    meta = obj.get("metadata") or {}
+    return (meta.get("namespace") or "", meta.get("name") or "")
+
+
+def strip_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+    return obj
+
+
+async def watch_events(
+    api: ApiClient,
+    res: Resource,
+    *,
+    resource_version: str,
+    namespace: str | None = None,
+    label_selector: str | None = None,
+    field_selector: str | None = None,
+    timeout_seconds: int = 300,
+    metadata_only: bool = False,
+) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+    """Yield (type, object) from one watch request. An ERROR event with code 410 raises Gone."""
+    params = {
+        "watch": True,
+        "resourceVersion": resource_version or None,
+        "allowWatchBookmarks": True,
+        "labelSelector": label_selector,
+        "fieldSelector": field_selector,
+        "timeoutSeconds": timeout_seconds,
+    }
+    async for ev in api.stream_lines(
+        res.path(namespace=namespace),
+        params=params,
+        accept=METADATA_WATCH if metadata_only else "application/json",
+        timeout_s=timeout_seconds + 30,
+    ):
+        etype = ev.get("type", "")
+        obj = ev.get("object") or {}
+        if etype == "ERROR":
+            code = int(obj.get("code") or 0)
+            if code == 410:
+                raise Gone(410, obj.get("reason", "Expired"), obj.get("message", ""), obj)
+            raise ApiError(code, obj.get("reason", ""), obj.get("message", ""), obj)
+        yield etype, obj
+
+
+class Informer:
+    """A cache of one resource kept current by list+watch, with change callbacks.
+
+    Callbacks run synchronously in the informer task: keep them cheap (enqueue work).
+    """
+
+    def __init__(
+        self,
+        api: ApiClient,
+        res: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        page_size: int = 500,
+        metadata_only: bool = False,
+        transform: Callable[[dict[str, Any]], dict[str, Any]] | None = strip_managed_fields,
+        max_backoff_s: float = 30.0,
+        watch_timeout_s: int = 300,
+    ) -> None:
+        self.api = api
+        self.res = res
+        self.namespace = namespace
+        self.label_selector = label_selector
+        self.field_selector = field_selector
+        self.page_size = page_size
+        self.metadata_only = metadata_only
+        self.transform = transform
+        self.max_backoff_s = max_backoff_s
+        self.watch_timeout_s = watch_timeout_s
+        self.cache: dict[Key, dict[str, Any]] = {}
+        self.resource_version = ""
+        self.synced = False
+        self.healthy = False  # False while the watch is broken (cache may be stale, never emptied)
+        self.relists = 0
+        self._handlers: list[Handler] = []
+        self._synced_event = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def on_event(self, handler: Handler) -> None:
+        self._handlers.append(handler)
+
+    def get(self, name: str, namespace: str = "") -> dict[str, Any] | None:
+        return self.cache.get((namespace, name))
+
+    async def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name=f"informer-{self.res.plural}")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, Exception):
+                pass
+            self._task = None
+
+    async def wait_synced(self, timeout: float | None = None) -> bool:
+        try:
+            await asyncio.wait_for(self._synced_event.wait(), timeout)
+            return True
+        except TimeoutError:
+            return False
+
+    def _emit(self, etype: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        for h in self._handlers:
+            try:
+                h(etype, obj, old)
+            except Exception:
+                log.exception("%s informer handler failed on %s %s", self.res.plural, etype, object_key(obj))
+
+    def _apply(self, etype: str, obj: dict[str, Any]) -> None:
+        if self.transform is not None:
+            obj = self.transform(obj)
+        key = object_key(obj)
+        rv = (obj.get("metadata") or {}).get("resourceVersion")
+        if rv:
+            self.resource_version = rv
+        if etype == "DELETED":
+            old = self.cache.pop(key, None)
+            self._emit("DELETED", obj, old)
+        elif etype in ("ADDED", "MODIFIED"):
+            old = self.cache.get(key)
+            self.cache[key] = obj
+            self._emit("ADDED" if old is None else "MODIFIED", obj, old)
+
+    async def _relist(self) -> None:
+        items, rv = await list_objects(
+            self.api,
+            self.res,
+            namespace=self.namespace,
+            label_selector=self.label_selector,
+            field_selector=self.field_selector,
+            page_size=self.page_size,
+            metadata_only=self.metadata_only,
+        )
+        self.relists += 1
+        fresh: dict[Key, dict[str, Any]] = {}
+        for obj in items:
+            if self.transform is not None:
+                obj = self.transform(obj)
+            fresh[object_key(obj)] = obj
+        # A complete list is evidence: what it lacks is gone.
+        for key in [k for k in self.cache if k not in fresh]:
+            old = self.cache.pop(key)
+            self._emit("DELETED", old, old)
+        for key, obj in fresh.items():
+            prev = self.cache.get(key)
+            self.cache[key] = obj
+            if prev is None:
+                self._emit("ADDED", obj, None)
+            elif (prev.get("metadata") or {}).get("resourceVersion") != (obj.get("metadata") or {}).get(
+                "resourceVersion"
+            ):
+                self._emit("MODIFIED", obj, prev)
+        self.resource_version = rv
+
+    async def _run(self) -> None:
+        backoff = 0.5
+        need_list = True
+        while True:
+            try:
+                if need_list:
+                    await self._relist()
+                    need_list = False
+                    if not self.synced:
+                        self.synced = True
+                        self._synced_event.set()
+                self.healthy = True
+                async for etype, obj in watch_events(
+                    self.api,
+                    self.res,
+                    resource_version=self.resource_version,
+                    namespace=self.namespace,
+                    label_selector=self.label_selector,
+                    field_selector=self.field_selector,
+                    timeout_seconds=self.watch_timeout_s,
+                    metadata_only=self.metadata_only,
+                ):
+                    if etype == "BOOKMARK":
+                        rv = (obj.get("metadata") or {}).get("resourceVersion")
+                        if rv:
+                            self.resource_version = rv
+                        continue
+                    self._apply(etype, obj)
+                    backoff = 0.5
+            except asyncio.CancelledError:
+                raise
+            except Gone:
+                log.info("%s watch expired (410); relisting", self.res.plural)
+                need_list = True
+            except (ApiUnavailable, ApiError, ValueError) as e:
+                self.healthy = False
+                log.warning(
+                    "%s watch failed: %s; keeping %d cached objects, retrying in %.1fs",
+                    self.res.plural,
+                    e,
+                    len(self.cache),
+                    backoff,
+                )
+                await asyncio.sleep(backoff * (0.8 + 0.4 * random.random()))
+                backoff = min(self.max_backoff_s, backoff * 2)

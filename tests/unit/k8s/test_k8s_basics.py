@@ -1,0 +1,60 @@
+import base64
+
+import pytest
+
+from nfd.k8s.config import ConfigError, load_kubeconfig
+from nfd.k8s.errors import AlreadyExists, Conflict, Gone, NotFound, ServerError, error_for
+from nfd.k8s.patching import escape_json_pointer
+from nfd.k8s.resources import NODEFEATURES, NODES
+
+
+def test_paths() -> None:
+    assert NODES.path(name="n1", subresource="status") == "/api/v1/nodes/n1/status"
+    assert (
+        NODEFEATURES.path(namespace="nfd", name="n1")
+        == "/apis/nfd.k8s-sigs.io/v1alpha1/namespaces/nfd/nodefeatures/n1"
+    )
+    assert NODEFEATURES.path() == "/apis/nfd.k8s-sigs.io/v1alpha1/nodefeatures"
+
+
+def test_error_mapping() -> None:
+    assert isinstance(error_for(404, {"reason": "NotFound"}), NotFound)
+    assert isinstance(error_for(409, {"reason": "AlreadyExists"}), AlreadyExists)
+    e = error_for(409, {"reason": "Conflict", "message": "the object has been modified"})
+    assert isinstance(e, Conflict) and not isinstance(e, AlreadyExists)
+    assert "modified" in str(e)
+    assert isinstance(error_for(410, {}), Gone)
+    assert isinstance(error_for(503, "down"), ServerError)
+
+
+def test_json_pointer_escape() -> None:
+    assert escape_json_pointer("feature.node.kubernetes.io/cpu~x") == "feature.node.kubernetes.io~1cpu~0x"
+
+
+def test_kubeconfig_token_and_ca_data(tmp_path) -> None:
+    ca = base64.b64encode(b"CA").decode()
+    kc = tmp_path / "kc"
+    kc.write_text(
+        f"""
+apiVersion: v1
+kind: Config
+current-context: c
+contexts: [{{name: c, context: {{cluster: k, user: u, namespace: nfd}}}}]
+clusters: [{{name: k, cluster: {{server: "https://127.0.0.1:6443/", certificate-authority-data: {ca}}}}}]
+users: [{{name: u, user: {{token: abc}}}}]
+"""
+    )
+    cfg = load_kubeconfig(str(kc))
+    assert cfg.server == "https://127.0.0.1:6443"
+    assert cfg.bearer_token() == "abc"
+    assert cfg.namespace == "nfd"
+    assert cfg.ca_file
+    with open(cfg.ca_file, "rb") as f:
+        assert f.read() == b"CA"
+
+
+def test_kubeconfig_bad_context_names_file(tmp_path) -> None:
+    kc = tmp_path / "kc"
+    kc.write_text("current-context: missing\ncontexts: []\n")
+    with pytest.raises(ConfigError, match="kc: current-context 'missing'"):
+        load_kubeconfig(str(kc))
