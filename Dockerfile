@@ -1,0 +1,16 @@
+# One image with every entry point: nfd, nfd-worker, nfd-master, nfd-topology-updater, nfd-gc.
+# Host paths are expected under /host-* (as upstream's image), see docs/install.md.
+FROM python:3.11-slim AS build
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY nfd ./nfd
+COPY crds ./crds
+RUN pip install --no-cache-dir --prefix=/install .
+
+FROM python:3.11-slim
+COPY --from=build /install /usr/local
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 NFD_HOST_PREFIX=/host-
+# Non-root by default; the topology-updater DaemonSet overrides runAsUser to 0 for the kubelet socket.
+USER 65534:65534
+ENTRYPOINT []
+CMD ["nfd-worker"]

@@ -1,0 +1,56 @@
+{{- define "nfd.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "nfd.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "nfd.namespace" -}}
+{{- default .Release.Namespace .Values.namespaceOverride }}
+{{- end }}
+
+{{- define "nfd.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+app.kubernetes.io/name: {{ include "nfd.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "nfd.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "nfd.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "nfd.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end }}
+
+{{- define "nfd.featureGates" -}}
+{{- $gates := list }}
+{{- range $k, $v := .Values.featureGates }}{{ $gates = append $gates (printf "%s=%t" $k $v) }}{{ end }}
+{{- join "," $gates }}
+{{- end }}
+
+{{- define "nfd.master.serviceAccountName" -}}
+{{- if .Values.master.serviceAccount.create }}{{ default "nfd-master" .Values.master.serviceAccount.name }}{{ else }}{{ default "default" .Values.master.serviceAccount.name }}{{ end }}
+{{- end }}
+{{- define "nfd.worker.serviceAccountName" -}}
+{{- if .Values.worker.serviceAccount.create }}{{ default "nfd-worker" .Values.worker.serviceAccount.name }}{{ else }}{{ default "default" .Values.worker.serviceAccount.name }}{{ end }}
+{{- end }}
+{{- define "nfd.topologyUpdater.serviceAccountName" -}}
+{{- if .Values.topologyUpdater.serviceAccount.create }}{{ default "nfd-topology-updater" .Values.topologyUpdater.serviceAccount.name }}{{ else }}{{ default "default" .Values.topologyUpdater.serviceAccount.name }}{{ end }}
+{{- end }}
+{{- define "nfd.gc.serviceAccountName" -}}
+{{- if .Values.gc.serviceAccount.create }}{{ default "nfd-gc" .Values.gc.serviceAccount.name }}{{ else }}{{ default "default" .Values.gc.serviceAccount.name }}{{ end }}
+{{- end }}
