@@ -35,15 +35,22 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from nfd.api.errors import ValidationError
 from nfd.api.features import Features
 from nfd.hostpaths import HostPaths
 
 log = logging.getLogger("nfd.sources")
+
+
+class CpuidReader(Protocol):
+    """Raw CPUID/XGETBV access, injectable so non-native hosts can be modelled from fixtures."""
+
+    def cpuid(self, leaf: int, subleaf: int = 0) -> tuple[int, int, int, int]: ...
+
+    def xgetbv(self, index: int) -> int: ...
 
 
 @dataclass
@@ -53,9 +60,9 @@ class DiscoveryContext:
     paths: HostPaths = field(default_factory=HostPaths)
     #: node name (upstream: env NODE_NAME); used by ``system.name`` and rules
     node_name: str = ""
-    #: injectable CPUID reader ``(leaf, subleaf) -> (eax, ebx, ecx, edx)``; None means native
-    #: CPUID on x86-64 hosts with native paths, and a ``cpuid.json`` fixture under a host root
-    cpuid: Callable[[int, int], tuple[int, int, int, int]] | None = None
+    #: injectable CPUID reader (see :class:`CpuidReader`); None means a ``cpuid.json`` fixture
+    #: at the host root if there is one, else the CPUID instruction itself on x86-64
+    cpuid: CpuidReader | None = None
     #: machine architecture as ``uname -m`` says (fixtures override it)
     arch: str = ""
     #: messages already logged at WARNING (repeats go to DEBUG so a broken file cannot spam)

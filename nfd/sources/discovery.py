@@ -1,0 +1,146 @@
+"""Running sources and turning features into labels: what the worker and ``nfd export`` share.
+
+Pure functions of (host context, source names, per-source configs): no clients, no globals
+besides the lazy source registry.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from nfd.api import DEFAULT_LABEL_NS
+from nfd.api.errors import ValidationError
+from nfd.api.features import Features
+from nfd.sources import registry
+from nfd.sources.base import DiscoveryContext
+
+log = logging.getLogger("nfd.sources")
+
+_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+
+
+def parse_source_configs(raw: Any, *, path: str = "sources") -> dict[str, dict[str, Any]]:
+    """``sources.*`` of the worker config -> effective config of every registered source.
+
+    Raises ValidationError naming the first bad field; unknown source keys are ignored (logged).
+    Only sources with a block in ``raw`` are imported, so defaults stay lazy.
+    """
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ValidationError(path, "must be an object")
+    out: dict[str, dict[str, Any]] = {}
+    for name, block in raw.items():
+        if name not in registry.SOURCE_MODULES:
+            log.info("%s.%s: unknown source, ignored", path, name)
+            continue
+        src = registry.get(name)
+        if src is None:
+            continue
+        out[name] = src.parse_config(block, path=f"{path}.{name}")
+    return out
+
+
+def config_for(configs: dict[str, dict[str, Any]], name: str) -> dict[str, Any]:
+    if name in configs:
+        return configs[name]
+    src = registry.get(name)
+    return src.default_config() if src is not None else {}
+
+
+@dataclass
+class DiscoveryResult:
+    #: every source that ran and succeeded (or kept its last good result), by name
+    by_source: dict[str, Features] = field(default_factory=dict)
+    #: sources that failed this pass: name -> one-line error
+    errors: dict[str, str] = field(default_factory=dict)
+    #: seconds each source took
+    durations: dict[str, float] = field(default_factory=dict)
+
+    def merged(self) -> Features:
+        out = Features()
+        for name in sorted(self.by_source):
+            out.merge(self.by_source[name])
+        return out
+
+
+def discover(
+    ctx: DiscoveryContext,
+    names: list[str],
+    configs: dict[str, dict[str, Any]],
+    *,
+    last_good: dict[str, Features] | None = None,
+) -> DiscoveryResult:
+    """Run feature sources ``names`` in name order. A failing source keeps its entry from
+    ``last_good`` (if any) so one transient error never empties or shrinks what is published."""
+    res = DiscoveryResult()
+    for name in sorted(names):
+        src = registry.get(name)
+        if src is None or not src.is_feature_source:
+            continue
+        t0 = time.perf_counter()
+        try:
+            feats = src.discover(ctx, config_for(configs, name))
+            # a source may only contribute its own keys
+            for kind in (feats.flags, feats.attributes, feats.instances):
+                for key in [k for k in kind if not k.startswith(name + ".")]:
+                    ctx.warn(f"source {name}: dropped feature {key!r} outside its own namespace")
+                    del kind[key]
+            res.by_source[name] = feats
+        except Exception as e:  # any source bug or host oddity: keep the rest going
+            res.errors[name] = f"{type(e).__name__}: {e}"
+            log.warning("source %s: discovery failed: %s", name, res.errors[name])
+            if last_good and name in last_good:
+                res.by_source[name] = last_good[name]
+        res.durations[name] = time.perf_counter() - t0
+    return res
+
+
+def valid_label_name(key: str) -> bool:
+    prefix, sep, name = key.rpartition("/")
+    bad_prefix = not prefix or len(prefix) > 253 or not all(_DNS_LABEL.match(p) for p in prefix.split("."))
+    if sep and bad_prefix:
+        return False
+    return 0 < len(name) <= 63 and bool(_NAME.match(name))
+
+
+def valid_label_value(value: str) -> bool:
+    return value == "" or (len(value) <= 63 and bool(_NAME.match(value)))
+
+
+def compute_labels(
+    features: Features,
+    names: list[str],
+    configs: dict[str, dict[str, Any]],
+    ctx: DiscoveryContext,
+    *,
+    whitelist: re.Pattern[str] | None = None,
+) -> dict[str, str]:
+    """Labels of label sources ``names``, run in (priority, name) order so later sources win,
+    prefixed and validated as upstream's worker does."""
+    srcs = [(s.priority, n, s) for n in names if (s := registry.get(n)) is not None and s.is_label_source]
+    out: dict[str, str] = {}
+    for _, name, src in sorted(srcs, key=lambda t: (t[0], t[1])):
+        try:
+            labels = src.labels(features, config_for(configs, name), ctx)
+        except Exception as e:
+            log.warning("source %s: computing labels failed: %s: %s", name, type(e).__name__, e)
+            continue
+        for raw_name, value in labels.items():
+            key = raw_name if ("/" in raw_name or not src.prefix_labels) else f"{DEFAULT_LABEL_NS}/{name}-{raw_name}"
+            value = str(value)
+            if not valid_label_name(key):
+                log.info("source %s: invalid label name %r dropped", name, key)
+                continue
+            if not valid_label_value(value):
+                log.info("source %s: label %s: invalid value %r dropped", name, key, value)
+                continue
+            if whitelist is not None and not whitelist.search(key.rpartition("/")[2]):
+                continue
+            out[key] = value
+    return out

@@ -1,0 +1,77 @@
+"""Defensive reads of sysfs/procfs/etc files: bad input becomes a warning, never an exception.
+
+Missing files are normal (``None``, no warning). Unreadable, binary or oversized files are
+reported through ``ctx.warn`` naming the file, then skipped or truncated.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+
+from nfd.sources.base import DiscoveryContext
+
+#: sysfs attributes are at most a page; procfs/etc files we parse are small too
+DEFAULT_LIMIT = 1 << 20
+
+_QUIET = {errno.ENOENT, errno.ENOTDIR, errno.EINVAL, errno.ENODEV, errno.ENXIO, errno.EISDIR}
+
+
+def read_bytes(ctx: DiscoveryContext, path: str, *, limit: int = DEFAULT_LIMIT) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
+    except OSError as e:
+        if e.errno not in _QUIET:
+            ctx.warn(f"{path}: cannot read: {e.strerror or e}")
+        return None
+    if len(data) > limit:
+        ctx.warn(f"{path}: larger than {limit} bytes, only the first {limit} are used")
+        data = data[:limit]
+    return data
+
+
+def read_text(ctx: DiscoveryContext, path: str, *, limit: int = DEFAULT_LIMIT) -> str | None:
+    """The file as text, or None if missing/unreadable/binary."""
+    data = read_bytes(ctx, path, limit=limit)
+    if data is None:
+        return None
+    if b"\x00" in data:
+        ctx.warn(f"{path}: binary content, ignored")
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        ctx.warn(f"{path}: not valid UTF-8, undecodable bytes replaced")
+        return data.decode("utf-8", errors="replace")
+
+
+def read_value(ctx: DiscoveryContext, path: str) -> str | None:
+    """A one-value sysfs attribute, whitespace-stripped (sysfs values end in a newline)."""
+    text = read_text(ctx, path, limit=65536)
+    return None if text is None else text.strip()
+
+
+def read_int(ctx: DiscoveryContext, path: str) -> int | None:
+    v = read_value(ctx, path)
+    if v is None or v == "":
+        return None
+    try:
+        return int(v, 0) if v.startswith(("0x", "0X")) else int(v)
+    except ValueError:
+        ctx.warn(f"{path}: expected an integer, got {v[:40]!r}")
+        return None
+
+
+def list_dir(ctx: DiscoveryContext, path: str) -> list[str] | None:
+    """Sorted entry names, or None if the directory is missing/unreadable."""
+    try:
+        return sorted(os.listdir(path))
+    except OSError as e:
+        if e.errno not in _QUIET:
+            ctx.warn(f"{path}: cannot list: {e.strerror or e}")
+        return None
+
+
+def exists(path: str) -> bool:
+    return os.path.lexists(path)

@@ -1,0 +1,143 @@
+"""``kernel`` source: version, kconfig, loaded/enabled modules, selinux, kvm."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+import zlib
+from typing import Any
+
+from nfd.api.features import Features
+from nfd.sources.base import DiscoveryContext, FeatureSource
+from nfd.sources.hostfs import exists, read_bytes, read_text, read_value
+
+_FULL_SANITIZE = re.compile(r"[^-A-Za-z0-9_.]")
+_VERSION = re.compile(r"^(?P<major>\d+)(\.(?P<minor>\d+))?(\.(?P<revision>\d+))?(-.*)?$")
+#: kconfig files are a few hundred KiB; cap what we read (and decompress)
+_KCONFIG_LIMIT = 16 << 20
+
+
+class KernelSource(FeatureSource):
+    name = "kernel"
+
+    def default_config(self) -> dict[str, Any]:
+        return {"kconfigFile": "", "configOpts": ["NO_HZ", "NO_HZ_IDLE", "NO_HZ_FULL", "PREEMPT"]}
+
+    def parse_config(self, raw: Any, *, path: str) -> dict[str, Any]:
+        from nfd.sources.base import str_list
+
+        cfg = super().parse_config(raw, path=path)
+        cfg["configOpts"] = str_list(cfg["configOpts"], f"{path}.configOpts")
+        return cfg
+
+    def discover(self, ctx: DiscoveryContext, config: dict[str, Any]) -> Features:
+        f = Features()
+        osrelease = read_value(ctx, ctx.paths.proc("sys/kernel/osrelease"))
+        if osrelease:
+            f.attributes["kernel.version"] = parse_version(osrelease)
+        else:
+            ctx.warn(f"{ctx.paths.proc('sys/kernel/osrelease')}: cannot get kernel version")
+        kconfig = read_kconfig(ctx, str(config.get("kconfigFile") or ""), osrelease or "")
+        if kconfig is not None:
+            f.attributes["kernel.config"] = kconfig
+        modules_text = read_text(ctx, ctx.paths.proc("modules"), limit=4 << 20)
+        loaded: set[str] | None = None
+        if modules_text is not None:
+            loaded = {line.split()[0] for line in modules_text.splitlines() if line.split()}
+            f.flags["kernel.loadedmodule"] = set(loaded)
+        if osrelease:
+            builtin_path = ctx.paths.path(f"/lib/modules/{osrelease}/modules.builtin")
+            text = read_text(ctx, builtin_path, limit=4 << 20)
+            if text is not None:
+                builtin = {
+                    os.path.basename(line.strip())[:-3]
+                    for line in text.splitlines()
+                    if line.strip().endswith(".ko")
+                }
+                f.flags["kernel.enabledmodule"] = (loaded or set()) | builtin
+        if os.path.isdir(ctx.paths.sys("fs")):
+            enforce = read_bytes(ctx, ctx.paths.sys("fs/selinux/enforce"), limit=16)
+            f.attributes["kernel.selinux"] = {"enabled": "true" if enforce and enforce[:1] == b"1" else "false"}
+        f.attributes["kernel.kvm"] = {
+            "enabled": "true" if exists(ctx.paths.sys("devices/virtual/misc/kvm")) else "false"
+        }
+        return f
+
+    def labels(self, features: Features, config: dict[str, Any], ctx: DiscoveryContext) -> dict[str, str]:
+        out = {f"version.{k}": v for k, v in features.attributes.get("kernel.version", {}).items()}
+        kconfig = features.attributes.get("kernel.config", {})
+        for opt in config.get("configOpts") or []:
+            if opt in kconfig:
+                v = kconfig[opt]
+                out[f"config.{opt}"] = "true" if v in ("y", "m") else v  # upstream's "legacy" value
+        if features.attributes.get("kernel.selinux", {}).get("enabled") == "true":
+            out["selinux.enabled"] = "true"
+        return out
+
+
+def parse_version(osrelease: str) -> dict[str, str]:
+    full = _FULL_SANITIZE.sub("_", osrelease).strip("-_.")
+    m = _VERSION.match(full)
+    out = {"full": full, "major": "", "minor": "", "revision": ""}
+    if m:
+        out.update({k: m.group(k) or "" for k in ("major", "minor", "revision")})
+    return out
+
+
+def kconfig_paths(ctx: DiscoveryContext, ver: str) -> list[str]:
+    """Upstream's search order (``/proc/config.gz`` and ``/lib/modules/<v>/build`` not remapped
+    in the DaemonSet layout; under an explicit host root everything is)."""
+    p = ctx.paths.path
+    if not ver:
+        return [p("/proc/config.gz"), p("/usr/src/linux/.config")]
+    return [
+        p("/proc/config.gz"),
+        p(f"/usr/src/linux-{ver}/.config"),
+        p(f"/usr/src/linux-rt-{ver}/.config"),
+        p("/usr/src/linux/.config"),
+        p(f"/usr/lib/modules/{ver}/config"),
+        p(f"/usr/lib/ostree-boot/config-{ver}"),
+        p(f"/usr/lib/kernel/config-{ver}"),
+        p(f"/usr/src/linux-headers-{ver}/.config"),
+        p(f"/lib/modules/{ver}/build/.config"),
+        p(f"/usr/src/linux-rt-headers-{ver}/.config"),
+        p(f"/boot/config-{ver}"),
+    ]
+
+
+def read_kconfig(ctx: DiscoveryContext, kconfig_file: str, ver: str) -> dict[str, str] | None:
+    candidates = ([kconfig_file] if kconfig_file else []) + kconfig_paths(ctx, ver)
+    for path in candidates:
+        raw = _read_config_file(ctx, path)
+        if raw is not None:
+            return parse_kconfig(raw)
+    ctx.warn(f"kernel config: not found in any of {', '.join(candidates)}")
+    return None
+
+
+def _read_config_file(ctx: DiscoveryContext, path: str) -> str | None:
+    if path.endswith(".gz"):
+        try:
+            with gzip.open(path, "rb") as f:
+                data = f.read(_KCONFIG_LIMIT)
+        except FileNotFoundError:
+            return None
+        except (OSError, EOFError, zlib.error) as e:
+            ctx.warn(f"{path}: cannot read gzip kernel config: {e}")
+            return None
+        return data.decode("utf-8", errors="replace")
+    return read_text(ctx, path, limit=_KCONFIG_LIMIT)
+
+
+def parse_kconfig(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in text.split("\n"):
+        if line.startswith("CONFIG_"):
+            name, sep, value = line.partition("=")
+            if sep:
+                out[name[7:]] = value.strip('"')
+    return out
+
+
+SOURCE = KernelSource()

@@ -1,0 +1,145 @@
+"""``local`` source: feature files in ``features.d`` (labels and rule-only features).
+
+File format (upstream): ``key[=value]`` lines (value defaults to ``true``), ``#`` comments and
+directives ``# +expiry-time=<RFC3339>`` (applies to following lines until the next one),
+``# +no-label`` / ``# +no-feature`` (next key only). Dot-files and non-regular files are ignored,
+files over 64 KiB are skipped, files are read in name order and later files override keys.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from datetime import UTC, datetime
+from typing import Any
+
+from nfd.api.features import Features
+from nfd.sources.base import DiscoveryContext, FeatureSource
+
+MAX_FILE_SIZE = 65536
+DIRECTIVE_PREFIX = "# +"
+
+
+class LocalSource(FeatureSource):
+    name = "local"
+    priority = 20
+    prefix_labels = False
+
+    def discover(self, ctx: DiscoveryContext, config: dict[str, Any]) -> Features:
+        features, labels = read_features_dir(ctx, ctx.paths.features_d())
+        f = Features()
+        f.attributes["local.feature"] = features
+        f.attributes["local.label"] = labels
+        return f
+
+    def labels(self, features: Features, config: dict[str, Any], ctx: DiscoveryContext) -> dict[str, str]:
+        return dict(features.attributes.get("local.label", {}))
+
+
+def read_features_dir(ctx: DiscoveryContext, directory: str) -> tuple[dict[str, str], dict[str, str]]:
+    features: dict[str, str] = {}
+    labels: dict[str, str] = {}
+    try:
+        names = sorted(os.listdir(directory))
+    except FileNotFoundError:
+        return features, labels
+    except OSError as e:
+        raise OSError(f"{directory}: cannot list feature files: {e.strerror or e}") from e
+    now = datetime.now(UTC)
+    for name in names:
+        if name.startswith("."):
+            continue
+        path = os.path.join(directory, name)
+        text = _read_feature_file(ctx, path)
+        if text is None:
+            continue
+        file_features, file_labels = parse_feature_file(ctx, text, path, now=now)
+        features.update(file_features)
+        labels.update(file_labels)
+    return features, labels
+
+
+def _read_feature_file(ctx: DiscoveryContext, path: str) -> str | None:
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        if st.st_size > MAX_FILE_SIZE:
+            ctx.warn(f"{path}: feature file skipped: {st.st_size} bytes > {MAX_FILE_SIZE} bytes")
+            return None
+        with open(path, "rb") as f:
+            data = f.read(MAX_FILE_SIZE + 1)
+    except FileNotFoundError:
+        return None  # removed between listing and reading
+    except OSError as e:
+        ctx.warn(f"{path}: cannot read feature file: {e.strerror or e}")
+        return None
+    if len(data) > MAX_FILE_SIZE:
+        ctx.warn(f"{path}: feature file skipped: larger than {MAX_FILE_SIZE} bytes")
+        return None
+    if b"\x00" in data:
+        ctx.warn(f"{path}: binary content, feature file skipped")
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        ctx.warn(f"{path}: not valid UTF-8, undecodable bytes replaced")
+        return data.decode("utf-8", errors="replace")
+
+
+def parse_rfc3339(value: str) -> datetime:
+    dt = datetime.fromisoformat(value.strip())
+    if dt.tzinfo is None or "T" not in value.upper():
+        raise ValueError(f"{value.strip()!r} is not an RFC 3339 time with a time zone")
+    return dt
+
+
+def parse_feature_file(
+    ctx: DiscoveryContext, text: str, path: str, *, now: datetime
+) -> tuple[dict[str, str], dict[str, str]]:
+    features: dict[str, str] = {}
+    labels: dict[str, str] = {}
+    expiry = now
+    skip_label = skip_feature = False
+    for lineno, raw in enumerate(text.split("\n"), start=1):
+        line = raw.strip()
+        if not line:
+            continue
+        if line.startswith("#"):
+            if line.startswith(DIRECTIVE_PREFIX):
+                key, sep, value = line[len(DIRECTIVE_PREFIX):].partition("=")
+                if key == "expiry-time":
+                    try:
+                        if not sep:
+                            raise ValueError("should be '# +expiry-time=value'")
+                        expiry = parse_rfc3339(value)
+                    except ValueError as e:
+                        ctx.warn(f"{path}:{lineno}: invalid expiry-time directive: {e}")
+                elif key == "no-label":
+                    skip_label = True
+                elif key == "no-feature":
+                    skip_feature = True
+                else:
+                    ctx.warn(f"{path}:{lineno}: unknown feature file directive {key!r}")
+            continue
+        if expiry < now:
+            continue
+        key, sep, value = line.partition("=")
+        if not key or not key.isprintable():
+            ctx.warn(f"{path}:{lineno}: malformed line ignored: {line[:60]!r}")
+            skip_label = skip_feature = False
+            continue
+        value = value if sep else "true"
+        if skip_feature:
+            features.pop(key, None)
+        else:
+            features[key] = value
+        if skip_label:
+            labels.pop(key, None)
+        else:
+            labels[key] = value
+        skip_label = skip_feature = False
+    return features, labels
+
+
+SOURCE = LocalSource()

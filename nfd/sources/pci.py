@@ -1,0 +1,95 @@
+"""``pci`` source: one instance per PCI device; labels for whitelisted device classes."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from nfd.api.features import Features
+from nfd.sources.base import DiscoveryContext, FeatureSource, str_list
+from nfd.sources.hostfs import list_dir, read_text
+
+MANDATORY = ("class", "vendor", "device", "subsystem_vendor", "subsystem_device")
+OPTIONAL = ("sriov_totalvfs", "iommu_group/type", "iommu/intel-iommu/version")
+DEFAULT_LABEL_FIELDS = ["class", "vendor"]
+
+
+def label_fields(configured: list[str], valid: tuple[str, ...], default: list[str]) -> list[str]:
+    """Configured label fields in canonical order; invalid ones dropped; default if none left."""
+    chosen = [f for f in valid if f in configured]
+    return chosen or list(default)
+
+
+def device_label(dev: dict[str, str], fields: list[str]) -> str:
+    return "_".join(dev.get(f, "") for f in fields)
+
+
+class PciSource(FeatureSource):
+    name = "pci"
+
+    def default_config(self) -> dict[str, Any]:
+        return {"deviceClassWhitelist": ["03", "0b40", "12"], "deviceLabelFields": list(DEFAULT_LABEL_FIELDS)}
+
+    def parse_config(self, raw: Any, *, path: str) -> dict[str, Any]:
+        cfg = super().parse_config(raw, path=path)
+        for key in ("deviceClassWhitelist", "deviceLabelFields"):
+            cfg[key] = str_list(cfg[key], f"{path}.{key}")
+        return cfg
+
+    def discover(self, ctx: DiscoveryContext, config: dict[str, Any]) -> Features:
+        base = ctx.paths.sys("bus/pci/devices")
+        devices = list_dir(ctx, base)
+        if devices is None:
+            raise OSError(f"{base}: cannot list PCI devices")
+        out: list[dict[str, str]] = []
+        for dev in devices:
+            info = read_device(ctx, os.path.join(base, dev), MANDATORY, OPTIONAL)
+            if info is None:
+                ctx.warn(f"{os.path.join(base, dev)}: incomplete PCI device skipped")
+                continue
+            out.append(info)
+        f = Features()
+        f.instances["pci.device"] = out
+        return f
+
+    def labels(self, features: Features, config: dict[str, Any], ctx: DiscoveryContext) -> dict[str, str]:
+        fields = label_fields(list(config.get("deviceLabelFields") or []), MANDATORY, DEFAULT_LABEL_FIELDS)
+        whitelist = [w.lower() for w in config.get("deviceClassWhitelist") or []]
+        out: dict[str, str] = {}
+        for dev in features.instances.get("pci.device", []):
+            cls = dev.get("class", "")
+            if any(cls.startswith(w) for w in whitelist):
+                label = device_label(dev, fields)
+                out[f"{label}.present"] = "true"
+                if "sriov_totalvfs" in dev:
+                    out[f"{label}.sriov.capable"] = "true"
+        return out
+
+
+def read_attr(ctx: DiscoveryContext, dev_path: str, attr: str) -> str | None:
+    text = read_text(ctx, os.path.join(dev_path, attr), limit=4096)
+    if text is None:
+        return None
+    value = text.removeprefix("0x").strip()
+    if attr == "class" and len(value) > 4:
+        value = value[:4]  # class + subclass; the programming interface is dropped
+    return value
+
+
+def read_device(
+    ctx: DiscoveryContext, dev_path: str, mandatory: tuple[str, ...], optional: tuple[str, ...]
+) -> dict[str, str] | None:
+    attrs: dict[str, str] = {}
+    for attr in mandatory:
+        v = read_attr(ctx, dev_path, attr)
+        if v is None:
+            return None
+        attrs[attr] = v
+    for attr in optional:
+        v = read_attr(ctx, dev_path, attr)
+        if v is not None:
+            attrs[attr] = v
+    return attrs
+
+
+SOURCE = PciSource()
