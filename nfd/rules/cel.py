@@ -1,20 +1,30 @@
-"""CEL expressions in rules (``matchCEL``): compile once at validation, evaluate per node.
+"""CEL expressions in rules (``matchCEL``): compiled once at validation, evaluated per node.
 
 Interface agreed with the rule engine::
 
     m = compile_expressions(exprs, path="spec.rules[0].matchCEL")  # ValidationError on bad input
     matched, failed = m.evaluate(features, node_name="node-1")       # CelEvalError on runtime error
 
-TEMPORARY: this first version delegates to celpy's interpreter so the engine can integrate; the
-closure compiler in ``nfd.rules.celc`` replaces it.
+Expressions are parsed with celpy's grammar and compiled by ``nfd.rules.celc`` into Python
+closures (about 1-3 µs per typical expression instead of ~100-600 µs with celpy's evaluators).
+Variables: ``flags``, ``attributes``, ``instances`` (the node's features) and ``node.name``.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from nfd.api.errors import ValidationError
 from nfd.api.features import Features
+from nfd.rules.celc import (
+    DEFAULT_STEP_LIMIT,
+    Act,
+    CelSyntaxError,
+    CostLimitExceeded,
+    Program,
+    compile_program,
+)
+from nfd.rules.celc.values import type_name
+
+__all__ = ["CelEvalError", "CelMatcher", "compile_expressions"]
 
 
 class CelEvalError(Exception):
@@ -24,47 +34,58 @@ class CelEvalError(Exception):
 class CelMatcher:
     """The compiled ``matchCEL`` list of one rule; all expressions must be true (AND)."""
 
-    __slots__ = ("sources", "_programs")
+    __slots__ = ("path", "sources", "_programs", "step_limit")
 
-    def __init__(self, sources: list[str], programs: list[Any]) -> None:
-        self.sources = sources
-        self._programs = programs
+    def __init__(self, path: str, programs: list[Program], *, step_limit: int = DEFAULT_STEP_LIMIT) -> None:
+        self.path = path
+        self.sources = [p.source for p in programs]
+        self._programs = [(p.source, p.fn) for p in programs]
+        self.step_limit = step_limit
 
     def __len__(self) -> int:
-        return len(self.sources)
+        return len(self._programs)
 
     def evaluate(self, features: Features, *, node_name: str) -> tuple[bool, str | None]:
-        """(True, None) when every expression is true, else (False, first false expression)."""
-        import celpy
+        """(True, None) when every expression is true, else (False, the first false expression).
 
-        act = {
-            "flags": celpy.json_to_cel({k: sorted(v) for k, v in features.flags.items()}),
-            "attributes": celpy.json_to_cel(features.attributes),
-            "instances": celpy.json_to_cel(features.instances),
-            "node": celpy.json_to_cel({"name": node_name}),
-        }
-        for src, prg in zip(self.sources, self._programs, strict=True):
+        Evaluation stops at the first false expression, like ``matchFeatures`` terms.
+        """
+        act = Act(features, {"name": node_name}, self.step_limit)
+        for i, (src, fn) in enumerate(self._programs):
+            act.budget = self.step_limit
             try:
-                r = prg.evaluate(act)
-            except Exception as e:  # celpy raises assorted errors
-                raise CelEvalError(f"{src!r}: {e}") from None
-            if not isinstance(r, celpy.celtypes.BoolType) or not r:
-                return False, src
+                r = fn(act)
+            except CostLimitExceeded:
+                raise CelEvalError(
+                    f"{self.path}[{i}] {src!r}: evaluation exceeded the limit of {self.step_limit} steps"
+                ) from None
+            except RecursionError:
+                raise CelEvalError(f"{self.path}[{i}] {src!r}: evaluation nested too deeply") from None
+            except Exception as e:  # CelError, or a Python error from a function: fail this rule only
+                raise CelEvalError(f"{self.path}[{i}] {src!r}: {e}") from None
+            if r is not True:
+                if r is False:
+                    return False, src
+                raise CelEvalError(f"{self.path}[{i}] {src!r}: result is {type_name(r)}, not bool")
         return True, None
 
 
-def compile_expressions(exprs: list[str], *, path: str) -> CelMatcher:
-    """Parse and check every expression; raise ValidationError naming ``path[i]`` and line:col."""
-    import celpy
-    from celpy.celparser import CELParseError
+def compile_expressions(exprs: list[str], *, path: str, step_limit: int = DEFAULT_STEP_LIMIT) -> CelMatcher:
+    """Parse, type-check and compile each expression.
 
-    env = celpy.Environment()
-    programs = []
+    Raises ValidationError with path ``{path}[i]`` and a message starting ``line:col:``.
+    """
+    if not isinstance(exprs, list):
+        raise ValidationError(path, "must be a list of CEL expression strings")
+    programs: list[Program] = []
     for i, src in enumerate(exprs):
+        p = f"{path}[{i}]"
         if not isinstance(src, str) or not src.strip():
-            raise ValidationError(f"{path}[{i}]", "must be a non-empty CEL expression string")
+            raise ValidationError(p, "must be a non-empty CEL expression string")
         try:
-            programs.append(env.program(env.compile(src)))
-        except CELParseError as e:
-            raise ValidationError(f"{path}[{i}]", f"{e.line}:{e.column}: syntax error") from None
-    return CelMatcher(list(exprs), programs)
+            programs.append(compile_program(src))
+        except CelSyntaxError as e:
+            raise ValidationError(p, f"{e} in {src!r}") from None
+        except RecursionError:
+            raise ValidationError(p, "expression is nested too deeply") from None
+    return CelMatcher(path, programs, step_limit=step_limit)

@@ -1,0 +1,81 @@
+"""A CEL compiler for rule expressions: celpy's parser, our checker, Python closures at run time.
+
+``compile_program(source)`` parses, checks limits and types, and returns a ``Program`` whose
+``fn(act)`` evaluates the expression for one node. See docs/cel.md for the language.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nfd.rules.celc.compiler import VARIABLES, Act, Compiler, Fn
+from nfd.rules.celc.syntax import Call, CelSyntaxError, Index, ListLit, MapLit, Node, Select, parse
+from nfd.rules.celc.types import BOOL, DYN, Type, fmt
+from nfd.rules.celc.values import CelError, CostLimitExceeded
+
+# Limits, in the spirit of Kubernetes' CEL cost limits: a rule cannot stall the master.
+MAX_SOURCE_CHARS = 10_000
+MAX_AST_NODES = 1_000
+MAX_DEPTH = 50
+# Macro iterations (all/exists/exists_one/map/filter) per expression and node.
+DEFAULT_STEP_LIMIT = 100_000
+
+__all__ = [
+    "DEFAULT_STEP_LIMIT",
+    "VARIABLES",
+    "Act",
+    "CelError",
+    "CelSyntaxError",
+    "CostLimitExceeded",
+    "Program",
+    "compile_program",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Program:
+    source: str
+    fn: Fn
+    result_type: Type
+
+
+def compile_program(source: str) -> Program:
+    """Compile one boolean expression; raise CelSyntaxError (with line:col where known)."""
+    if len(source) > MAX_SOURCE_CHARS:
+        raise CelSyntaxError(None, f"expression is longer than {MAX_SOURCE_CHARS} characters")
+    tree = parse(source)
+    nodes, depth = _measure(tree)
+    if nodes > MAX_AST_NODES:
+        raise CelSyntaxError(None, f"expression has {nodes} nodes, more than the limit of {MAX_AST_NODES}")
+    if depth > MAX_DEPTH:
+        raise CelSyntaxError(None, f"expression is nested {depth} deep, more than the limit of {MAX_DEPTH}")
+    c = Compiler().compile(tree)
+    if c.t not in (BOOL, DYN):
+        raise CelSyntaxError(tree.pos, f"expression must evaluate to bool, not {fmt(c.t)}")
+    return Program(source, c.fn, c.t)
+
+
+def _children(n: Node) -> list[Node]:
+    if isinstance(n, Call):
+        return ([n.target] if n.target is not None else []) + n.args
+    if isinstance(n, Select):
+        return [n.operand]
+    if isinstance(n, Index):
+        return [n.operand, n.index]
+    if isinstance(n, ListLit):
+        return list(n.items)
+    if isinstance(n, MapLit):
+        return [x for kv in n.entries for x in kv]
+    return []
+
+
+def _measure(root: Node) -> tuple[int, int]:
+    """(node count, depth) without recursion, so a pathological tree cannot blow the stack."""
+    count, deepest = 0, 0
+    stack = [(root, 1)]
+    while stack:
+        n, d = stack.pop()
+        count += 1
+        deepest = max(deepest, d)
+        stack.extend((c, d + 1) for c in _children(n))
+    return count, deepest

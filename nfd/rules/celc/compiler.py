@@ -1,0 +1,736 @@
+"""Type-check a CEL AST and compile it into nested Python closures, in one pass.
+
+Every AST node becomes ``fn(act) -> value``; ``act`` carries the node's features, the macro
+variables and the remaining step budget. Static types pick fast paths: ``d.vendor == "10de"``
+on a ``map(string, string)`` compiles to one dict lookup and a ``str`` comparison, with no
+runtime type dispatch. Where a type is ``dyn`` the closure checks types at run time.
+
+Error semantics follow CEL: ``&&``/``||`` (and ``all``/``exists``) absorb an error from one side
+when the other side decides the result; everything else propagates the error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from nfd.rules.celc import library as lib
+from nfd.rules.celc.syntax import Call, CelSyntaxError, Ident, Index, ListLit, Lit, MapLit, Node, Select
+from nfd.rules.celc.types import (
+    BOOL,
+    BYTES,
+    DOUBLE,
+    DYN,
+    INT,
+    NULL,
+    NUMERIC,
+    QUANTITY,
+    STRING,
+    UINT,
+    VERSION,
+    Type,
+    assignable,
+    comparable_eq,
+    fmt,
+    is_list,
+    is_map,
+    join,
+    list_of,
+    map_of,
+    runtime_is,
+)
+from nfd.rules.celc.values import CelError, CostLimitExceeded, UInt, type_name
+
+
+class Act:
+    """The per-node activation: features, node map, macro variables and step budget."""
+
+    __slots__ = ("f", "node", "v", "budget")
+
+    def __init__(self, features: Any, node: dict[str, str], budget: int) -> None:
+        self.f = features
+        self.node = node
+        self.v: dict[str, Any] = {}
+        self.budget = budget
+
+
+Fn = Callable[[Act], Any]
+
+# The variables every expression sees. Feature sets missing on a node read as empty, so
+# `instances["usb.device"].exists(...)` is false on a node without USB instead of an error.
+VARIABLES: dict[str, Type] = {
+    "flags": map_of(STRING, list_of(STRING)),
+    "attributes": map_of(STRING, map_of(STRING, STRING)),
+    "instances": map_of(STRING, list_of(map_of(STRING, STRING))),
+    "node": map_of(STRING, STRING),
+}
+_EMPTY: dict[str, Any] = {"flags": frozenset(), "attributes": {}, "instances": ()}
+
+_NC = object()  # "not a constant"
+_SCALARS = (INT, UINT, DOUBLE, STRING, BYTES, BOOL, VERSION, QUANTITY)
+_FOLD_STRICT = {"version", "quantity", "matches"}  # constant-argument errors are compile errors
+
+
+class _C(NamedTuple):
+    t: Type
+    fn: Fn
+    const: Any = _NC
+
+
+def _const(v: Any, t: Type) -> _C:
+    return _C(t, lambda a: v, v)
+
+
+def _top_var(name: str) -> Fn:
+    if name == "node":
+        return lambda a: a.node
+    if name == "flags":
+        return lambda a: a.f.flags
+    if name == "attributes":
+        return lambda a: a.f.attributes
+    return lambda a: a.f.instances
+
+
+class Compiler:
+    """One compiler per expression; ``scope`` maps macro variables in reach to their types."""
+
+    def __init__(self) -> None:
+        self.scope: dict[str, Type] = {}
+
+    def compile(self, n: Node) -> _C:
+        if isinstance(n, Lit):
+            return _const(n.value, _lit_type(n.value))
+        if isinstance(n, Ident):
+            return self._ident(n)
+        if isinstance(n, Select):
+            return self._select(n)
+        if isinstance(n, Index):
+            return self._index(n)
+        if isinstance(n, Call):
+            return self._call(n)
+        if isinstance(n, ListLit):
+            return self._list(n)
+        if isinstance(n, MapLit):
+            return self._map(n)
+        raise CelSyntaxError(n.pos, "unsupported expression")
+
+    # -- names and member access ----------------------------------------------------------------
+
+    def _is_top(self, n: Node) -> str | None:
+        if isinstance(n, Ident) and n.name in VARIABLES and n.name not in self.scope and n.name != "node":
+            return n.name
+        return None
+
+    def _ident(self, n: Ident) -> _C:
+        name = n.name
+        if name in self.scope:
+            return _C(self.scope[name], lambda a: a.v[name])
+        if name in VARIABLES:
+            return _C(VARIABLES[name], _top_var(name))
+        if name in ("int", "uint", "double", "string", "bool", "bytes", "list", "map", "null_type"):
+            raise CelSyntaxError(n.pos, "type values are not supported")
+        raise CelSyntaxError(n.pos, f"undeclared reference to '{name}' (variables: {', '.join(VARIABLES)})")
+
+    def _select(self, n: Select) -> _C:
+        o = self.compile(n.operand)
+        field = n.field
+        top = self._is_top(n.operand)
+        if top is not None:
+            default = _EMPTY[top]
+            of = o.fn
+            return _C(o.t[2], lambda a: of(a).get(field, default))
+        of = o.fn
+        if is_map(o.t):
+            if not assignable(o.t[1], STRING):
+                raise CelSyntaxError(n.pos, f"type '{fmt(o.t)}' does not support field selection")
+
+            def sel(a: Act) -> Any:
+                try:
+                    return of(a)[field]
+                except KeyError:
+                    raise CelError(f"no such key: '{field}'") from None
+
+            return _C(o.t[2], sel)
+        if o.t == DYN:
+
+            def sel_dyn(a: Act) -> Any:
+                m = of(a)
+                if isinstance(m, dict):
+                    return lib.map_get(m, field)
+                raise CelError(f"type '{type_name(m)}' does not support field selection")
+
+            return _C(DYN, sel_dyn)
+        raise CelSyntaxError(n.pos, f"type '{fmt(o.t)}' does not support field selection ('.{field}')")
+
+    def _index(self, n: Index) -> _C:
+        o = self.compile(n.operand)
+        k = self.compile(n.index)
+        of, kf = o.fn, k.fn
+        top = self._is_top(n.operand)
+        if top is not None:
+            if not assignable(STRING, k.t):
+                raise CelSyntaxError(n.index.pos, f"feature names are strings, not {fmt(k.t)}")
+            default = _EMPTY[top]
+            if k.const is not _NC:
+                key = k.const
+                return _C(o.t[2], lambda a: of(a).get(key, default))
+
+            def top_get(a: Act) -> Any:
+                key = kf(a)
+                if type(key) is not str:
+                    raise CelError(f"feature names are strings, not {type_name(key)}")
+                return of(a).get(key, default)
+
+            return _C(o.t[2], top_get)
+        if is_list(o.t):
+            if k.t not in (INT, UINT, DYN, DOUBLE):
+                raise CelSyntaxError(n.index.pos, f"list index must be int, not {fmt(k.t)}")
+            return _C(o.t[1], lambda a: lib.list_index(of(a), kf(a)))
+        if is_map(o.t):
+            if not comparable_eq(o.t[1], k.t):
+                raise CelSyntaxError(n.index.pos, f"map key must be {fmt(o.t[1])}, not {fmt(k.t)}")
+            if o.t[1] == STRING and k.const is not _NC:
+                key = k.const
+
+                def get_const(a: Act) -> Any:
+                    try:
+                        return of(a)[key]
+                    except KeyError:
+                        raise CelError(f"no such key: {key!r}") from None
+
+                return _C(o.t[2], get_const)
+            return _C(o.t[2], lambda a: lib.map_get(of(a), kf(a)))
+        if o.t == DYN:
+
+            def index_dyn(a: Act) -> Any:
+                c = of(a)
+                if isinstance(c, dict):
+                    return lib.map_get(c, kf(a))
+                if isinstance(c, list | tuple | set | frozenset):
+                    return lib.list_index(c, kf(a))
+                raise CelError(f"type '{type_name(c)}' does not support indexing")
+
+            return _C(DYN, index_dyn)
+        raise CelSyntaxError(n.pos, f"type '{fmt(o.t)}' does not support indexing")
+
+    # -- literals -------------------------------------------------------------------------------
+
+    def _list(self, n: ListLit) -> _C:
+        items = [self.compile(i) for i in n.items]
+        t: Type = items[0].t if items else DYN
+        for i in items[1:]:
+            t = join(t, i.t)
+        lt = list_of(t)
+        if all(i.const is not _NC for i in items):
+            return _const([i.const for i in items], lt)
+        fns = [i.fn for i in items]
+        return _C(lt, lambda a: [f(a) for f in fns])
+
+    def _map(self, n: MapLit) -> _C:
+        entries = [(self.compile(k), self.compile(v)) for k, v in n.entries]
+        kt: Type = entries[0][0].t if entries else DYN
+        vt: Type = entries[0][1].t if entries else DYN
+        for (k, v), (kn, _) in zip(entries, n.entries, strict=True):
+            if k.t not in (INT, UINT, STRING, BOOL, DYN):
+                raise CelSyntaxError(kn.pos, f"map keys must be int, uint, string or bool, not {fmt(k.t)}")
+            kt, vt = join(kt, k.t), join(vt, v.t)
+        mt = map_of(kt, vt)
+        if all(k.const is not _NC and v.const is not _NC for k, v in entries):
+            out: dict[Any, Any] = {}
+            for (k, v), (kn, _) in zip(entries, n.entries, strict=True):
+                if lib.map_has(out, k.const):
+                    raise CelSyntaxError(kn.pos, f"duplicate map key {k.const!r}")
+                out[k.const] = v.const
+            return _const(out, mt)
+        pairs = [(k.fn, v.fn) for k, v in entries]
+
+        def build(a: Act) -> dict[Any, Any]:
+            m: dict[Any, Any] = {}
+            for kf, vf in pairs:
+                key = kf(a)
+                if type(key) not in (int, UInt, str, bool):
+                    raise CelError(f"unsupported map key type {type_name(key)}")
+                if lib.map_has(m, key):
+                    raise CelError(f"duplicate map key {key!r}")
+                m[key] = vf(a)
+            return m
+
+        return _C(mt, build)
+
+    # -- calls ----------------------------------------------------------------------------------
+
+    def _call(self, n: Call) -> _C:
+        name = n.name
+        if n.target is None:
+            if name == "_&&_" or name == "_||_":
+                return self._logic(n)
+            if name == "_?_:_":
+                return self._cond(n)
+            if name == "_==_" or name == "_!=_":
+                return self._eq(n)
+            if name == "@in":
+                return self._in(n)
+            if name == "has":
+                return self._has(n)
+        elif name in lib.MACROS and n.args and isinstance(n.args[0], Ident):
+            return self._macro(n)
+        if name in lib.UNSUPPORTED_FUNCTIONS:
+            raise CelSyntaxError(n.pos, lib.UNSUPPORTED_FUNCTIONS[name])
+        overloads = lib.FUNCTIONS.get(name)
+        if overloads is None:
+            what = "method" if n.target is not None else "function"
+            raise CelSyntaxError(n.pos, f"undeclared reference to {what} '{name}'")
+        recv = self.compile(n.target) if n.target is not None else None
+        args = [self.compile(x) for x in n.args]
+        return self._overload(n, name, overloads, recv, args)
+
+    def _overload(self, n: Call, name: str, overloads: list[lib.Overload], recv: _C | None,
+                  args: list[_C]) -> _C:
+        arg_ts = [a.t for a in args]
+        cands = [
+            o for o in overloads
+            if (o.receiver is None) == (recv is None)
+            and len(o.params) == len(args)
+            and (recv is None or assignable(o.receiver, recv.t))
+            and all(assignable(p, t) for p, t in zip(o.params, arg_ts, strict=True))
+        ]
+        all_args = ([recv] if recv is not None else []) + args
+        if not cands:
+            shown = ", ".join(fmt(a.t) for a in all_args)
+            what = _OP_NAMES.get(name, name)
+            raise CelSyntaxError(n.pos, f"no matching overload for '{what}' applied to ({shown})")
+        results = {o.result for o in cands}
+        rt: Type = cands[0].result if len(results) == 1 else DYN
+        if name == "_+_" and all(is_list(a.t) for a in all_args):
+            rt = join(all_args[0].t, all_args[1].t)
+        exact = len(cands) == 1 and all(a.t != DYN for a in all_args)
+        if exact:
+            impl = cands[0].impl
+        else:
+            impl = _dispatcher(_OP_NAMES.get(name, name), cands, recv is not None)
+        consts = [a.const for a in all_args]
+        if all(c is not _NC for c in consts):
+            try:
+                return _const(impl(*consts), rt)
+            except CelError as e:
+                if name in _FOLD_STRICT:
+                    raise CelSyntaxError(n.pos, str(e)) from None
+            except Exception:  # noqa: BLE001 - leave it to run time, where it fails the rule
+                pass
+        if exact and name == "matches" and consts[1] is not _NC:
+            try:
+                rx = lib.compile_regex(consts[1])
+            except CelError as e:
+                raise CelSyntaxError(n.args[-1].pos, str(e)) from None
+            sf = all_args[0].fn
+            return _C(rt, lambda a: rx.search(sf(a)) is not None)
+        return _C(rt, _apply(impl, all_args))
+
+    # -- operators with special rules -------------------------------------------------------------
+
+    def _bool_operand(self, n: Node) -> _C:
+        c = self.compile(n)
+        if c.t not in (BOOL, DYN):
+            raise CelSyntaxError(n.pos, f"expected bool, got {fmt(c.t)}")
+        return c
+
+    def _logic(self, n: Call) -> _C:
+        left, right = (self._bool_operand(x) for x in n.args)
+        lf, rf = left.fn, right.fn
+        static = left.t == BOOL and right.t == BOOL
+        if n.name == "_&&_":
+            if static:
+                return _C(BOOL, _and_static(lf, rf))
+            return _C(BOOL, _logic_dyn(lf, rf, False))
+        if static:
+            return _C(BOOL, _or_static(lf, rf))
+        return _C(BOOL, _logic_dyn(lf, rf, True))
+
+    def _cond(self, n: Call) -> _C:
+        c = self._bool_operand(n.args[0])
+        t, e = self.compile(n.args[1]), self.compile(n.args[2])
+        cf, tf, ef = c.fn, t.fn, e.fn
+
+        def cond(a: Act) -> Any:
+            v = cf(a)
+            if v is True:
+                return tf(a)
+            if v is False:
+                return ef(a)
+            raise CelError(f"no matching overload for '_?_:_' applied to ({type_name(v)}, ...)")
+
+        return _C(join(t.t, e.t), cond)
+
+    def _eq(self, n: Call) -> _C:
+        left, right = self.compile(n.args[0]), self.compile(n.args[1])
+        if not comparable_eq(left.t, right.t):
+            op = "==" if n.name == "_==_" else "!="
+            raise CelSyntaxError(n.pos, f"no matching overload for '{op}' applied to "
+                                        f"({fmt(left.t)}, {fmt(right.t)})")
+        lf, rf = left.fn, right.fn
+        plain = (left.t == right.t and left.t in _SCALARS) or (left.t in NUMERIC and right.t in NUMERIC)
+        eq = n.name == "_==_"
+        if left.const is not _NC and right.const is not _NC:
+            v = lib.cel_eq(left.const, right.const)
+            return _const(v if eq else not v, BOOL)
+        if plain:
+            if right.const is not _NC:
+                c = right.const
+                return _C(BOOL, (lambda a: lf(a) == c) if eq else (lambda a: lf(a) != c))
+            if left.const is not _NC:
+                c = left.const
+                return _C(BOOL, (lambda a: c == rf(a)) if eq else (lambda a: c != rf(a)))
+            return _C(BOOL, (lambda a: lf(a) == rf(a)) if eq else (lambda a: lf(a) != rf(a)))
+        ce = lib.cel_eq
+        return _C(BOOL, (lambda a: ce(lf(a), rf(a))) if eq else (lambda a: not ce(lf(a), rf(a))))
+
+    def _in(self, n: Call) -> _C:
+        x, c = self.compile(n.args[0]), self.compile(n.args[1])
+        if is_list(c.t) or is_map(c.t):
+            elem = c.t[1]
+        elif c.t == DYN:
+            elem = DYN
+        else:
+            raise CelSyntaxError(n.pos, f"no matching overload for 'in' applied to ({fmt(x.t)}, {fmt(c.t)})")
+        if not comparable_eq(x.t, elem):
+            raise CelSyntaxError(n.pos, f"no matching overload for 'in' applied to ({fmt(x.t)}, {fmt(c.t)})")
+        xf, cf = x.fn, c.fn
+        if x.t == STRING and elem == STRING:
+            if c.const is not _NC:
+                pool = frozenset(c.const)
+                return _C(BOOL, lambda a: xf(a) in pool)
+            return _C(BOOL, lambda a: xf(a) in cf(a))
+        ci = lib.cel_in
+        return _C(BOOL, lambda a: ci(xf(a), cf(a)))
+
+    def _has(self, n: Call) -> _C:
+        if len(n.args) != 1 or not isinstance(n.args[0], Select):
+            raise CelSyntaxError(n.pos, "has() takes a field selection like has(node.name)")
+        sel = n.args[0]
+        o = self.compile(sel.operand)
+        if not (is_map(o.t) or o.t == DYN):
+            raise CelSyntaxError(sel.pos, f"has() does not apply to type '{fmt(o.t)}'")
+        of, field = o.fn, sel.field
+
+        def has(a: Act) -> bool:
+            m = of(a)
+            if isinstance(m, dict):
+                return field in m
+            raise CelError(f"has() does not apply to type '{type_name(m)}'")
+
+        return _C(BOOL, has)
+
+    def _macro(self, n: Call) -> _C:
+        assert n.target is not None
+        name = n.name
+        var = n.args[0]
+        assert isinstance(var, Ident)
+        want = 3 if name == "map" and len(n.args) == 3 else 2
+        if len(n.args) != want:
+            raise CelSyntaxError(n.pos, f"{name}() takes a variable name and an expression")
+        target = self.compile(n.target)
+        if is_list(target.t) or is_map(target.t):
+            vt = target.t[1]
+        elif target.t == DYN:
+            vt = DYN
+        else:
+            raise CelSyntaxError(n.pos, f"{name}() applies to lists and maps, not {fmt(target.t)}")
+        saved = self.scope.get(var.name, _NC)
+        self.scope[var.name] = vt
+        try:
+            bodies = [self.compile(b) for b in n.args[1:]]
+        finally:
+            if saved is _NC:
+                del self.scope[var.name]
+            else:
+                self.scope[var.name] = saved
+        preds = bodies if name != "map" else bodies[:-1]
+        for b, bn in zip(preds, n.args[1:], strict=False):
+            if b.t not in (BOOL, DYN):
+                raise CelSyntaxError(bn.pos, f"{name}() needs a bool predicate, got {fmt(b.t)}")
+        tf = target.fn
+        static_list = is_list(target.t)
+        if name == "exists":
+            return _C(BOOL, _exists(tf, var.name, bodies[0].fn, static_list))
+        if name == "all":
+            return _C(BOOL, _all(tf, var.name, bodies[0].fn, static_list))
+        if name == "exists_one":
+            return _C(BOOL, _exists_one(tf, var.name, bodies[0].fn, static_list))
+        if name == "filter":
+            return _C(list_of(vt), _map_filter(tf, var.name, bodies[0].fn, None, static_list))
+        if len(bodies) == 2:
+            return _C(list_of(bodies[1].t), _map_filter(tf, var.name, bodies[0].fn, bodies[1].fn, static_list))
+        return _C(list_of(bodies[0].t), _map_filter(tf, var.name, None, bodies[0].fn, static_list))
+
+
+_OP_NAMES = {"_+_": "+", "_-_": "-", "_*_": "*", "_/_": "/", "_%_": "%", "-_": "-", "!_": "!",
+             "_<_": "<", "_<=_": "<=", "_>_": ">", "_>=_": ">="}
+
+
+def _lit_type(v: Any) -> Type:
+    t = type(v)
+    if t is bool:
+        return BOOL
+    if t is int:
+        return INT
+    if t is UInt:
+        return UINT
+    if t is float:
+        return DOUBLE
+    if t is str:
+        return STRING
+    if t is bytes:
+        return BYTES
+    return NULL
+
+
+def _dispatcher(name: str, cands: list[lib.Overload], method: bool) -> Callable[..., Any]:
+    """Pick the overload by the runtime types of the arguments (some were ``dyn`` statically)."""
+
+    def call(*vals: Any) -> Any:
+        for o in cands:
+            types = ((o.receiver,) if method else ()) + o.params
+            if all(runtime_is(v, t) for v, t in zip(vals, types, strict=True)):
+                return o.impl(*vals)
+        shown = ", ".join(type_name(v) for v in vals)
+        raise CelError(f"no matching overload for '{name}' applied to ({shown})")
+
+    return call
+
+
+def _apply(impl: Callable[..., Any], args: list[_C]) -> Fn:
+    """A closure calling ``impl`` with constants inlined; arities 0-3 avoid ``*args``."""
+    fns = [a.fn for a in args]
+    cs = [a.const for a in args]
+    if len(args) == 0:
+        return lambda a: impl()
+    if len(args) == 1:
+        f0 = fns[0]
+        return lambda a: impl(f0(a))
+    if len(args) == 2:
+        f0, f1 = fns
+        if cs[1] is not _NC:
+            c1 = cs[1]
+            return lambda a: impl(f0(a), c1)
+        if cs[0] is not _NC:
+            c0 = cs[0]
+            return lambda a: impl(c0, f1(a))
+        return lambda a: impl(f0(a), f1(a))
+    if len(args) == 3:
+        f0, f1, f2 = fns
+        return lambda a: impl(f0(a), f1(a), f2(a))
+    return lambda a: impl(*(f(a) for f in fns))
+
+
+# -- logic ----------------------------------------------------------------------------------------
+
+
+def _and_static(lf: Fn, rf: Fn) -> Fn:
+    def and_(a: Act) -> Any:
+        try:
+            left = lf(a)
+        except Exception:
+            try:
+                right = rf(a)
+            except Exception:
+                right = None
+            if right is False:
+                return False
+            raise
+        if not left:
+            return False
+        return rf(a)
+
+    return and_
+
+
+def _or_static(lf: Fn, rf: Fn) -> Fn:
+    def or_(a: Act) -> Any:
+        try:
+            left = lf(a)
+        except Exception:
+            try:
+                right = rf(a)
+            except Exception:
+                right = None
+            if right is True:
+                return True
+            raise
+        if left:
+            return True
+        return rf(a)
+
+    return or_
+
+
+def _logic_dyn(lf: Fn, rf: Fn, is_or: bool) -> Fn:
+    """``&&``/``||`` when an operand is ``dyn``: a non-bool side is an error that may be absorbed."""
+    decide = is_or  # the value of one side that decides the result
+    op = "||" if is_or else "&&"
+
+    def side(f: Fn, a: Act) -> Any:
+        try:
+            v = f(a)
+        except Exception as e:
+            return e
+        if type(v) is not bool:
+            return CelError(f"no matching overload for '{op}' applied to {type_name(v)}")
+        return v
+
+    def logic(a: Act) -> Any:
+        left = side(lf, a)
+        if left is decide:
+            return decide
+        right = side(rf, a)
+        if right is decide:
+            return decide
+        if isinstance(left, BaseException):
+            raise left
+        if isinstance(right, BaseException):
+            raise right
+        return not decide
+
+    return logic
+
+
+# -- macros ---------------------------------------------------------------------------------------
+
+_ABSENT = object()
+
+
+def _iterable(c: Any) -> Any:
+    if isinstance(c, dict):
+        return list(c)
+    if isinstance(c, list | tuple | set | frozenset):
+        return c
+    raise CelError(f"cannot iterate over {type_name(c)}")
+
+
+def _spend(a: Act) -> None:
+    raise CostLimitExceeded("evaluation step limit exceeded")
+
+
+def _exists(tf: Fn, name: str, pf: Fn, static_list: bool) -> Fn:
+    def exists(a: Act) -> Any:
+        coll = tf(a) if static_list else _iterable(tf(a))
+        v = a.v
+        saved = v.get(name, _ABSENT)
+        err: BaseException | None = None
+        try:
+            for x in coll:
+                a.budget -= 1
+                if a.budget < 0:
+                    _spend(a)
+                v[name] = x
+                try:
+                    r = pf(a)
+                except Exception as e:
+                    if err is None:
+                        err = e
+                    continue
+                if r is True:
+                    return True
+                if r is not False and err is None:
+                    err = CelError(f"exists() predicate returned {type_name(r)}, not bool")
+        finally:
+            if saved is _ABSENT:
+                v.pop(name, None)
+            else:
+                v[name] = saved
+        if err is not None:
+            raise err
+        return False
+
+    return exists
+
+
+def _all(tf: Fn, name: str, pf: Fn, static_list: bool) -> Fn:
+    def all_(a: Act) -> Any:
+        coll = tf(a) if static_list else _iterable(tf(a))
+        v = a.v
+        saved = v.get(name, _ABSENT)
+        err: BaseException | None = None
+        try:
+            for x in coll:
+                a.budget -= 1
+                if a.budget < 0:
+                    _spend(a)
+                v[name] = x
+                try:
+                    r = pf(a)
+                except Exception as e:
+                    if err is None:
+                        err = e
+                    continue
+                if r is False:
+                    return False
+                if r is not True and err is None:
+                    err = CelError(f"all() predicate returned {type_name(r)}, not bool")
+        finally:
+            if saved is _ABSENT:
+                v.pop(name, None)
+            else:
+                v[name] = saved
+        if err is not None:
+            raise err
+        return True
+
+    return all_
+
+
+def _exists_one(tf: Fn, name: str, pf: Fn, static_list: bool) -> Fn:
+    def exists_one(a: Act) -> Any:
+        coll = tf(a) if static_list else _iterable(tf(a))
+        v = a.v
+        saved = v.get(name, _ABSENT)
+        count = 0
+        try:
+            for x in coll:
+                a.budget -= 1
+                if a.budget < 0:
+                    _spend(a)
+                v[name] = x
+                r = pf(a)
+                if r is True:
+                    count += 1
+                elif r is not False:
+                    raise CelError(f"exists_one() predicate returned {type_name(r)}, not bool")
+        finally:
+            if saved is _ABSENT:
+                v.pop(name, None)
+            else:
+                v[name] = saved
+        return count == 1
+
+    return exists_one
+
+
+def _map_filter(tf: Fn, name: str, pf: Fn | None, mf: Fn | None, static_list: bool) -> Fn:
+    def map_filter(a: Act) -> list[Any]:
+        coll = tf(a) if static_list else _iterable(tf(a))
+        if isinstance(coll, set | frozenset):
+            coll = sorted(coll)  # results are lists: give them a stable order
+        v = a.v
+        saved = v.get(name, _ABSENT)
+        out: list[Any] = []
+        try:
+            for x in coll:
+                a.budget -= 1
+                if a.budget < 0:
+                    _spend(a)
+                v[name] = x
+                if pf is not None:
+                    r = pf(a)
+                    if r is False:
+                        continue
+                    if r is not True:
+                        raise CelError(f"filter predicate returned {type_name(r)}, not bool")
+                out.append(mf(a) if mf is not None else x)
+        finally:
+            if saved is _ABSENT:
+                v.pop(name, None)
+            else:
+                v[name] = saved
+        return out
+
+    return map_filter

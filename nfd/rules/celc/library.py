@@ -1,0 +1,574 @@
+"""CEL functions and operators: overload signatures for the checker and their Python implementations.
+
+Each overload is ``(receiver type or None, parameter types, result type, implementation)``. The
+implementation receives already evaluated arguments (receiver first) and raises CelError.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import re
+from collections.abc import Callable
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any, NamedTuple
+
+from nfd.rules.celc.types import (
+    BOOL,
+    BYTES,
+    DOUBLE,
+    DYN,
+    INT,
+    NULL,
+    QUANTITY,
+    STRING,
+    UINT,
+    VERSION,
+    Type,
+    list_of,
+    map_of,
+)
+from nfd.rules.celc.values import (
+    INT64_MAX,
+    INT64_MIN,
+    UINT64_MAX,
+    CelError,
+    Quantity,
+    UInt,
+    Version,
+    check_int,
+    check_uint,
+    type_name,
+)
+
+
+class Overload(NamedTuple):
+    receiver: Type | None
+    params: tuple[Type, ...]
+    result: Type
+    impl: Callable[..., Any]
+
+
+LIST_DYN = list_of(DYN)
+MAP_DYN = map_of(DYN, DYN)
+LIST_STRING = list_of(STRING)
+
+# -- equality -----------------------------------------------------------------------------------
+
+_NUM = (int, UInt, float)
+_LISTS = (list, tuple, set, frozenset)
+
+
+def cel_eq(a: Any, b: Any) -> bool:
+    """Heterogeneous equality (as cel-go and Kubernetes): numbers by value, other type mixes false."""
+    ta, tb = type(a), type(b)
+    if ta is tb and ta in (str, int, bool, float, bytes, UInt, Version, Quantity):
+        return bool(a == b)
+    if ta in _NUM and tb in _NUM:
+        return bool(a == b)
+    if isinstance(a, _LISTS) and isinstance(b, _LISTS):
+        if len(a) != len(b):
+            return False
+        la = sorted(a) if isinstance(a, set | frozenset) else a
+        lb = sorted(b) if isinstance(b, set | frozenset) else b
+        return all(cel_eq(x, y) for x, y in zip(la, lb, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        if len(a) != len(b):
+            return False
+        for k, v in a.items():
+            found = _map_find(b, k)
+            if found is _MISSING or not cel_eq(v, found):
+                return False
+        return True
+    if a is None or b is None:
+        return a is b
+    return False
+
+
+_MISSING = object()
+
+
+def _map_find(m: dict[Any, Any], k: Any) -> Any:
+    try:
+        v = m.get(k, _MISSING)
+    except TypeError:
+        return _MISSING
+    if v is not _MISSING and type(k) is bool and not any(type(x) is bool and x == k for x in m):
+        return _MISSING  # True hashes like 1: a bool key must not find an int key
+    if v is _MISSING and type(k) in _NUM and not isinstance(k, bool):
+        for mk, mv in m.items():  # numeric keys compare by value (1 finds 1u and 1.0)
+            if type(mk) in _NUM and mk == k:
+                return mv
+    if v is not _MISSING and type(k) is not bool and any(type(x) is bool for x in m) \
+            and type(k) in _NUM:
+        for mk, mv in m.items():
+            if type(mk) is not bool and type(mk) in _NUM and mk == k:
+                return mv
+        return _MISSING
+    return v
+
+
+def map_get(m: dict[Any, Any], k: Any) -> Any:
+    v = _map_find(m, k)
+    if v is _MISSING:
+        raise CelError(f"no such key: {k!r}")
+    return v
+
+
+def map_has(m: dict[Any, Any], k: Any) -> bool:
+    return _map_find(m, k) is not _MISSING
+
+
+def cel_in(x: Any, c: Any) -> bool:
+    if isinstance(c, dict):
+        return map_has(c, x)
+    if isinstance(c, set | frozenset):
+        if type(x) is str:
+            return x in c
+        return any(cel_eq(x, e) for e in c)
+    if isinstance(c, list | tuple):
+        return any(cel_eq(x, e) for e in c)
+    raise CelError(f"no matching overload for 'in' applied to ({type_name(x)}, {type_name(c)})")
+
+
+def list_index(lst: Any, i: Any) -> Any:
+    if type(i) is float:
+        if not i.is_integer():
+            raise CelError(f"invalid list index {i}")
+        i = int(i)
+    if type(i) not in (int, UInt):
+        raise CelError(f"invalid list index type {type_name(i)}")
+    if isinstance(lst, set | frozenset):
+        lst = sorted(lst)
+    if i < 0 or i >= len(lst):
+        raise CelError(f"index out of range: {i}")
+    return lst[i]
+
+
+def as_list(v: Any) -> list[Any] | tuple[Any, ...]:
+    """Lists keep their order; a flag set becomes a sorted list where order matters."""
+    if isinstance(v, set | frozenset):
+        return sorted(v)
+    return v  # type: ignore[no-any-return]
+
+
+# -- arithmetic ---------------------------------------------------------------------------------
+
+
+def _add_int(a: int, b: int) -> int:
+    return check_int(a + b)
+
+
+def _sub_int(a: int, b: int) -> int:
+    return check_int(a - b)
+
+
+def _mul_int(a: int, b: int) -> int:
+    return check_int(a * b)
+
+
+def _div_int(a: int, b: int) -> int:
+    if b == 0:
+        raise CelError("division by zero")
+    q = abs(a) // abs(b)  # truncate toward zero like Go
+    return check_int(q if (a < 0) == (b < 0) else -q)
+
+
+def _mod_int(a: int, b: int) -> int:
+    if b == 0:
+        raise CelError("modulus by zero")
+    r = abs(a) % abs(b)  # result takes the dividend's sign like Go
+    return -r if a < 0 else r
+
+
+def _add_uint(a: int, b: int) -> UInt:
+    return check_uint(a + b)
+
+
+def _sub_uint(a: int, b: int) -> UInt:
+    return check_uint(a - b)
+
+
+def _mul_uint(a: int, b: int) -> UInt:
+    return check_uint(a * b)
+
+
+def _div_uint(a: int, b: int) -> UInt:
+    if b == 0:
+        raise CelError("division by zero")
+    return UInt(a // b)
+
+
+def _mod_uint(a: int, b: int) -> UInt:
+    if b == 0:
+        raise CelError("modulus by zero")
+    return UInt(a % b)
+
+
+def _div_double(a: float, b: float) -> float:
+    if b == 0.0:
+        if a == 0.0 or math.isnan(a):
+            return math.nan
+        return math.copysign(math.inf, a) * math.copysign(1.0, b)
+    return a / b
+
+
+def _mul_double(a: float, b: float) -> float:
+    return a * b
+
+
+def _neg_int(a: int) -> int:
+    return check_int(-a)
+
+
+def _add_list(a: Any, b: Any) -> list[Any]:
+    return [*as_list(a), *as_list(b)]
+
+
+# -- conversions --------------------------------------------------------------------------------
+
+_INT_RE = re.compile(r"[+-]?[0-9]+")
+_UINT_RE = re.compile(r"[0-9]+")
+_FLOAT_RE = re.compile(r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)", re.I)
+
+
+def parse_int(s: str) -> int:
+    """``int(string)``: base-10 with optional sign, no spaces, int64 range; fails like Go's Atoi."""
+    if not _INT_RE.fullmatch(s):
+        raise CelError(f"cannot convert {s!r} to int: invalid syntax")
+    v = int(s)
+    if not INT64_MIN <= v <= INT64_MAX:
+        raise CelError(f"cannot convert {s!r} to int: value out of range")
+    return v
+
+
+def _int_from_double(d: float) -> int:
+    if math.isnan(d) or math.isinf(d) or not -(2.0**63) <= d < 2.0**63:
+        raise CelError("double out of int range")
+    return int(d)
+
+
+def _int_from_uint(u: int) -> int:
+    if u > INT64_MAX:
+        raise CelError("uint out of int range")
+    return int(u)
+
+
+def _uint_from_string(s: str) -> UInt:
+    if not _UINT_RE.fullmatch(s):
+        raise CelError(f"cannot convert {s!r} to uint: invalid syntax")
+    v = int(s)
+    if v > UINT64_MAX:
+        raise CelError(f"cannot convert {s!r} to uint: value out of range")
+    return UInt(v)
+
+
+def _uint_from_int(i: int) -> UInt:
+    if i < 0:
+        raise CelError("int out of uint range")
+    return UInt(i)
+
+
+def _uint_from_double(d: float) -> UInt:
+    if math.isnan(d) or math.isinf(d) or not 0 <= d < 2.0**64:
+        raise CelError("double out of uint range")
+    return UInt(int(d))
+
+
+def _double_from_string(s: str) -> float:
+    if not _FLOAT_RE.fullmatch(s):
+        raise CelError(f"cannot convert {s!r} to double: invalid syntax")
+    return float(s)
+
+
+def format_double(d: float) -> str:
+    """Go's ``strconv.FormatFloat(d, 'g', -1, 64)``, which cel-go's ``string(double)`` uses."""
+    if math.isnan(d):
+        return "NaN"
+    if math.isinf(d):
+        return "+Inf" if d > 0 else "-Inf"
+    sign = "-" if math.copysign(1.0, d) < 0 else ""
+    if d == 0:
+        return sign + "0"
+    _, digit_tuple, exp = Decimal(repr(abs(d))).normalize().as_tuple()
+    assert isinstance(exp, int)
+    ds = "".join(map(str, digit_tuple))  # shortest digits, no trailing zeros
+    dp = len(ds) + exp  # value = 0.<ds> * 10**dp
+    x = dp - 1
+    if x < -4 or x >= 6:  # Go switches to %e at exponent 6 for shortest formatting
+        mant = ds[0] + ("." + ds[1:] if len(ds) > 1 else "")
+        return f"{sign}{mant}e{'-' if x < 0 else '+'}{abs(x):02d}"
+    if dp <= 0:
+        return f"{sign}0.{'0' * -dp}{ds}"
+    if dp >= len(ds):
+        return f"{sign}{ds}{'0' * (dp - len(ds))}"
+    return f"{sign}{ds[:dp]}.{ds[dp:]}"
+
+
+def _string_from_bytes(b: bytes) -> str:
+    try:
+        return b.decode()
+    except UnicodeDecodeError:
+        raise CelError("invalid UTF-8 in bytes") from None
+
+
+_BOOL_TEXT = {"1": True, "t": True, "T": True, "TRUE": True, "true": True, "True": True,
+              "0": False, "f": False, "F": False, "FALSE": False, "false": False, "False": False}
+
+
+def _bool_from_string(s: str) -> bool:
+    try:
+        return _BOOL_TEXT[s]
+    except KeyError:
+        raise CelError(f"cannot convert {s!r} to bool") from None
+
+
+# -- strings ------------------------------------------------------------------------------------
+
+_RE_CACHE: dict[str, re.Pattern[str]] = {}
+_RE2_UNSUPPORTED = re.compile(r"\\[1-9]|\(\?[=!<>]|\(\?<[=!]|\(\?P=|[*+?}]\+|\\[pP]")
+
+
+def compile_regex(pattern: str) -> re.Pattern[str]:
+    """Compile an RE2-style pattern; reject what RE2 rejects (backreferences, lookaround)."""
+    rx = _RE_CACHE.get(pattern)
+    if rx is not None:
+        return rx
+    if _RE2_UNSUPPORTED.search(pattern):
+        raise CelError(f"invalid regular expression {pattern!r}: backreferences, lookaround, "
+                       "possessive quantifiers and \\p classes are not supported")
+    try:
+        rx = re.compile(pattern.replace("\\z", "\\Z"))
+    except re.error as e:
+        raise CelError(f"invalid regular expression {pattern!r}: {e}") from None
+    if len(_RE_CACHE) < 1024:
+        _RE_CACHE[pattern] = rx
+    return rx
+
+
+def _matches(s: str, pattern: str) -> bool:
+    return compile_regex(pattern).search(s) is not None
+
+
+def _lower_ascii(s: str) -> str:
+    return s.translate(_LOWER)
+
+
+def _upper_ascii(s: str) -> str:
+    return s.translate(_UPPER)
+
+
+_LOWER = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
+_UPPER = {c: c - 32 for c in range(ord("a"), ord("z") + 1)}
+
+
+def _split(s: str, sep: str, n: int = -1) -> list[str]:
+    if n == 0:
+        return []
+    if sep == "":
+        parts = list(s)
+        if n > 0 and len(parts) > n:
+            parts = [*parts[: n - 1], "".join(parts[n - 1:])]
+        return parts
+    return s.split(sep, n - 1 if n > 0 else -1)
+
+
+def _replace(s: str, old: str, new: str, n: int = -1) -> str:
+    return s.replace(old, new, n if n >= 0 else -1)
+
+
+def _index_of(s: str, sub: str, start: int = 0) -> int:
+    if start < 0 or start > len(s):
+        raise CelError(f"index out of range: {start}")
+    return s.find(sub, start)
+
+
+def _last_index_of(s: str, sub: str, end: int | None = None) -> int:
+    if end is None:
+        return s.rfind(sub)
+    if end < 0 or end >= len(s) and not (end == 0 and s == ""):
+        raise CelError(f"index out of range: {end}")
+    return s.rfind(sub, 0, end + len(sub))
+
+
+def _substring(s: str, start: int, end: int | None = None) -> str:
+    e = len(s) if end is None else end
+    if start < 0 or start > len(s) or e < start or e > len(s):
+        raise CelError(f"substring out of range: {start}:{e}")
+    return s[start:e]
+
+
+def _char_at(s: str, i: int) -> str:
+    if i < 0 or i > len(s):
+        raise CelError(f"index out of range: {i}")
+    return s[i:i + 1]
+
+
+def _join(lst: Any, sep: str = "") -> str:
+    items = as_list(lst)
+    for x in items:
+        if type(x) is not str:
+            raise CelError("join: list contains a non-string element")
+    return sep.join(items)
+
+
+def _trim(s: str) -> str:
+    return s.strip(" \t\n\r\v\f\u0085\u00a0")
+
+
+def _size(v: Any) -> int:
+    return len(v)
+
+
+# -- version and quantity -----------------------------------------------------------------------
+
+
+def _is_version(s: str) -> bool:
+    try:
+        Version.parse(s)
+    except CelError:
+        return False
+    return True
+
+
+def _is_quantity(s: str) -> bool:
+    try:
+        Quantity.parse(s)
+    except CelError:
+        return False
+    return True
+
+
+def _compare(a: Any, b: Any) -> int:
+    return -1 if a < b else (1 if a > b else 0)
+
+
+def _q_from(v: Any) -> Fraction:
+    return v.value if isinstance(v, Quantity) else Fraction(v)
+
+
+def _q_add(a: Quantity, b: Any) -> Quantity:
+    v = a.value + _q_from(b)
+    return Quantity(v, _fraction_text(v))
+
+
+def _q_sub(a: Quantity, b: Any) -> Quantity:
+    v = a.value - _q_from(b)
+    return Quantity(v, _fraction_text(v))
+
+
+def _fraction_text(v: Fraction) -> str:
+    return str(v.numerator) if v.denominator == 1 else str(float(v))
+
+
+def _q_as_integer(q: Quantity) -> int:
+    if q.value.denominator != 1 or not INT64_MIN <= q.value.numerator <= INT64_MAX:
+        raise CelError(f"quantity {q.text!r} is not an int64 integer")
+    return q.value.numerator
+
+
+def _q_is_integer(q: Quantity) -> bool:
+    return q.value.denominator == 1 and INT64_MIN <= q.value.numerator <= INT64_MAX
+
+
+def _q_sign(q: Quantity) -> int:
+    return (q.value > 0) - (q.value < 0)
+
+
+# -- the table ----------------------------------------------------------------------------------
+
+
+def _o(recv: Type | None, params: tuple[Type, ...], result: Type, impl: Callable[..., Any]) -> Overload:
+    return Overload(recv, params, result, impl)
+
+
+_ORDER_PAIRS = [(INT, INT), (INT, UINT), (INT, DOUBLE), (UINT, INT), (UINT, UINT), (UINT, DOUBLE),
+                (DOUBLE, INT), (DOUBLE, UINT), (DOUBLE, DOUBLE), (STRING, STRING), (BYTES, BYTES),
+                (BOOL, BOOL), (VERSION, VERSION), (QUANTITY, QUANTITY)]
+
+
+def _relation(op: Callable[[Any, Any], bool]) -> list[Overload]:
+    return [_o(None, p, BOOL, op) for p in _ORDER_PAIRS]
+
+
+FUNCTIONS: dict[str, list[Overload]] = {
+    "_+_": [
+        _o(None, (INT, INT), INT, _add_int), _o(None, (UINT, UINT), UINT, _add_uint),
+        _o(None, (DOUBLE, DOUBLE), DOUBLE, operator.add), _o(None, (STRING, STRING), STRING, operator.add),
+        _o(None, (BYTES, BYTES), BYTES, operator.add), _o(None, (LIST_DYN, LIST_DYN), LIST_DYN, _add_list),
+    ],
+    "_-_": [_o(None, (INT, INT), INT, _sub_int), _o(None, (UINT, UINT), UINT, _sub_uint),
+            _o(None, (DOUBLE, DOUBLE), DOUBLE, operator.sub)],
+    "_*_": [_o(None, (INT, INT), INT, _mul_int), _o(None, (UINT, UINT), UINT, _mul_uint),
+            _o(None, (DOUBLE, DOUBLE), DOUBLE, _mul_double)],
+    "_/_": [_o(None, (INT, INT), INT, _div_int), _o(None, (UINT, UINT), UINT, _div_uint),
+            _o(None, (DOUBLE, DOUBLE), DOUBLE, _div_double)],
+    "_%_": [_o(None, (INT, INT), INT, _mod_int), _o(None, (UINT, UINT), UINT, _mod_uint)],
+    "-_": [_o(None, (INT,), INT, _neg_int), _o(None, (DOUBLE,), DOUBLE, operator.neg)],
+    "!_": [_o(None, (BOOL,), BOOL, operator.not_)],
+    "_<_": _relation(operator.lt),
+    "_<=_": _relation(operator.le),
+    "_>_": _relation(operator.gt),
+    "_>=_": _relation(operator.ge),
+    "size": [
+        _o(None, (STRING,), INT, _size), _o(None, (BYTES,), INT, _size), _o(None, (LIST_DYN,), INT, _size),
+        _o(None, (MAP_DYN,), INT, _size), _o(STRING, (), INT, _size), _o(BYTES, (), INT, _size),
+        _o(LIST_DYN, (), INT, _size), _o(MAP_DYN, (), INT, _size),
+    ],
+    "int": [_o(None, (INT,), INT, int), _o(None, (UINT,), INT, _int_from_uint),
+            _o(None, (DOUBLE,), INT, _int_from_double), _o(None, (STRING,), INT, parse_int)],
+    "uint": [_o(None, (UINT,), UINT, UInt), _o(None, (INT,), UINT, _uint_from_int),
+             _o(None, (DOUBLE,), UINT, _uint_from_double), _o(None, (STRING,), UINT, _uint_from_string)],
+    "double": [_o(None, (DOUBLE,), DOUBLE, float), _o(None, (INT,), DOUBLE, float),
+               _o(None, (UINT,), DOUBLE, float), _o(None, (STRING,), DOUBLE, _double_from_string)],
+    "string": [_o(None, (STRING,), STRING, str), _o(None, (INT,), STRING, str),
+               _o(None, (UINT,), STRING, lambda u: str(int(u))), _o(None, (DOUBLE,), STRING, format_double),
+               _o(None, (BOOL,), STRING, lambda b: "true" if b else "false"),
+               _o(None, (BYTES,), STRING, _string_from_bytes),
+               _o(None, (VERSION,), STRING, lambda v: v.text), _o(None, (QUANTITY,), STRING, lambda q: q.text)],
+    "bytes": [_o(None, (BYTES,), BYTES, bytes), _o(None, (STRING,), BYTES, str.encode)],
+    "bool": [_o(None, (BOOL,), BOOL, bool), _o(None, (STRING,), BOOL, _bool_from_string)],
+    "dyn": [_o(None, (DYN,), DYN, lambda x: x)],
+    "matches": [_o(None, (STRING, STRING), BOOL, _matches), _o(STRING, (STRING,), BOOL, _matches)],
+    "contains": [_o(STRING, (STRING,), BOOL, operator.contains)],
+    "startsWith": [_o(STRING, (STRING,), BOOL, str.startswith)],
+    "endsWith": [_o(STRING, (STRING,), BOOL, str.endswith)],
+    "lowerAscii": [_o(STRING, (), STRING, _lower_ascii)],
+    "upperAscii": [_o(STRING, (), STRING, _upper_ascii)],
+    "trim": [_o(STRING, (), STRING, _trim)],
+    "split": [_o(STRING, (STRING,), LIST_STRING, _split), _o(STRING, (STRING, INT), LIST_STRING, _split)],
+    "replace": [_o(STRING, (STRING, STRING), STRING, _replace),
+                _o(STRING, (STRING, STRING, INT), STRING, _replace)],
+    "indexOf": [_o(STRING, (STRING,), INT, _index_of), _o(STRING, (STRING, INT), INT, _index_of)],
+    "lastIndexOf": [_o(STRING, (STRING,), INT, _last_index_of),
+                    _o(STRING, (STRING, INT), INT, _last_index_of)],
+    "substring": [_o(STRING, (INT,), STRING, _substring), _o(STRING, (INT, INT), STRING, _substring)],
+    "charAt": [_o(STRING, (INT,), STRING, _char_at)],
+    "join": [_o(LIST_STRING, (), STRING, _join), _o(LIST_STRING, (STRING,), STRING, _join)],
+    "version": [_o(None, (STRING,), VERSION, Version.parse)],
+    "isVersion": [_o(None, (STRING,), BOOL, _is_version)],
+    "quantity": [_o(None, (STRING,), QUANTITY, Quantity.parse)],
+    "isQuantity": [_o(None, (STRING,), BOOL, _is_quantity)],
+    "major": [_o(VERSION, (), INT, lambda v: v.key[0])],
+    "minor": [_o(VERSION, (), INT, lambda v: v.key[1])],
+    "patch": [_o(VERSION, (), INT, lambda v: v.key[2])],
+    "isGreaterThan": [_o(VERSION, (VERSION,), BOOL, operator.gt), _o(QUANTITY, (QUANTITY,), BOOL, operator.gt)],
+    "isLessThan": [_o(VERSION, (VERSION,), BOOL, operator.lt), _o(QUANTITY, (QUANTITY,), BOOL, operator.lt)],
+    "compareTo": [_o(VERSION, (VERSION,), INT, _compare), _o(QUANTITY, (QUANTITY,), INT, _compare)],
+    "add": [_o(QUANTITY, (QUANTITY,), QUANTITY, _q_add), _o(QUANTITY, (INT,), QUANTITY, _q_add)],
+    "sub": [_o(QUANTITY, (QUANTITY,), QUANTITY, _q_sub), _o(QUANTITY, (INT,), QUANTITY, _q_sub)],
+    "asInteger": [_o(QUANTITY, (), INT, _q_as_integer)],
+    "isInteger": [_o(QUANTITY, (), BOOL, _q_is_integer)],
+    "asApproximateFloat": [_o(QUANTITY, (), DOUBLE, lambda q: float(q.value))],
+    "sign": [_o(QUANTITY, (), INT, _q_sign)],
+}
+
+# Type names whose use as a bare identifier is allowed (``type(x) == int`` is not supported, but a
+# clear error is better than "undeclared reference").
+UNSUPPORTED_FUNCTIONS = {"type": "type() is not supported", "timestamp": "timestamps are not supported",
+                         "duration": "durations are not supported"}
+
+MACROS = {"all", "exists", "exists_one", "map", "filter"}
+
+NULL_T = NULL
