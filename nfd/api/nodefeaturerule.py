@@ -1,0 +1,314 @@
+"""NodeFeatureRule (nfd.k8s-sigs.io/v1alpha1, cluster-scoped): models with upstream's JSON names.
+
+Parsing is structural only (types and shapes, like Go's JSON decoding into the API structs, plus
+our ``matchCEL`` extension); rule semantics (operators, value counts, regexps, templates) are
+checked by the rule engine, which mirrors where upstream detects them. Every problem is reported
+with its field path, e.g. ``spec.rules[2].matchFeatures[0].matchExpressions.vendor.value``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from nfd.api import API_VERSION
+from nfd.api.errors import ValidationError, ValidationErrors
+
+
+@dataclass(slots=True)
+class MatchExpression:
+    op: str = ""
+    value: list[str] = field(default_factory=list)
+    type: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"op": self.op}
+        if self.value:
+            out["value"] = list(self.value)
+        if self.type:
+            out["type"] = self.type
+        return out
+
+
+@dataclass(slots=True)
+class FeatureMatcherTerm:
+    feature: str
+    match_expressions: dict[str, MatchExpression] | None = None
+    match_name: MatchExpression | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"feature": self.feature}
+        if self.match_expressions is not None:
+            out["matchExpressions"] = {k: e.to_json() for k, e in self.match_expressions.items()}
+        if self.match_name is not None:
+            out["matchName"] = self.match_name.to_json()
+        return out
+
+
+@dataclass(slots=True)
+class MatchAnyElem:
+    match_features: list[FeatureMatcherTerm] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"matchFeatures": [t.to_json() for t in self.match_features]}
+
+
+@dataclass(slots=True)
+class Taint:
+    key: str
+    effect: str = ""
+    value: str = ""
+    time_added: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"key": self.key, "effect": self.effect}
+        if self.value:
+            out["value"] = self.value
+        if self.time_added:
+            out["timeAdded"] = self.time_added
+        return out
+
+
+@dataclass(slots=True)
+class Rule:
+    """One entry of ``spec.rules`` (and, without outputs, of NodeFeatureGroup featureGroupRules)."""
+
+    name: str = ""
+    labels: dict[str, str] = field(default_factory=dict)
+    labels_template: str = ""
+    annotations: dict[str, str] = field(default_factory=dict)
+    vars: dict[str, str] = field(default_factory=dict)
+    vars_template: str = ""
+    taints: list[Taint] = field(default_factory=list)
+    extended_resources: dict[str, str] = field(default_factory=dict)
+    match_features: list[FeatureMatcherTerm] = field(default_factory=list)
+    match_any: list[MatchAnyElem] = field(default_factory=list)
+    match_cel: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name}
+        for key, val in (
+            ("labels", self.labels),
+            ("labelsTemplate", self.labels_template),
+            ("annotations", self.annotations),
+            ("vars", self.vars),
+            ("varsTemplate", self.vars_template),
+            ("extendedResources", self.extended_resources),
+        ):
+            if val:
+                out[key] = dict(val) if isinstance(val, dict) else val
+        if self.taints:
+            out["taints"] = [t.to_json() for t in self.taints]
+        if self.match_features:
+            out["matchFeatures"] = [t.to_json() for t in self.match_features]
+        if self.match_any:
+            out["matchAny"] = [m.to_json() for m in self.match_any]
+        if self.match_cel:
+            out["matchCEL"] = list(self.match_cel)
+        return out
+
+
+@dataclass(slots=True)
+class NodeFeatureRule:
+    name: str
+    rules: list[Rule] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        meta = dict(self.metadata)
+        meta["name"] = self.name
+        return {
+            "apiVersion": API_VERSION,
+            "kind": "NodeFeatureRule",
+            "metadata": meta,
+            "spec": {"rules": [r.to_json() for r in self.rules]},
+        }
+
+    @classmethod
+    def from_json(cls, obj: Any) -> NodeFeatureRule:
+        """Parse a whole object; raises ValidationErrors listing every problem."""
+        meta, rules_raw = parse_header(obj, kind="NodeFeatureRule", list_field="rules")
+        errs: list[ValidationError] = []
+        rules = []
+        for i, r in enumerate(rules_raw):
+            try:
+                rules.append(parse_rule(r, path=f"spec.rules[{i}]"))
+            except ValidationErrors as e:
+                errs.extend(e.errors)
+        if errs:
+            raise ValidationErrors(errs)
+        return cls(name=str(meta.get("name", "")), rules=rules, metadata=meta)
+
+
+# -- structural parsing -------------------------------------------------------------------
+
+
+def parse_header(obj: Any, *, kind: str, list_field: str) -> tuple[dict[str, Any], list[Any]]:
+    """Check kind/metadata/spec and return (metadata, spec.<list_field>). Raises ValidationError."""
+    if not isinstance(obj, dict):
+        raise ValidationError("", f"{kind} must be an object")
+    if obj.get("kind") != kind:
+        raise ValidationError("kind", f"expected {kind!r}, got {obj.get('kind')!r}")
+    meta = obj.get("metadata") or {}
+    if not isinstance(meta, dict):
+        raise ValidationError("metadata", "must be an object")
+    spec = obj.get("spec")
+    if spec is None:
+        spec = {}
+    if not isinstance(spec, dict):
+        raise ValidationError("spec", "must be an object")
+    lst = spec.get(list_field)
+    if lst is None:
+        lst = []
+    if not isinstance(lst, list):
+        raise ValidationError(f"spec.{list_field}", "must be a list")
+    return meta, lst
+
+
+class _Errs:
+    __slots__ = ("errors",)
+
+    def __init__(self) -> None:
+        self.errors: list[ValidationError] = []
+
+    def add(self, path: str, msg: str) -> None:
+        self.errors.append(ValidationError(path, msg))
+
+    def string(self, v: Any, path: str) -> str:
+        if v is None:
+            return ""
+        if not isinstance(v, str):
+            self.add(path, f"must be a string, got {_tname(v)}")
+            return ""
+        return v
+
+    def str_map(self, v: Any, path: str) -> dict[str, str]:
+        if v is None:
+            return {}
+        if not isinstance(v, dict):
+            self.add(path, f"must be a map of strings, got {_tname(v)}")
+            return {}
+        return {str(k): self.string(x, f"{path}.{k}") for k, x in v.items()}
+
+    def str_list(self, v: Any, path: str) -> list[str]:
+        if v is None:
+            return []
+        if not isinstance(v, list):
+            self.add(path, f"must be a list of strings, got {_tname(v)}")
+            return []
+        return [self.string(x, f"{path}[{i}]") for i, x in enumerate(v)]
+
+
+def _tname(v: Any) -> str:
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int | float):
+        return "number"
+    if isinstance(v, dict):
+        return "object"
+    if isinstance(v, list):
+        return "list"
+    return type(v).__name__
+
+
+def _parse_expr(v: Any, path: str, e: _Errs) -> MatchExpression:
+    if not isinstance(v, dict):
+        e.add(path, f"must be an object with 'op', got {_tname(v)}")
+        return MatchExpression()
+    return MatchExpression(
+        op=e.string(v.get("op"), f"{path}.op"),
+        value=e.str_list(v.get("value"), f"{path}.value"),
+        type=e.string(v.get("type"), f"{path}.type"),
+    )
+
+
+def _parse_terms(v: Any, path: str, e: _Errs) -> list[FeatureMatcherTerm]:
+    if v is None:
+        return []
+    if not isinstance(v, list):
+        e.add(path, f"must be a list, got {_tname(v)}")
+        return []
+    terms = []
+    for i, t in enumerate(v):
+        p = f"{path}[{i}]"
+        if not isinstance(t, dict):
+            e.add(p, f"must be an object, got {_tname(t)}")
+            continue
+        feature = e.string(t.get("feature"), f"{p}.feature")
+        me_raw = t.get("matchExpressions")
+        me: dict[str, MatchExpression] | None = None
+        if me_raw is not None:
+            if not isinstance(me_raw, dict):
+                e.add(f"{p}.matchExpressions", f"must be a map, got {_tname(me_raw)}")
+            else:
+                me = {str(k): _parse_expr(x, f"{p}.matchExpressions.{k}", e) for k, x in me_raw.items()}
+        mn_raw = t.get("matchName")
+        mn = None if mn_raw is None else _parse_expr(mn_raw, f"{p}.matchName", e)
+        terms.append(FeatureMatcherTerm(feature=feature, match_expressions=me, match_name=mn))
+    return terms
+
+
+def _parse_match_any(v: Any, path: str, e: _Errs) -> list[MatchAnyElem]:
+    if v is None:
+        return []
+    if not isinstance(v, list):
+        e.add(path, f"must be a list, got {_tname(v)}")
+        return []
+    out = []
+    for i, m in enumerate(v):
+        if not isinstance(m, dict):
+            e.add(f"{path}[{i}]", f"must be an object, got {_tname(m)}")
+            continue
+        out.append(MatchAnyElem(_parse_terms(m.get("matchFeatures"), f"{path}[{i}].matchFeatures", e)))
+    return out
+
+
+def _parse_taints(v: Any, path: str, e: _Errs) -> list[Taint]:
+    if v is None:
+        return []
+    if not isinstance(v, list):
+        e.add(path, f"must be a list, got {_tname(v)}")
+        return []
+    out = []
+    for i, t in enumerate(v):
+        p = f"{path}[{i}]"
+        if not isinstance(t, dict):
+            e.add(p, f"must be an object, got {_tname(t)}")
+            continue
+        ta = t.get("timeAdded")
+        out.append(
+            Taint(
+                key=e.string(t.get("key"), f"{p}.key"),
+                value=e.string(t.get("value"), f"{p}.value"),
+                effect=e.string(t.get("effect"), f"{p}.effect"),
+                time_added=None if ta is None else str(ta),
+            )
+        )
+    return out
+
+
+def parse_rule(obj: Any, *, path: str, group: bool = False) -> Rule:
+    """Parse one rule; raises ValidationErrors with every structural problem found.
+
+    ``group``: a NodeFeatureGroup rule, which has no labels/annotations/taints/ERs.
+    """
+    e = _Errs()
+    if not isinstance(obj, dict):
+        raise ValidationErrors([ValidationError(path, f"must be an object, got {_tname(obj)}")])
+    r = Rule(
+        name=e.string(obj.get("name"), f"{path}.name"),
+        vars=e.str_map(obj.get("vars"), f"{path}.vars"),
+        vars_template=e.string(obj.get("varsTemplate"), f"{path}.varsTemplate"),
+        match_features=_parse_terms(obj.get("matchFeatures"), f"{path}.matchFeatures", e),
+        match_any=_parse_match_any(obj.get("matchAny"), f"{path}.matchAny", e),
+        match_cel=e.str_list(obj.get("matchCEL"), f"{path}.matchCEL"),
+    )
+    if not group:
+        r.labels = e.str_map(obj.get("labels"), f"{path}.labels")
+        r.labels_template = e.string(obj.get("labelsTemplate"), f"{path}.labelsTemplate")
+        r.annotations = e.str_map(obj.get("annotations"), f"{path}.annotations")
+        r.extended_resources = e.str_map(obj.get("extendedResources"), f"{path}.extendedResources")
+        r.taints = _parse_taints(obj.get("taints"), f"{path}.taints", e)
+    if e.errors:
+        raise ValidationErrors(e.errors)
+    return r

@@ -1,0 +1,408 @@
+"""The NodeFeatureRule engine: compile rules once, evaluate them per node like nfd-master.
+
+Public API (nfd-master, the worker's custom source and ``nfd rules`` code against it):
+
+- ``compile_rule(rule, path=...)`` -> ``CompiledRule`` (raises ValidationErrors on a malformed rule)
+- ``compile_nodefeaturerule(obj)`` / ``compile_group_rules(obj)`` -> ``CompiledRuleSet`` whose
+  ``rules`` hold ``CompiledRule`` or ``BrokenRule`` (a rule that failed to load reports its error at
+  evaluation; the others proceed)
+- ``evaluate_rule(rule, features, node_name=...)`` -> ``RuleResult``
+- ``process_rule_sets(rule_sets, features, ...)`` -> ``ProcessResult``: rule sets sorted by name,
+  rules in list order, each rule's raw labels and vars fed into ``rule.matched`` for later rules.
+
+Semantics follow upstream's ``nodefeaturerule.Execute`` with fail-fast on (as the master runs
+it); see ``nfd.rules.expression`` for where errors are raised. A rule error aborts that rule only:
+it contributes nothing and is not fed back, later rules still run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from nfd.api import DEFAULT_LABEL_NS
+from nfd.api.errors import ValidationError, ValidationErrors
+from nfd.api.features import Features
+from nfd.api.nodefeaturerule import FeatureMatcherTerm, MatchExpression, Rule, parse_header, parse_rule
+from nfd.rules.expression import Expr, Matcher, RuleError, Term, go_quote
+
+RULE_BACKREF_FEATURE = "rule.matched"
+MAX_TEMPLATE_SIZE = 64 * 1024
+
+# Go's strings.TrimSpace set (unicode.IsSpace); str.strip() would also trim \x1c-\x1f.
+_GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+
+
+@dataclass(slots=True)
+class RuleOutput:
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    vars: dict[str, str] = field(default_factory=dict)
+    taints: list[dict[str, str]] = field(default_factory=list)
+    extended_resources: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "labels": dict(sorted(self.labels.items())),
+            "annotations": dict(sorted(self.annotations.items())),
+            "vars": dict(sorted(self.vars.items())),
+            "taints": [dict(t) for t in self.taints],
+            "extendedResources": dict(sorted(self.extended_resources.items())),
+        }
+
+
+@dataclass(slots=True)
+class RuleResult:
+    name: str
+    matched: bool
+    output: RuleOutput
+    reason: str | None = None  # why it did not match
+    error: str | None = None  # the rule failed (it contributes nothing)
+    rule_set: str = ""
+
+
+@dataclass(slots=True)
+class BrokenRule:
+    """A rule that could not be loaded; it reports ``error`` whenever it is evaluated."""
+
+    name: str
+    error: str
+    path: str = ""
+
+
+def _gotemplate() -> Any:
+    """The Go template engine, imported only when a rule has a template."""
+    import importlib
+
+    return importlib.import_module("nfd.rules.gotemplate")
+
+
+class _TemplateSlot:
+    """A template compiled at load time; upstream parses at execution, so a parse error is
+    raised only when the template would run (the rule matched)."""
+
+    __slots__ = ("tmpl", "error", "path")
+
+    def __init__(self, src: str, path: str) -> None:
+        self.path = path
+        self.tmpl: Any = None
+        self.error: str | None = None
+        if len(src.encode()) > MAX_TEMPLATE_SIZE:
+            self.error = (
+                f"{path}: failed to parse template: template exceeds maximum allowed size: "
+                f"{len(src.encode())} bytes > {MAX_TEMPLATE_SIZE} limit"
+            )
+            return
+        try:
+            gt = _gotemplate()
+        except ImportError:
+            self.error = f"{path}: template engine (nfd.rules.gotemplate) is not available"
+            return
+        try:
+            self.tmpl = gt.parse(src)
+        except gt.TemplateError as e:
+            self.error = f"{path}: failed to parse template: {e}"
+
+    def expand(self, data: dict[str, Any], out: dict[str, str]) -> None:
+        if self.error is not None:
+            raise RuleError(self.error)
+        try:
+            text = self.tmpl.execute(data)
+        except _gotemplate().TemplateError as e:
+            raise RuleError(f"{self.path}: failed to expand template: {e}") from None
+        for line in text.split("\n"):
+            item = line.strip(_GO_SPACE)
+            if not item:
+                continue
+            key, sep, value = item.partition("=")
+            if not sep:
+                raise RuleError(
+                    f"{self.path}: failed to expand template: missing value in expanded template line "
+                    f"{go_quote(item)}, (format must be '<key>=<value>')"
+                )
+            out[key] = value
+
+
+class CompiledRule:
+    """A rule ready for evaluation; nothing in it is re-parsed per node."""
+
+    __slots__ = (
+        "name",
+        "path",
+        "labels",
+        "annotations",
+        "vars",
+        "taints",
+        "extended_resources",
+        "labels_template",
+        "vars_template",
+        "has_templates",
+        "match_features",
+        "match_any",
+        "cel",
+        "problems",
+        "source",
+    )
+
+    def __init__(self, rule: Rule, *, path: str) -> None:
+        self.name = rule.name
+        self.path = path
+        self.source = rule
+        self.labels = dict(rule.labels)
+        self.annotations = dict(rule.annotations)
+        self.vars = dict(rule.vars)
+        self.extended_resources = dict(rule.extended_resources)
+        self.taints = [{"key": t.key, "value": t.value, "effect": t.effect} for t in rule.taints]
+        # static problems (path, message): reported by validation; evaluation raises them only
+        # where upstream would
+        self.problems: list[tuple[str, str]] = []
+        if not rule.name:
+            self.problems.append((f"{path}.name", "required"))
+        for i, t in enumerate(rule.taints):
+            if not t.key:
+                self.problems.append((f"{path}.taints[{i}].key", "required"))
+            if not t.effect:
+                self.problems.append((f"{path}.taints[{i}].effect", "required"))
+        self.labels_template = _TemplateSlot(rule.labels_template, f"{path}.labelsTemplate") if rule.labels_template else None
+        self.vars_template = _TemplateSlot(rule.vars_template, f"{path}.varsTemplate") if rule.vars_template else None
+        for slot in (self.labels_template, self.vars_template):
+            if slot is not None and slot.error is not None:
+                p, _, msg = slot.error.partition(": ")
+                self.problems.append((p, msg))
+        self.has_templates = self.labels_template is not None or self.vars_template is not None
+        self.match_features = (
+            self._matcher(rule.match_features, f"{path}.matchFeatures") if rule.match_features else None
+        )
+        self.match_any = [
+            self._matcher(m.match_features, f"{path}.matchAny[{i}].matchFeatures") for i, m in enumerate(rule.match_any)
+        ]
+        self.cel: Any = None
+        if rule.match_cel:
+            from nfd.rules.cel import compile_expressions
+
+            self.cel = compile_expressions(list(rule.match_cel), path=f"{path}.matchCEL")
+
+    def _matcher(self, terms: list[FeatureMatcherTerm], path: str) -> Matcher:
+        out = []
+        for i, t in enumerate(terms):
+            tp = f"{path}[{i}]"
+            if len(t.feature.split(".")) != 2:
+                self.problems.append(
+                    (f"{tp}.feature", f"invalid feature name {go_quote(t.feature)} (not <domain>.<feature>)")
+                )
+            exprs = None
+            if t.match_expressions is not None:
+                exprs = [
+                    _expr(k, e, f"{tp}.matchExpressions.{k}", self.problems) for k, e in t.match_expressions.items()
+                ]
+            name_expr = _expr("", t.match_name, f"{tp}.matchName", self.problems) if t.match_name is not None else None
+            out.append(Term(t.feature, exprs, name_expr))
+        return Matcher(out)
+
+    def __repr__(self) -> str:
+        return f"CompiledRule({self.name!r})"
+
+    # -- evaluation ------------------------------------------------------------------------
+    def execute(self, features: Features, node_name: str) -> RuleResult:
+        """Evaluate; raises RuleError (and CelEvalError) like upstream's Execute errors."""
+        fl, at, ins = features.flags, features.attributes, features.instances
+        collect = self.has_templates
+        labels: dict[str, str] = {}
+        vars_: dict[str, str] = {}
+        if self.match_any:
+            any_matched = False
+            for m in self.match_any:
+                ok, data, _why = m.evaluate(fl, at, ins, collect)
+                if ok:
+                    any_matched = True
+                    if not collect:
+                        break
+                    self._expand(data, labels, vars_)
+            if not any_matched:
+                return RuleResult(self.name, False, RuleOutput(), "matchAny: no element matched")
+        if self.match_features is not None:
+            ok, data, why = self.match_features.evaluate(fl, at, ins, collect)
+            if not ok:
+                return RuleResult(self.name, False, RuleOutput(), why)
+            if collect:
+                self._expand(data, labels, vars_)
+        if self.cel is not None:
+            ok, failed = self.cel.evaluate(features, node_name=node_name)
+            if not ok:
+                return RuleResult(self.name, False, RuleOutput(), f"matchCEL: {failed!r} is not true")
+        labels.update(self.labels)
+        vars_.update(self.vars)
+        return RuleResult(
+            self.name,
+            True,
+            RuleOutput(
+                labels=labels,
+                annotations=dict(self.annotations),
+                vars=vars_,
+                taints=[dict(t) for t in self.taints],
+                extended_resources=dict(self.extended_resources),
+            ),
+        )
+
+    def _expand(self, data: Any, labels: dict[str, str], vars_: dict[str, str]) -> None:
+        if self.labels_template is not None:
+            self.labels_template.expand(data, labels)
+        if self.vars_template is not None:
+            self.vars_template.expand(data, vars_)
+
+
+def _expr(key: str, e: MatchExpression, path: str, problems: list[tuple[str, str]]) -> Expr:
+    x = Expr(key, e.op, list(e.value), e.type, path=path)
+    for sub, msg in x.problems:
+        problems.append((f"{path}.{sub}", msg))
+    return x
+
+
+@dataclass(slots=True)
+class CompiledRuleSet:
+    """One NodeFeatureRule (or NodeFeatureGroup) object, compiled."""
+
+    name: str
+    rules: list[CompiledRule | BrokenRule]
+    kind: str = "NodeFeatureRule"
+    namespace: str = ""
+
+    def problems(self) -> list[tuple[str, str]]:
+        """Every static problem: (field path, message), broken rules included."""
+        out: list[tuple[str, str]] = []
+        for r in self.rules:
+            if isinstance(r, BrokenRule):
+                p, sep, msg = r.error.partition(": ")
+                out.append((p, msg) if sep else (r.path, r.error))
+            else:
+                out.extend(r.problems)
+        return out
+
+
+@dataclass(slots=True)
+class ProcessResult:
+    output: RuleOutput  # raw combined output: unprefixed names, '@' values unresolved
+    results: list[RuleResult]
+    errors: list[tuple[str, str]]  # (rule name, message)
+    features: Features  # the input features plus rule.matched, for '@rule.matched.x' resolution
+    master_output: RuleOutput  # combined as the master does it (names auto-prefixed per rule)
+
+
+def compile_rule(rule: dict[str, Any] | Rule, *, path: str = "rule", group: bool = False) -> CompiledRule:
+    """Compile one rule. Raises ValidationErrors (structure) or ValidationError (matchCEL)."""
+    parsed = rule if isinstance(rule, Rule) else parse_rule(rule, path=path, group=group)
+    return CompiledRule(parsed, path=path)
+
+
+def _compile_set(obj: Any, *, kind: str, list_field: str, group: bool) -> CompiledRuleSet:
+    meta, rules_raw = parse_header(obj, kind=kind, list_field=list_field)
+    rules: list[CompiledRule | BrokenRule] = []
+    for i, r in enumerate(rules_raw):
+        path = f"spec.{list_field}[{i}]"
+        raw_name = r.get("name") if isinstance(r, dict) else None
+        name = raw_name if isinstance(raw_name, str) else f"#{i}"
+        try:
+            rules.append(compile_rule(r, path=path, group=group))
+        except ValidationErrors as e:
+            rules.append(BrokenRule(name, "; ".join(str(x) for x in e.errors), path))
+        except ValidationError as e:
+            rules.append(BrokenRule(name, str(e), path))
+    return CompiledRuleSet(
+        name=str(meta.get("name", "")), rules=rules, kind=kind, namespace=str(meta.get("namespace", "") or "")
+    )
+
+
+def compile_nodefeaturerule(obj: Any) -> CompiledRuleSet:
+    """Compile a NodeFeatureRule object. Raises ValidationError only when it is not one at all."""
+    return _compile_set(obj, kind="NodeFeatureRule", list_field="rules", group=False)
+
+
+def compile_group_rules(obj: Any) -> CompiledRuleSet:
+    """Compile a NodeFeatureGroup's featureGroupRules (vars only, no labels/taints/ERs)."""
+    return _compile_set(obj, kind="NodeFeatureGroup", list_field="featureGroupRules", group=True)
+
+
+def evaluate_rule(rule: CompiledRule | BrokenRule, features: Features, *, node_name: str = "") -> RuleResult:
+    """Evaluate one rule against one node's features; errors come back in ``.error``."""
+    if isinstance(rule, BrokenRule):
+        return RuleResult(rule.name, False, RuleOutput(), None, rule.error)
+    try:
+        return rule.execute(features, node_name)
+    except RuleError as e:
+        return RuleResult(rule.name, False, RuleOutput(), None, str(e))
+    except Exception as e:  # CelEvalError, or a template engine bug: fail this rule only
+        return RuleResult(rule.name, False, RuleOutput(), None, f"{rule.path}: {e}")
+
+
+class _Backref(dict[str, str]):
+    """The rule.matched map owned by one processing pass (a copy of any input one)."""
+
+
+def _merge_prefixed(acc: dict[str, str], new: dict[str, str], ns: str | None) -> None:
+    """maps.Copy(acc, addNsToMapKeys(new, ns)); ``ns`` None copies names unchanged."""
+    if ns is None:
+        acc.update(new)
+        return
+    for k, v in new.items():
+        if "/" in k:
+            acc[k] = v
+        else:
+            fq = f"{ns}/{k}"
+            if fq not in new:
+                acc[fq] = v
+
+
+def process_rule_sets(
+    rule_sets: Iterable[CompiledRuleSet],
+    features: Features,
+    *,
+    node_name: str = "",
+    feed_back: bool = True,
+    auto_prefix: bool = True,
+) -> ProcessResult:
+    """Run every rule like nfd-master's processNodeFeatureRule (caller's features untouched).
+
+    ``auto_prefix``: how ``master_output`` names are built (False = DisableAutoPrefix gate).
+    """
+    view = Features(flags=features.flags, attributes=dict(features.attributes), instances=features.instances)
+    out = RuleOutput()
+    master = RuleOutput()
+    ns = DEFAULT_LABEL_NS if auto_prefix else None
+    results: list[RuleResult] = []
+    errors: list[tuple[str, str]] = []
+    for rs in sorted(rule_sets, key=lambda r: r.name):
+        for rule in rs.rules:
+            res = evaluate_rule(rule, view, node_name=node_name)
+            res.rule_set = rs.name
+            results.append(res)
+            if res.error is not None:
+                errors.append((res.name, res.error))
+                continue
+            o = res.output
+            if res.matched:
+                out.labels.update(o.labels)
+                out.annotations.update(o.annotations)
+                out.extended_resources.update(o.extended_resources)
+                out.vars.update(o.vars)
+                out.taints.extend(o.taints)
+                _merge_prefixed(master.labels, o.labels, ns)
+                _merge_prefixed(master.annotations, o.annotations, ns)
+                _merge_prefixed(master.extended_resources, o.extended_resources, ns)
+                master.vars.update(o.vars)
+                master.taints.extend(o.taints)
+            if feed_back:
+                _feed(view, o.labels, o.vars)
+    return ProcessResult(output=out, results=results, errors=errors, features=view, master_output=master)
+
+
+def _feed(view: Features, labels: dict[str, str], vars_: dict[str, str]) -> None:
+    attrs = view.attributes
+    cur = attrs.get(RULE_BACKREF_FEATURE)
+    if not isinstance(cur, _Backref):
+        cur = _Backref(cur or {})
+        attrs[RULE_BACKREF_FEATURE] = cur
+    if labels:
+        cur.update(labels)
+    if vars_:
+        cur.update(vars_)
