@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from nfd.k8s.client import ApiClient
@@ -33,8 +34,12 @@ async def list_objects(
     field_selector: str | None = None,
     page_size: int = 500,
     metadata_only: bool = False,
+    transform: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
 ) -> tuple[list[dict[str, Any]], str]:
     """All objects, following `continue` tokens, and the list's resourceVersion.
+
+    ``transform`` is applied to each item as its page arrives, so a caller that keeps only a
+    slim form of large objects never holds the whole list at full size.
 
     Either the whole list is returned or an error is raised: callers never see a partial list,
     so "absent from the list" can be trusted as evidence that an object does not exist.
@@ -56,7 +61,10 @@ async def list_objects(
             accept=METADATA_LIST if metadata_only else "application/json",
             verb="LIST",
         )
-        items.extend(page.get("items") or [])
+        page_items = page.get("items") or []
+        if transform is not None:
+            page_items = [transform(o) for o in page_items]
+        items.extend(page_items)
         meta = page.get("metadata") or {}
         rv = meta.get("resourceVersion", rv)
         cont = meta.get("continue")

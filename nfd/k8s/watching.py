@@ -170,12 +170,11 @@ class Informer:
             field_selector=self.field_selector,
             page_size=self.page_size,
             metadata_only=self.metadata_only,
+            transform=self.transform,
         )
         self.relists += 1
         fresh: dict[Key, dict[str, Any]] = {}
         for obj in items:
-            if self.transform is not None:
-                obj = self.transform(obj)
             fresh[object_key(obj)] = obj
         # A complete list is evidence: what it lacks is gone.
         for key in [k for k in self.cache if k not in fresh]:
