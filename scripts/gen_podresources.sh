@@ -4,6 +4,6 @@
 set -eu
 cd "$(dirname "$0")/.."
 python -m grpc_tools.protoc -I . \
-  --python_out=. --grpc_python_out=. \
+  --python_out=. --pyi_out=. --grpc_python_out=. \
   nfd/topology_updater/podresources/api.proto
-echo "generated nfd/topology_updater/podresources/api_pb2.py and api_pb2_grpc.py"
+echo "generated nfd/topology_updater/podresources/api_pb2.py, api_pb2.pyi and api_pb2_grpc.py"

@@ -1,0 +1,109 @@
+"""Go ``flag``-package compatible command lines for the node daemons.
+
+Upstream binaries accept ``-flag value``, ``-flag=value``, ``--flag=value``, bare booleans
+(``-oneshot``, ``-pods-fingerprint=false``), Go durations (``60s``, ``1h30m``) and klog's flags.
+Unknown flags and positional arguments exit with status 2, as Go's ExitOnError does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+import sys
+from collections.abc import Sequence
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+KLOG_FLAGS = (
+    "vmodule",
+    "log_dir",
+    "log_file",
+    "log_file_max_size",
+    "log_backtrace_at",
+    "stderrthreshold",
+)
+KLOG_BOOL_FLAGS = (
+    "logtostderr",
+    "alsologtostderr",
+    "skip_headers",
+    "skip_log_headers",
+    "add_dir_header",
+    "one_output",
+)
+
+
+def parse_duration(text: str) -> float:
+    """A Go duration in seconds (``0`` alone needs no unit)."""
+    s = text.strip()
+    sign = 1.0
+    if s[:1] in "+-":
+        sign = -1.0 if s[0] == "-" else 1.0
+        s = s[1:]
+    if s == "0":
+        return 0.0
+    pos, total = 0, 0.0
+    while pos < len(s):
+        m = _DURATION_PART.match(s, pos)
+        if not m:
+            raise argparse.ArgumentTypeError(f"invalid duration {text!r}")
+        total += float(m.group(1)) * _UNITS[m.group(2)]
+        pos = m.end()
+    if not s:
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r}")
+    return sign * total
+
+
+def parse_bool(text: str) -> bool:
+    t = text.strip().lower()
+    if t in ("1", "t", "true"):
+        return True
+    if t in ("0", "f", "false"):
+        return False
+    raise argparse.ArgumentTypeError(f"invalid boolean value {text!r}")
+
+
+class GoFlagParser(argparse.ArgumentParser):
+    """argparse with Go-style single-dash long flags."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog=prog, allow_abbrev=False, add_help=True)
+        self.add_flag("v", type=int, default=0, help="number for the log level verbosity")
+        for f in KLOG_FLAGS:
+            self.add_flag(f, default=None, help=argparse.SUPPRESS)
+        for f in KLOG_BOOL_FLAGS:
+            self.add_bool(f, default=None, help=argparse.SUPPRESS)
+
+    def add_flag(self, name: str, **kw: object) -> None:
+        self.add_argument(f"-{name}", f"--{name}", dest=name.replace("-", "_"), **kw)  # type: ignore[arg-type]
+
+    def add_bool(self, name: str, *, default: bool | None, help: str | None = None) -> None:
+        self.add_argument(
+            f"-{name}",
+            f"--{name}",
+            dest=name.replace("-", "_"),
+            nargs="?",
+            const=True,
+            default=default,
+            type=parse_bool,
+            metavar="BOOL",
+            help=help,
+        )
+
+    def parse_go(self, argv: Sequence[str]) -> argparse.Namespace:
+        ns, rest = self.parse_known_args(list(argv))
+        if rest:
+            print(f"unknown command line argument: {rest[0]}", file=sys.stderr)
+            self.print_usage(sys.stderr)
+            sys.exit(2)
+        return ns
+
+
+def setup_logging(verbosity: int) -> None:
+    """klog-ish: INFO by default, DEBUG from -v=2 on."""
+    logging.basicConfig(
+        level=logging.DEBUG if verbosity >= 2 else logging.INFO,
+        format="%(asctime)s %(levelname).1s %(name)s] %(message)s",
+        stream=sys.stderr,
+    )

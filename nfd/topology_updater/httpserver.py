@@ -1,0 +1,74 @@
+"""A tiny asyncio HTTP server for ``/healthz`` and ``/metrics``.
+
+Node agents must stay small: this avoids aiohttp.web and http.server threads. It serves one
+request per connection (probes and Prometheus scrapes do not need keep-alive).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+log = logging.getLogger(__name__)
+
+Route = Callable[[], tuple[int, str, bytes]]
+
+
+def metrics_route(registry: object) -> Route:
+    def handler() -> tuple[int, str, bytes]:
+        from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+        return 200, CONTENT_TYPE_LATEST, generate_latest(registry)  # type: ignore[arg-type]
+
+    return handler
+
+
+def healthz() -> tuple[int, str, bytes]:
+    return 200, "text/plain; charset=utf-8", b"ok"
+
+
+_REASONS = {200: "OK", 404: "Not Found", 405: "Method Not Allowed", 400: "Bad Request"}
+
+
+async def _handle(
+    routes: dict[str, Route], reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> None:
+    try:
+        line = await asyncio.wait_for(reader.readline(), 10)
+        while True:  # drain headers
+            h = await asyncio.wait_for(reader.readline(), 10)
+            if h in (b"\r\n", b"\n", b""):
+                break
+        parts = line.decode("latin-1").split()
+        status, ctype, body = 400, "text/plain", b"bad request\n"
+        if len(parts) >= 2:
+            method, target = parts[0], parts[1].split("?", 1)[0]
+            route = routes.get(target)
+            if route is None:
+                status, body = 404, b"not found\n"
+            elif method not in ("GET", "HEAD"):
+                status, body = 405, b"method not allowed\n"
+            else:
+                status, ctype, body = route()
+                if method == "HEAD":
+                    body = b""
+        head = (
+            f"HTTP/1.1 {status} {_REASONS.get(status, '')}\r\nContent-Type: {ctype}\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        )
+        writer.write(head.encode("latin-1") + body)
+        await writer.drain()
+    except (TimeoutError, ConnectionError, asyncio.IncompleteReadError):
+        pass
+    except Exception:
+        log.exception("http handler failed")
+    finally:
+        writer.close()
+
+
+async def serve(port: int, routes: dict[str, Route], *, host: str | None = None) -> asyncio.AbstractServer:
+    """Start serving on ``port`` (0 picks a free port: see ``server.sockets``)."""
+    server = await asyncio.start_server(lambda r, w: _handle(routes, r, w), host=host, port=port)
+    log.info("http server listening on port %d", server.sockets[0].getsockname()[1])
+    return server

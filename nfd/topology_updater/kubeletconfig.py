@@ -1,0 +1,116 @@
+"""The kubelet's topology-manager settings, from ``-kubelet-config-uri``.
+
+- ``file:///path``: the kubelet config file (YAML or JSON KubeletConfiguration);
+- ``https://host:port/configz``: the kubelet's configz endpoint, with the bearer token from
+  ``-api-auth-token-file`` and TLS verification off (as upstream), answer
+  ``{"kubeletconfig": {...}}``.
+
+Only ``topologyManagerPolicy`` and ``topologyManagerScope`` are used; empty fields get the
+kubelet's defaults (``none``, ``container``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlparse
+
+from nfd.topology_updater.policy import DEFAULT_POLICY, DEFAULT_SCOPE
+
+FETCH_TIMEOUT_S = 120.0
+
+
+class KubeletConfigError(Exception):
+    """The kubelet configuration could not be read (message names the URI)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TopologyManagerInfo:
+    policy: str
+    scope: str
+
+
+def from_config(cfg: Any, *, source: str) -> TopologyManagerInfo:
+    if not isinstance(cfg, dict):
+        raise KubeletConfigError(f"{source}: expected a KubeletConfiguration mapping")
+    return TopologyManagerInfo(
+        policy=str(cfg.get("topologyManagerPolicy") or DEFAULT_POLICY),
+        scope=str(cfg.get("topologyManagerScope") or DEFAULT_SCOPE),
+    )
+
+
+def check_uri(uri: str) -> None:
+    """Reject what upstream rejects at startup (unparsable URI, unsupported scheme)."""
+    u = urlparse(uri)
+    if u.scheme not in ("file", "https"):
+        raise KubeletConfigError(f"-kubelet-config-uri {uri!r}: unsupported URI scheme {u.scheme!r}")
+
+
+def default_uri(node_address: str | None) -> str:
+    """``https://${NODE_ADDRESS}:10250/configz`` (IPv6 bracketed)."""
+    if not node_address:
+        raise KubeletConfigError(
+            "unable to determine the default kubelet config endpoint 'https://${NODE_ADDRESS}:10250/configz' "
+            "due to empty NODE_ADDRESS environment, please either define the NODE_ADDRESS environment variable "
+            "or specify endpoint with the -kubelet-config-uri flag"
+        )
+    if node_address.count(":") >= 2 and not node_address.startswith("["):
+        node_address = f"[{node_address}]"
+    return f"https://{node_address}:10250/configz"
+
+
+def read_file(path: str) -> TopologyManagerInfo:
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise KubeletConfigError(f"kubelet config file {path}: cannot read: {e.strerror or e}") from e
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise KubeletConfigError(f"kubelet config file {path}: invalid YAML/JSON: {e}") from e
+    return from_config(data or {}, source=f"kubelet config file {path}")
+
+
+async def fetch_configz(uri: str, token_file: str) -> TopologyManagerInfo:
+    try:
+        with open(token_file, encoding="utf-8") as f:
+            token = f.read().strip()
+    except OSError as e:
+        raise KubeletConfigError(f"api auth token file {token_file}: cannot read: {e.strerror or e}") from e
+    import aiohttp
+
+    try:
+        async with (
+            aiohttp.ClientSession() as session,
+            session.get(
+                uri,
+                headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
+                ssl=False,
+                timeout=aiohttp.ClientTimeout(total=FETCH_TIMEOUT_S),
+            ) as resp,
+        ):
+            body = await resp.read()
+            if resp.status != 200:
+                raise KubeletConfigError(f"{uri}: HTTP {resp.status}: {body[:200].decode(errors='replace')}")
+    except (aiohttp.ClientError, TimeoutError) as e:
+        raise KubeletConfigError(f"{uri}: {e.__class__.__name__}: {e}") from e
+    try:
+        data = json.loads(body)
+    except ValueError as e:
+        raise KubeletConfigError(f"{uri}: answer is not JSON: {e}") from e
+    if not isinstance(data, dict) or "kubeletconfig" not in data:
+        raise KubeletConfigError(f"{uri}: answer lacks the 'kubeletconfig' wrapper")
+    return from_config(data["kubeletconfig"], source=uri)
+
+
+async def load(uri: str, *, token_file: str) -> TopologyManagerInfo:
+    u = urlparse(uri)
+    if u.scheme == "file":
+        return read_file(u.path)
+    if u.scheme == "https":
+        return await fetch_configz(uri, token_file)
+    raise KubeletConfigError(f"-kubelet-config-uri {uri!r}: unsupported URI scheme {u.scheme!r}")

@@ -1,0 +1,412 @@
+"""The nfd-topology-updater daemon: scan on triggers, publish the node's NodeResourceTopology.
+
+One cycle: kubelet ``GetAllocatableResources`` + ``List`` (local gRPC), facts about the listed
+pods from a node-scoped pod watch cache (``spec.nodeName=<node>``: one LIST + one WATCH, never
+a GET per pod), zones computed by pure functions, and a server-side apply only when the object
+differs from what we last applied.
+
+Failures never delete anything: a kubelet that is down, restarting or answering garbage, an API
+outage, or a bad kubelet config leaves the last published object in place; the error is
+logged (one line naming the input) and counted in ``nfd_topology_updater_scan_errors_total``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from nfd import __version__
+from nfd.api.noderesourcetopology import (
+    ATTR_PODS_FINGERPRINT,
+    ATTR_POLICY,
+    ATTR_SCOPE,
+    CRD_NAME,
+    NodeResourceTopology,
+)
+from nfd.hostpaths import HostPaths
+from nfd.topology_updater import aggregate, kubeletconfig, scan
+from nfd.topology_updater.config import UpdaterConfig
+from nfd.topology_updater.policy import topology_policy
+from nfd.topology_updater.sysfs import NumaTopology, read_hybrid_cpus
+
+log = logging.getLogger("nfd.topology_updater")
+
+FIELD_MANAGER = "node-feature-discovery-topology-updater"
+INTERVAL = "intervalBased"
+FS_UPDATE = "fsUpdate"
+POD_CACHE = "podCache"
+STARTUP = "startup"
+
+
+@dataclass(slots=True)
+class Options:
+    node_name: str
+    kubelet_config_uri: str
+    podresources_socket: str
+    sleep_interval: float = 60.0
+    watch_namespace: str = "*"
+    api_auth_token_file: str = "/var/run/secrets/kubernetes.io/serviceaccount/token"
+    kubelet_state_dir: str = ""
+    pods_fingerprint: bool = True
+    no_publish: bool = False
+    oneshot: bool = False
+    port: int = 8080
+    #: namespace of the updater pod: the NRT's owner
+    namespace: str = ""
+    config: UpdaterConfig = field(default_factory=UpdaterConfig)
+    paths: HostPaths = field(default_factory=HostPaths)
+    #: how long a pod the kubelet lists may be unknown to the pod cache before we publish anyway
+    missing_pod_grace_s: float = 10.0
+    #: re-apply an unchanged object this often (repairs external edits/deletes); 0 = never
+    resync_s: float = 3600.0
+    #: scan once at startup (upstream waits for the first tick; see docs/compatibility.md)
+    initial_scan: bool = True
+    pod_page_size: int = 100
+
+
+class Metrics:
+    """A private registry, as upstream (no process/runtime collectors)."""
+
+    def __init__(self) -> None:
+        from prometheus_client import CollectorRegistry, Counter, Gauge
+
+        self.registry = CollectorRegistry(auto_describe=True)
+        build_info = Gauge(
+            "nfd_topology_updater_build_info",
+            "Version from which Node Feature Discovery was built.",
+            ["version"],
+            registry=self.registry,
+        )
+        build_info.labels(__version__).set_to_current_time()
+        self.scan_errors = Counter(
+            "nfd_topology_updater_scan_errors",
+            "Number of errors in scanning resource allocation of pods.",
+            registry=self.registry,
+        )
+
+
+def build_nrt(
+    *,
+    node_name: str,
+    zones: list[Any],
+    tm: kubeletconfig.TopologyManagerInfo,
+    hybrid_cpus: list[tuple[str, str]],
+    fingerprint: str | None,
+    owner_refs: list[dict[str, Any]],
+) -> NodeResourceTopology:
+    """The object to apply; attribute order as upstream (policy, scope, cpu_*, fingerprint)."""
+    nrt = NodeResourceTopology(name=node_name, zones=list(zones), owner_references=list(owner_refs))
+    nrt.set_attribute(ATTR_POLICY, tm.policy)
+    nrt.set_attribute(ATTR_SCOPE, tm.scope)
+    nrt.topology_policies = [topology_policy(tm.policy, tm.scope)]
+    for name, value in hybrid_cpus:
+        nrt.set_attribute(name, value)
+    if fingerprint is not None:
+        nrt.set_attribute(ATTR_PODS_FINGERPRINT, fingerprint)
+    return nrt
+
+
+def body_digest(body: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+class TopologyUpdater:
+    def __init__(
+        self, opts: Options, *, api: Any, kubelet: Any, topology: NumaTopology, metrics: Metrics | None = None
+    ) -> None:
+        self.opts = opts
+        self.api = api
+        self.kubelet = kubelet
+        self.topology = topology
+        self.metrics = metrics or Metrics()
+        self.exclude = opts.config.excluded_for(opts.node_name)
+        self.hybrid_cpus = read_hybrid_cpus(opts.paths)
+        self.tm: kubeletconfig.TopologyManagerInfo | None = None
+        self.owner_refs: list[dict[str, Any]] = []
+        self.pods: Any = None  # Informer of compact pods
+        self.last_digest: str | None = None
+        self.last_applied_at = 0.0
+        self.last_nrt: NodeResourceTopology | None = None
+        self.scans = 0
+        self.publishes = 0
+        self._missing_since: dict[tuple[str, str], float] = {}
+        self._trigger = asyncio.Event()
+        self._reasons: set[str] = set()
+        self._retry_handle: asyncio.TimerHandle | None = None
+
+    # --- triggers -------------------------------------------------------------------------
+
+    def request_scan(self, reason: str) -> None:
+        self._reasons.add(reason)
+        self._trigger.set()
+
+    async def _next_trigger(self) -> set[str]:
+        await self._trigger.wait()
+        self._trigger.clear()
+        reasons, self._reasons = self._reasons, set()
+        return reasons
+
+    async def _ticker(self) -> None:
+        while True:
+            await asyncio.sleep(self.opts.sleep_interval)
+            self.request_scan(INTERVAL)
+
+    def _on_pod_event(self, etype: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        meta = obj.get("metadata") or {}
+        if etype != "DELETED" and (meta.get("namespace", ""), meta.get("name", "")) in self._missing_since:
+            self.request_scan(POD_CACHE)
+
+    # --- inputs -----------------------------------------------------------------------------
+
+    def pod_facts(self, namespace: str, name: str) -> scan.PodFacts | None:
+        if self.pods is None:
+            return None
+        obj = self.pods.get(name, namespace)
+        if obj is None:
+            return None
+        return scan.PodFacts(
+            guaranteed=bool(obj.get("guaranteed")), exclusive_cpus=bool(obj.get("exclusiveCPUs"))
+        )
+
+    async def refresh_kubelet_config(self) -> bool:
+        try:
+            self.tm = await kubeletconfig.load(
+                self.opts.kubelet_config_uri, token_file=self.opts.api_auth_token_file
+            )
+            return True
+        except kubeletconfig.KubeletConfigError as e:
+            if self.tm is None:
+                log.error("cannot read the kubelet configuration: %s", e)
+            else:
+                log.error("cannot refresh the kubelet configuration, keeping cached values: %s", e)
+            return False
+
+    async def ensure_owner(self) -> None:
+        if self.owner_refs or not self.opts.namespace:
+            return
+        from nfd.k8s import fetching
+        from nfd.k8s.errors import ApiError, ApiUnavailable
+        from nfd.k8s.resources import NAMESPACES
+
+        try:
+            ns = await fetching.get(self.api, NAMESPACES, name=self.opts.namespace)
+        except (ApiError, ApiUnavailable) as e:
+            log.error(
+                "cannot get namespace %s for the NodeResourceTopology owner reference: %s",
+                self.opts.namespace,
+                e,
+            )
+            return
+        if ns is None:
+            log.error(
+                "namespace %s not found: NodeResourceTopology published without owner", self.opts.namespace
+            )
+            return
+        meta = ns.get("metadata") or {}
+        self.owner_refs = [
+            {"apiVersion": "v1", "kind": "Namespace", "name": meta.get("name"), "uid": meta.get("uid")}
+        ]
+
+    # --- one cycle ----------------------------------------------------------------------------
+
+    async def scan_once(self, reasons: set[str]) -> NodeResourceTopology | None:
+        """One scan; returns the object it would publish, None when the cycle was skipped."""
+        from nfd.topology_updater.kubelet import KubeletUnavailable
+
+        self.scans += 1
+        try:
+            alloc = await self.kubelet.allocatable()
+            listed = await self.kubelet.list()
+        except KubeletUnavailable as e:
+            log.error("scan failed, keeping the published NodeResourceTopology: %s", e)
+            self.metrics.scan_errors.inc()
+            return None
+        nr = aggregate.node_resources(self.topology, alloc)
+        result = scan.account(
+            listed.pod_resources,
+            self.pod_facts,
+            namespace=self.opts.watch_namespace,
+            with_fingerprint=self.opts.pods_fingerprint,
+        )
+        zones = aggregate.zones(nr, result.pods, self.exclude)
+        if INTERVAL in reasons or self.tm is None:
+            await self.refresh_kubelet_config()
+        if self.tm is None:
+            log.error("topology-manager information unavailable: skipping NodeResourceTopology publish")
+            self.metrics.scan_errors.inc()
+            return None
+        if self._hold_for_missing(result.missing):
+            return None
+        await self.ensure_owner()
+        nrt = build_nrt(
+            node_name=self.opts.node_name,
+            zones=zones,
+            tm=self.tm,
+            hybrid_cpus=self.hybrid_cpus,
+            fingerprint=result.fingerprint,
+            owner_refs=self.owner_refs,
+        )
+        self.last_nrt = nrt
+        return nrt
+
+    def _hold_for_missing(self, missing: list[tuple[str, str]]) -> bool:
+        """True to skip publishing while listed pods are briefly unknown to the pod cache."""
+        now = time.monotonic()
+        current = set(missing)
+        self._missing_since = {k: v for k, v in self._missing_since.items() if k in current}
+        for key in current:
+            self._missing_since.setdefault(key, now)
+        if not current:
+            return False
+        oldest = min(self._missing_since.values())
+        if now - oldest >= self.opts.missing_pod_grace_s:
+            log.info(
+                "%d listed pod(s) still unknown to the pod cache after %.0fs (e.g. %s/%s): "
+                "accounting them from kubelet data alone",
+                len(current),
+                self.opts.missing_pod_grace_s,
+                *missing[0],
+            )
+            return False
+        log.info(
+            "%d listed pod(s) not yet in the pod cache (e.g. %s/%s): publish deferred",
+            len(current),
+            *missing[0],
+        )
+        if self._retry_handle is None or self._retry_handle.cancelled():
+            delay = max(0.2, self.opts.missing_pod_grace_s - (now - oldest))
+            self._retry_handle = asyncio.get_running_loop().call_later(delay, self.request_scan, POD_CACHE)
+        return True
+
+    async def publish(self, nrt: NodeResourceTopology) -> bool:
+        """Server-side apply when the object changed (or the resync period passed)."""
+        body = nrt.to_json()
+        digest = body_digest(body)
+        now = time.monotonic()
+        fresh = self.opts.resync_s <= 0 or now - self.last_applied_at < self.opts.resync_s
+        if digest == self.last_digest and fresh:
+            log.debug("NodeResourceTopology unchanged, not writing")
+            return False
+        from nfd.k8s import patching
+        from nfd.k8s.errors import ApiError, ApiUnavailable, NotFound
+        from nfd.k8s.resources import NODERESOURCETOPOLOGIES
+
+        try:
+            await patching.patch(
+                self.api,
+                NODERESOURCETOPOLOGIES,
+                name=self.opts.node_name,
+                body=body,
+                patch_type="apply",
+                field_manager=FIELD_MANAGER,
+                force=True,
+            )
+        except NotFound as e:
+            log.error(
+                "failed to apply NodeResourceTopology: %s. The NodeResourceTopology CRD may not be installed. "
+                "If using Helm, ensure 'topologyUpdater.createCRDs=true' is set",
+                e,
+            )
+            self.metrics.scan_errors.inc()
+            return False
+        except (ApiError, ApiUnavailable) as e:
+            log.error("failed to apply NodeResourceTopology %s, will retry: %s", self.opts.node_name, e)
+            self.metrics.scan_errors.inc()
+            return False
+        self.last_digest = digest
+        self.last_applied_at = now
+        self.publishes += 1
+        log.info("NodeResourceTopology %s applied", self.opts.node_name)
+        return True
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    async def start_pod_cache(self, *, sync_timeout_s: float = 120.0) -> bool:
+        from nfd.k8s.resources import PODS
+        from nfd.k8s.watching import Informer
+        from nfd.topology_updater.podqos import compact_pod
+
+        self.pods = Informer(
+            self.api,
+            PODS,
+            field_selector=f"spec.nodeName={self.opts.node_name}",
+            page_size=self.opts.pod_page_size,
+            transform=compact_pod,
+        )
+        self.pods.on_event(self._on_pod_event)
+        await self.pods.start()
+        log.info("waiting for node-scoped Pod cache sync (node %s)", self.opts.node_name)
+        ok: bool = await self.pods.wait_synced(sync_timeout_s)
+        if ok:
+            log.info("node-scoped Pod cache synced: %d pods", len(self.pods.cache))
+        return ok
+
+    async def run(self) -> int:
+        """Scan loop; returns the exit status (oneshot) or runs until cancelled."""
+        watcher = None
+        ticker = None
+        if self.opts.kubelet_state_dir:
+            from nfd.topology_updater.notifier import StateDirWatcher, watch_dirs
+
+            watcher = StateDirWatcher(
+                watch_dirs(self.opts.kubelet_state_dir), lambda _n: self.request_scan(FS_UPDATE)
+            )
+            watcher.start()
+        if self.opts.sleep_interval > 0:
+            ticker = asyncio.create_task(self._ticker(), name="topology-updater-ticker")
+        await self.refresh_kubelet_config()
+        if self.opts.initial_scan:
+            self.request_scan(STARTUP)
+        try:
+            while True:
+                reasons = await self._next_trigger()
+                if watcher is not None and INTERVAL in reasons:
+                    watcher.retry_missing()
+                log.debug("scan triggered by %s", ",".join(sorted(reasons)))
+                nrt = await self.scan_once(reasons)
+                ok = nrt is not None
+                if nrt is not None and not self.opts.no_publish:
+                    await self.publish(nrt)
+                    ok = self.last_digest == body_digest(nrt.to_json())
+                if self.opts.oneshot and (ok or not self._missing_since):
+                    return 0 if ok else 1
+        finally:
+            if ticker is not None:
+                ticker.cancel()
+            if watcher is not None:
+                watcher.close()
+
+
+async def wait_for_crd(api: Any, *, stop: asyncio.Event | None = None) -> None:
+    """Block until the NRT CRD exists (5 s -> 60 s backoff); skip the wait on 403."""
+    from nfd.k8s import fetching
+    from nfd.k8s.errors import ApiError, ApiUnavailable, Forbidden
+    from nfd.k8s.resources import Resource
+
+    crds = Resource(
+        "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
+    )
+    backoff = 5.0
+    while True:
+        try:
+            if await fetching.get(api, crds, name=CRD_NAME) is not None:
+                log.info("NodeResourceTopology CRD is available")
+                return
+            log.info(
+                "waiting for NodeResourceTopology CRD %s to be created. If using Helm, ensure "
+                "'topologyUpdater.createCRDs=true' is set (retry in %.0fs)",
+                CRD_NAME,
+                backoff,
+            )
+        except Forbidden as e:
+            log.info("no permission to check CRD %s, not waiting: %s", CRD_NAME, e)
+            return
+        except (ApiError, ApiUnavailable) as e:
+            log.info("error checking for CRD %s, will retry in %.0fs: %s", CRD_NAME, backoff, e)
+        await asyncio.sleep(backoff)
+        backoff = min(60.0, backoff * 2)
