@@ -3,6 +3,7 @@
 //
 //	testapiserver etcd --data-dir DIR --client-port N --peer-port M
 //	testapiserver kube-apiserver [kube-apiserver flags...]
+//	testapiserver certs --dir DIR
 //
 // Both run as separate OS processes so the apiserver can be stopped and
 // restarted against the same etcd data (outage tests).
@@ -23,12 +24,13 @@ import (
 	_ "k8s.io/component-base/logs/json/register"
 	_ "k8s.io/component-base/metrics/prometheus/clientgo"
 	_ "k8s.io/component-base/metrics/prometheus/version"
+	"k8s.io/component-base/version"
 	"k8s.io/kubernetes/cmd/kube-apiserver/app"
 )
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: testapiserver etcd|kube-apiserver [flags]")
+		fmt.Fprintln(os.Stderr, "usage: testapiserver etcd|kube-apiserver|certs [flags]")
 		os.Exit(2)
 	}
 	sub := os.Args[1]
@@ -38,8 +40,10 @@ func main() {
 		os.Exit(runEtcd(os.Args[1:]))
 	case "kube-apiserver":
 		os.Exit(cli.Run(app.NewAPIServerCommand()))
+	case "certs":
+		os.Exit(runCerts(os.Args[1:]))
 	case "version":
-		fmt.Println("kube-apiserver from k8s.io/kubernetes (see go.mod)")
+		fmt.Println(version.Get().GitVersion)
 	default:
 		fmt.Fprintf(os.Stderr, "unknown subcommand %q\n", sub)
 		os.Exit(2)

@@ -1,0 +1,1 @@
+"""Test suites: unit/ (pure Python) and e2e/ (real kube-apiserver)."""

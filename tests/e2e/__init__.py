@@ -1,0 +1,1 @@
+"""End-to-end tests against a real kube-apiserver built from Go modules (see harness.py)."""
