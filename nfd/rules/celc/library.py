@@ -41,6 +41,7 @@ from nfd.rules.celc.values import (
     check_uint,
     type_name,
 )
+from nfd.rules.goregex import GoRegexError, compile_go
 
 
 class Overload(NamedTuple):
@@ -326,25 +327,12 @@ def _bool_from_string(s: str) -> bool:
 
 # -- strings ------------------------------------------------------------------------------------
 
-_RE_CACHE: dict[str, re.Pattern[str]] = {}
-_RE2_UNSUPPORTED = re.compile(r"\\[1-9]|\(\?[=!<>]|\(\?<[=!]|\(\?P=|[*+?}]\+|\\[pP]")
-
-
 def compile_regex(pattern: str) -> re.Pattern[str]:
-    """Compile an RE2-style pattern; reject what RE2 rejects (backreferences, lookaround)."""
-    rx = _RE_CACHE.get(pattern)
-    if rx is not None:
-        return rx
-    if _RE2_UNSUPPORTED.search(pattern):
-        raise CelError(f"invalid regular expression {pattern!r}: backreferences, lookaround, "
-                       "possessive quantifiers and \\p classes are not supported")
+    """Compile a Go RE2 pattern the way ``InRegexp`` does (shared translator, cached)."""
     try:
-        rx = re.compile(pattern.replace("\\z", "\\Z"))
-    except re.error as e:
-        raise CelError(f"invalid regular expression {pattern!r}: {e}") from None
-    if len(_RE_CACHE) < 1024:
-        _RE_CACHE[pattern] = rx
-    return rx
+        return compile_go(pattern)
+    except GoRegexError as e:
+        raise CelError(f"invalid regular expression: {e}") from None
 
 
 def _matches(s: str, pattern: str) -> bool:

@@ -92,7 +92,7 @@ def parse(src: str) -> Node:
         tree = _parser.parse(src)
     except Exception as e:  # celpy wraps lark errors in CELParseError (line/column attributes)
         line, col = getattr(e, "line", None), getattr(e, "column", None)
-        cause = e.args[1] if len(e.args) > 1 and isinstance(e.args[1], UnexpectedInput | LarkError) else e
+        cause = e.__context__ if isinstance(e.__context__, UnexpectedInput | LarkError) else e
         what = _describe_parse_error(cause)
         raise CelSyntaxError((line, col) if line and col else None, what) from None
     try:
@@ -111,6 +111,15 @@ def _describe_parse_error(e: Any) -> str:
     if char is not None:
         return f"syntax error: unexpected character {char!r}"
     return "syntax error"
+
+
+def _op_pos(op_tree: Any, op: str) -> Pos:
+    """Where the operator token is: the subtree ``left OP`` ends right after it."""
+    meta = op_tree.meta
+    width = 2 if op == "@in" else len(op) - 2
+    if not meta.empty:
+        return (meta.end_line, max(1, meta.end_column - width))
+    return _pos(op_tree)
 
 
 def _pos(t: Any) -> Pos:
@@ -150,9 +159,7 @@ class _Builder:
         op_tree, right = ch
         left = left_fn(op_tree.children[0])
         op = _BINOPS[op_tree.data]
-        if op == "@in":  # `x in c` is the function `@in(x, c)`
-            return Call(_pos(op_tree), "@in", None, [left, right_fn(right)])
-        return Call(_pos(right), op, None, [left, right_fn(right)])
+        return Call(_op_pos(op_tree, op), op, None, [left, right_fn(right)])
 
     def relation(self, t: Any) -> Node:
         return self._binary(t, self.relation, self.addition)

@@ -11,6 +11,8 @@ import re
 from fractions import Fraction
 from typing import Any
 
+from nfd.rules.version import parse_version
+
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
 UINT64_MAX = (1 << 64) - 1
@@ -47,15 +49,6 @@ def check_uint(v: int) -> UInt:
 
 # -- version ------------------------------------------------------------------------------------
 
-# Upstream's `type: version` parses leniently (v prefix, 1 to 3 numeric parts, pre-release and
-# build metadata allowed) and then drops the pre-release part before comparing.
-_VERSION_RE = re.compile(
-    r"v?([0-9]+)(?:\.([0-9]+))?(?:\.([0-9]+))?"
-    r"(?:-([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?"
-    r"(?:\+([0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?"
-)
-
-
 class Version:
     """``version(s)``: compares as upstream's ``type: version`` (major.minor.patch, pre-release ignored)."""
 
@@ -67,11 +60,12 @@ class Version:
 
     @classmethod
     def parse(cls, s: str) -> Version:
-        m = _VERSION_RE.fullmatch(s)
-        if m is None:
+        # the same parser as upstream's `type: version` (pre-release dropped), shared with the
+        # matchExpressions engine so `version()` and `type: version` never disagree
+        key = parse_version(s)
+        if key is None:
             raise CelError(f"invalid version {s!r}")
-        major, minor, patch = (int(g) if g else 0 for g in m.group(1, 2, 3))
-        return cls((major, minor, patch), s)
+        return cls(key, s)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Version) and self.key == other.key

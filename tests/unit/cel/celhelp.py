@@ -1,0 +1,69 @@
+"""Test helpers: evaluate any CEL expression (not only bool) with our compiler and with celpy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nfd.api.features import Features
+from nfd.rules.celc import DEFAULT_STEP_LIMIT, Act
+from nfd.rules.celc.compiler import Compiler
+from nfd.rules.celc.syntax import parse
+from nfd.rules.celc.values import UInt
+
+ERROR = "<error>"
+
+
+def ours(src: str, features: Features | None = None, node_name: str = "n") -> Any:
+    """Value of ``src`` with our compiler, or ERROR on a runtime error. Compile errors raise."""
+    fn = Compiler().compile(parse(src)).fn
+    try:
+        return fn(Act(features or Features(), {"name": node_name}, DEFAULT_STEP_LIMIT))
+    except Exception:
+        return ERROR
+
+
+def celpy_value(src: str, activation: dict[str, Any] | None = None) -> Any:
+    """Value of ``src`` with celpy's reference interpreter, as plain Python, or ERROR."""
+    import celpy
+
+    env = celpy.Environment()
+    try:
+        prg = env.program(env.compile(src))
+        return _plain(prg.evaluate(activation or {}))
+    except Exception:
+        return ERROR
+
+
+def _plain(v: Any) -> Any:
+    from celpy import celtypes as ct
+
+    if isinstance(v, ct.BoolType):
+        return bool(v)
+    if isinstance(v, ct.UintType):
+        return UInt(int(v))
+    if isinstance(v, ct.IntType):
+        return int(v)
+    if isinstance(v, ct.DoubleType):
+        return float(v)
+    if isinstance(v, ct.StringType):
+        return str(v)
+    if isinstance(v, ct.BytesType):
+        return bytes(v)
+    if isinstance(v, ct.ListType | list):
+        return [_plain(x) for x in v]
+    if isinstance(v, ct.MapType | dict):
+        return {_plain(k): _plain(x) for k, x in v.items()}
+    return v
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal values of the same CEL type (1 and 1.0 differ here, unlike CEL's ``==``)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, float) and a != a:
+        return b != b
+    return bool(a == b)
