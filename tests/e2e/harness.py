@@ -62,6 +62,8 @@ class HttpError(Exception):
 class RestClient:
     """Minimal synchronous JSON client for one identity (bearer token)."""
 
+    MAX_RETRIES = 10
+
     def __init__(self, *, server: str, ca_file: str, token: str) -> None:
         self.server = server.rstrip("/")
         self.token = token
@@ -86,17 +88,25 @@ class RestClient:
         req.add_header("Accept", "application/json")
         if data is not None:
             req.add_header("Content-Type", content_type)
-        try:
-            with urllib.request.urlopen(req, context=self._ctx, timeout=timeout) as resp:
-                raw = resp.read()
-        except urllib.error.HTTPError as e:
-            raw = e.read()
+        for attempt in range(self.MAX_RETRIES + 1):
             try:
-                status_obj = json.loads(raw)
-            except ValueError:
-                status_obj = {"message": raw.decode(errors="replace")}
-            raise HttpError(e.code, str(status_obj.get("reason", e.reason)),
-                            str(status_obj.get("message", "")), status_obj) from None
+                with urllib.request.urlopen(req, context=self._ctx, timeout=timeout) as resp:
+                    raw = resp.read()
+                break
+            except urllib.error.HTTPError as e:
+                raw = e.read()
+                retry_after = e.headers.get("Retry-After")
+                # Like client-go: 429 (e.g. "storage is (re)initializing" while a watch cache
+                # fills after a CRD is added or the apiserver restarts) with Retry-After is retried.
+                if e.code == 429 and retry_after and attempt < self.MAX_RETRIES:
+                    time.sleep(min(float(retry_after), 2.0))
+                    continue
+                try:
+                    status_obj = json.loads(raw)
+                except ValueError:
+                    status_obj = {"message": raw.decode(errors="replace")}
+                raise HttpError(e.code, str(status_obj.get("reason", e.reason)),
+                                str(status_obj.get("message", "")), status_obj) from None
         if not raw:
             return None
         try:

@@ -1,0 +1,163 @@
+"""deploy/ RBAC, exercised with real ServiceAccount tokens against the real apiserver.
+
+Each identity gets a TokenRequest token (the worker's bound to a Pod scheduled on its
+node) and makes the requests its process makes; what it must not do is refused with 403.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.e2e.harness import REPO_ROOT, HttpError, KubeCluster, RestClient
+
+pytestmark = pytest.mark.e2e
+
+NS = "node-feature-discovery"
+NFD = "/apis/nfd.k8s-sigs.io/v1alpha1"
+RBAC_DIR = REPO_ROOT / "deploy" / "base" / "rbac"
+
+
+@pytest.fixture(scope="module")
+def rbac(kube: KubeCluster) -> Iterator[KubeCluster]:
+    kube.apply_manifest_dir(RBAC_DIR)
+    yield kube
+
+
+@pytest.fixture
+def node(kube: KubeCluster) -> Iterator[str]:
+    name = kube.unique_name("node")
+    kube.create_node(name, labels={"kubernetes.io/hostname": name})
+    yield name
+    kube.delete_node(name)
+
+
+def _client(kube: KubeCluster, sa: str, **kw: Any) -> RestClient:
+    return kube.client(kube.serviceaccount_kubeconfig(NS, sa, **kw))
+
+
+def _forbidden(fn: Any, *args: Any, **kw: Any) -> HttpError:
+    with pytest.raises(HttpError) as ei:
+        fn(*args, **kw)
+    assert ei.value.status == 403, ei.value
+    return ei.value
+
+
+def _nodefeature(node: str) -> dict[str, Any]:
+    return {"apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeature",
+            "metadata": {"name": node, "labels": {"nfd.node.kubernetes.io/node-name": node}},
+            "spec": {"features": {"flags": {}, "attributes": {"kernel.version": {"elements": {"major": "6"}}},
+                                  "instances": {}},
+                     "labels": {}}}
+
+
+def _label_patch(key: str, value: str) -> dict[str, Any]:
+    return {"metadata": {"labels": {key: value}}}
+
+
+def test_rbac_objects_applied_with_kustomize_namespace(rbac: KubeCluster) -> None:
+    for sa in ("nfd-master", "nfd-worker", "nfd-topology-updater", "nfd-gc"):
+        assert rbac.get(f"/api/v1/namespaces/{NS}/serviceaccounts/{sa}")["metadata"]["name"] == sa
+    crb = rbac.get("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/nfd-master")
+    assert crb["subjects"] == [{"kind": "ServiceAccount", "name": "nfd-master", "namespace": NS}]
+    rb = rbac.get(f"/apis/rbac.authorization.k8s.io/v1/namespaces/{NS}/rolebindings/nfd-worker")
+    assert rb["subjects"][0]["namespace"] == NS
+
+
+def test_worker_manages_its_nodefeature_but_not_nodes(rbac: KubeCluster, node: str) -> None:
+    pod = rbac.unique_name("nfd-worker")
+    rbac.create_pod(NS, pod, node_name=node, service_account="nfd-worker")
+    kc = rbac.serviceaccount_kubeconfig(NS, "nfd-worker", bound_pod=(NS, pod))
+    assert rbac.whoami(kc)["extra"]["authentication.kubernetes.io/node-name"] == [node]
+    worker = rbac.client(kc)
+    base = f"{NFD}/namespaces/{NS}/nodefeatures"
+
+    created = worker.request("POST", base, body=_nodefeature(node))
+    created["spec"]["labels"] = {"example.com/x": "y"}
+    updated = worker.request("PUT", f"{base}/{node}", body=created)
+    assert updated["spec"]["labels"] == {"example.com/x": "y"}
+    assert worker.get(f"{base}/{node}")["metadata"]["resourceVersion"] == updated["metadata"]["resourceVersion"]
+    # It reads its own pod (owner references) ...
+    assert worker.get(f"/api/v1/namespaces/{NS}/pods/{pod}")["spec"]["nodeName"] == node
+
+    # ... but cannot touch Nodes, list NodeFeatures, or write outside its namespace.
+    _forbidden(worker.request, "PATCH", f"/api/v1/nodes/{node}", body=_label_patch("a", "b"),
+               content_type="application/merge-patch+json")
+    _forbidden(worker.get, f"/api/v1/nodes/{node}")
+    _forbidden(worker.get, base)
+    _forbidden(worker.request, "POST", f"{NFD}/namespaces/default/nodefeatures", body=_nodefeature(node))
+    _forbidden(worker.request, "PATCH", f"{base}/{node}", body={"spec": {"labels": {}}},
+               content_type="application/merge-patch+json")
+
+    assert worker.request("DELETE", f"{base}/{node}")["status"] == "Success"
+
+
+def test_admin_can_patch_nodes(kube: KubeCluster, node: str) -> None:
+    out = kube.request("PATCH", f"/api/v1/nodes/{node}", body=_label_patch("feature.node.kubernetes.io/x", "1"),
+                       content_type="application/merge-patch+json")
+    assert out["metadata"]["labels"]["feature.node.kubernetes.io/x"] == "1"
+
+
+def test_master_labels_nodes_and_reads_features(rbac: KubeCluster, node: str) -> None:
+    master = _client(rbac, "nfd-master")
+    patched = master.request("PATCH", f"/api/v1/nodes/{node}",
+                             body=[{"op": "add", "path": "/metadata/labels/feature.node.kubernetes.io~1y",
+                                    "value": "true"}],
+                             content_type="application/json-patch+json")
+    assert patched["metadata"]["labels"]["feature.node.kubernetes.io/y"] == "true"
+    status = master.request("PATCH", f"/api/v1/nodes/{node}/status",
+                            body={"status": {"capacity": {"example.com/widget": "2"}}},
+                            content_type="application/merge-patch+json")
+    assert status["status"]["capacity"]["example.com/widget"] == "2"
+    assert isinstance(master.get(f"{NFD}/nodefeatures")["items"], list)
+    assert isinstance(master.get(f"{NFD}/nodefeaturerules")["items"], list)
+    master.get("/api/v1/namespaces")
+    _forbidden(master.request, "POST", f"{NFD}/namespaces/{NS}/nodefeatures", body=_nodefeature(node))
+    _forbidden(master.request, "DELETE", f"/api/v1/nodes/{node}")
+
+
+def test_master_lease_only_its_own_name(rbac: KubeCluster) -> None:
+    master = _client(rbac, "nfd-master")
+    leases = f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases"
+    lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+             "metadata": {"name": "nfd-master.nfd.kubernetes.io"},
+             "spec": {"holderIdentity": "e2e", "leaseDurationSeconds": 15}}
+    try:
+        master.request("POST", leases, body=lease)
+    except HttpError as e:  # another test module may have created it
+        assert e.status == 409
+    got = master.get(f"{leases}/nfd-master.nfd.kubernetes.io")
+    got["spec"]["holderIdentity"] = "e2e-2"
+    assert master.request("PUT", f"{leases}/nfd-master.nfd.kubernetes.io", body=got)["spec"][
+        "holderIdentity"] == "e2e-2"
+    rbac.request("POST", leases, body={**lease, "metadata": {"name": "someone-else"}})
+    _forbidden(master.get, f"{leases}/someone-else")
+    _forbidden(master.get, leases)
+
+
+def test_gc_deletes_nodefeatures_and_cannot_modify_nodes(rbac: KubeCluster, node: str) -> None:
+    rbac.request("POST", f"{NFD}/namespaces/{NS}/nodefeatures", body=_nodefeature(node))
+    gc = _client(rbac, "nfd-gc")
+    names = [o["metadata"]["name"] for o in gc.get(f"{NFD}/nodefeatures")["items"]]
+    assert node in names
+    gc.request("DELETE", f"{NFD}/namespaces/{NS}/nodefeatures/{node}")
+    assert node in [o["metadata"]["name"] for o in gc.get("/api/v1/nodes")["items"]]
+    _forbidden(gc.request, "PATCH", f"/api/v1/nodes/{node}", body=_label_patch("a", "b"),
+               content_type="application/merge-patch+json")
+    _forbidden(gc.get, f"/api/v1/nodes/{node}")
+
+
+def test_topology_updater_applies_nrt_only(rbac: KubeCluster, node: str) -> None:
+    tu = _client(rbac, "nfd-topology-updater")
+    nrt = {"apiVersion": "topology.node.k8s.io/v1alpha2", "kind": "NodeResourceTopology",
+           "metadata": {"name": node}, "zones": [{"name": "node-0", "type": "Node"}]}
+    path = f"/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies/{node}"
+    out = tu.request("PATCH", path, body=nrt, params={"fieldManager": "node-feature-discovery", "force": "true"},
+                     content_type="application/apply-patch+yaml")
+    assert out["zones"] == nrt["zones"]
+    assert tu.get(f"/api/v1/nodes/{node}")["metadata"]["name"] == node
+    _forbidden(tu.request, "DELETE", path)
+    _forbidden(tu.request, "PATCH", f"/api/v1/nodes/{node}", body=_label_patch("a", "b"),
+               content_type="application/merge-patch+json")
