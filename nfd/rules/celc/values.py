@@ -116,7 +116,7 @@ class Quantity:
         if m is None or len(s) > 256:
             raise CelError(f"invalid quantity {s!r}")
         sign, num, suffix = m.group(1), m.group(2), m.group(3) or ""
-        if suffix[:1] in ("e", "E"):
+        if suffix not in _QTY_SUFFIX:  # a decimal exponent, e.g. e3
             exp = int(suffix[1:])
             if abs(exp) > 1000:
                 raise CelError(f"invalid quantity {s!r}: exponent out of range")
