@@ -1,0 +1,253 @@
+"""``custom`` source (labels only): rules from the worker config and ``custom.d``, evaluated with
+the shared rule engine against every discovered feature.
+
+Order: upstream's two static RDMA rules, then ``sources.custom``, then ``custom.d`` files (sorted,
+one level of sub-directories, dot-files skipped). Each rule's labels and vars are fed into
+``rule.matched`` for later rules. Labels pass through unprefixed (``rdma.capable``).
+
+The config dialect accepts upstream's shorthands: an expression may be a bare scalar or a list of
+strings (``In``), ``matchExpressions`` may be a list of ``name`` / ``name=value`` strings, and a
+null expression means ``Exists``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from nfd.api.errors import ValidationError, ValidationErrors
+from nfd.api.features import Features
+from nfd.sources.base import DiscoveryContext, FeatureSource
+
+ALLOWED_OPS = {"In", "NotIn", "InRegexp", "Exists", "DoesNotExist", "Gt", "Lt", "GtLt", "IsTrue", "IsFalse"}
+RULE_FIELDS = {"name", "labels", "labelsTemplate", "vars", "varsTemplate", "matchFeatures", "matchAny"}
+MAX_DEPTH = 100
+
+STATIC_RULES: list[dict[str, Any]] = [
+    {
+        "name": "RDMA capable static rule",
+        "labels": {"rdma.capable": "true"},
+        "matchFeatures": [
+            {"feature": "pci.device", "matchExpressions": {"vendor": {"op": "In", "value": ["15b3"]}}}
+        ],
+    },
+    {
+        "name": "RDMA available static rule",
+        "labels": {"rdma.available": "true"},
+        "matchFeatures": [
+            {
+                "feature": "kernel.loadedmodule",
+                "matchExpressions": {"ib_uverbs": {"op": "Exists"}, "rdma_ucm": {"op": "Exists"}},
+            }
+        ],
+    },
+]
+
+
+def _scalar(v: Any, path: str) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return str(int(v)) if v.is_integer() else repr(v)  # Go FormatFloat(v, 'f', -1, 64)
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, str):
+        return v
+    raise ValidationError(path, f"invalid value {v!r}")
+
+
+def _str_values(v: Any, path: str) -> list[str]:
+    if isinstance(v, list):
+        out = []
+        for i, x in enumerate(v):
+            if not isinstance(x, str):
+                raise ValidationError(f"{path}[{i}]", f"invalid value {x!r}: must be a string")
+            out.append(x)
+        return out
+    return [_scalar(v, path)]
+
+
+def convert_expression(raw: Any, path: str) -> dict[str, Any]:
+    """Custom-dialect expression -> CRD ``{op, value}``."""
+    if raw is None:
+        return {"op": "Exists"}
+    if isinstance(raw, dict):
+        op = raw.get("op")
+        if op not in ALLOWED_OPS:
+            raise ValidationError(f"{path}.op", f"invalid Op {op!r}")
+        unknown = set(raw) - {"op", "value"}
+        if unknown:
+            raise ValidationError(path, f"unknown field(s) {sorted(unknown)}")
+        out: dict[str, Any] = {"op": op}
+        if raw.get("value") is not None:
+            out["value"] = _str_values(raw["value"], f"{path}.value")
+        return out
+    return {"op": "In", "value": _str_values(raw, path)}
+
+
+def convert_expression_set(raw: Any, path: str) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    if isinstance(raw, list):
+        out: dict[str, Any] = {}
+        for i, item in enumerate(raw):
+            if not isinstance(item, str):
+                raise ValidationError(f"{path}[{i}]", "must be a string")
+            name, sep, value = item.partition("=")
+            out[name] = {"op": "In", "value": [value]} if sep else {"op": "Exists"}
+        return out
+    if not isinstance(raw, dict):
+        raise ValidationError(path, "must be an object or a list of names")
+    return {str(k): convert_expression(v, f"{path}.{k}") for k, v in raw.items()}
+
+
+def _convert_matcher(raw: Any, path: str) -> list[dict[str, Any]]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise ValidationError(path, "must be a list")
+    out = []
+    for i, term in enumerate(raw):
+        p = f"{path}[{i}]"
+        if not isinstance(term, dict):
+            raise ValidationError(p, "must be an object")
+        unknown = set(term) - {"feature", "matchExpressions", "matchName"}
+        if unknown:
+            raise ValidationError(p, f"unknown field(s) {sorted(unknown)}")
+        t: dict[str, Any] = {"feature": term.get("feature")}
+        if "matchExpressions" in term:
+            t["matchExpressions"] = convert_expression_set(term["matchExpressions"], f"{p}.matchExpressions")
+        if term.get("matchName") is not None:
+            t["matchName"] = convert_expression(term["matchName"], f"{p}.matchName")
+        out.append(t)
+    return out
+
+
+def _depth(v: Any, d: int = 0) -> int:
+    if d > MAX_DEPTH:
+        return d
+    if isinstance(v, dict):
+        return max((_depth(x, d + 1) for x in v.values()), default=d + 1)
+    if isinstance(v, list):
+        return max((_depth(x, d + 1) for x in v), default=d + 1)
+    return d
+
+
+def convert_rule(raw: Any, path: str) -> dict[str, Any]:
+    """Custom-dialect rule -> NodeFeatureRule rule dict (strict: unknown fields are errors)."""
+    if not isinstance(raw, dict):
+        raise ValidationError(path, "rule must be an object")
+    if _depth(raw) > MAX_DEPTH:
+        raise ValidationError(path, f"nesting deeper than {MAX_DEPTH}")
+    unknown = set(raw) - RULE_FIELDS
+    if unknown:
+        raise ValidationError(path, f"unknown field(s) {sorted(unknown)}")
+    out: dict[str, Any] = {k: raw[k] for k in ("name", "labels", "labelsTemplate", "vars", "varsTemplate") if k in raw}
+    if "matchFeatures" in raw:
+        out["matchFeatures"] = _convert_matcher(raw["matchFeatures"], f"{path}.matchFeatures")
+    if raw.get("matchAny") is not None:
+        if not isinstance(raw["matchAny"], list):
+            raise ValidationError(f"{path}.matchAny", "must be a list")
+        out["matchAny"] = []
+        for i, elem in enumerate(raw["matchAny"]):
+            p = f"{path}.matchAny[{i}]"
+            if not isinstance(elem, dict) or set(elem) - {"matchFeatures"}:
+                raise ValidationError(p, "must be an object with only matchFeatures")
+            out["matchAny"].append({"matchFeatures": _convert_matcher(elem.get("matchFeatures"), f"{p}.matchFeatures")})
+    return out
+
+
+def compile_custom_rules(raw: Any, *, path: str) -> list[Any]:
+    """Convert and compile a list of custom rules; raises ValidationError naming the first bad one."""
+    from nfd.rules.engine import compile_rule
+
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise ValidationError(path, "must be a list of rules")
+    out = []
+    for i, r in enumerate(raw):
+        p = f"{path}[{i}]"
+        try:
+            out.append(compile_rule(convert_rule(r, p), path=p))
+        except ValidationErrors as e:
+            raise ValidationError(p, "; ".join(str(x) for x in e.errors)) from e
+    return out
+
+
+class CustomSource(FeatureSource):
+    name = "custom"
+    priority = 10
+    is_feature_source = False
+    prefix_labels = False
+
+    def default_config(self) -> dict[str, Any]:
+        return {"rules": []}
+
+    def parse_config(self, raw: Any, *, path: str) -> dict[str, Any]:
+        return {"rules": compile_custom_rules(raw, path=path)}
+
+    def labels(self, features: Features, config: dict[str, Any], ctx: DiscoveryContext) -> dict[str, str]:
+        from nfd.rules.engine import RULE_BACKREF_FEATURE, evaluate_rule
+
+        rules = static_rules() + list(config.get("rules") or []) + dropin_rules(ctx)
+        view = Features(flags=features.flags, attributes=dict(features.attributes), instances=features.instances)
+        backref: dict[str, str] = dict(view.attributes.get(RULE_BACKREF_FEATURE, {}))
+        view.attributes[RULE_BACKREF_FEATURE] = backref
+        out: dict[str, str] = {}
+        for rule in rules:
+            res = evaluate_rule(rule, view, node_name=ctx.node_name)
+            if res.error is not None:
+                ctx.warn(f"custom rule {res.name!r}: {res.error}")
+                continue
+            if res.matched:
+                out.update(res.output.labels)
+            backref.update(res.output.labels)
+            backref.update(res.output.vars)
+        return out
+
+
+_static: list[Any] | None = None
+
+
+def static_rules() -> list[Any]:
+    global _static
+    if _static is None:
+        _static = compile_custom_rules(STATIC_RULES, path="static")
+    return list(_static)
+
+
+def dropin_rules(ctx: DiscoveryContext) -> list[Any]:
+    """Rules from ``custom.d``: sorted, one level of sub-directories, dot-files skipped; a file
+    that fails to parse is skipped whole with a warning naming it."""
+    import yaml
+
+    base = ctx.paths.custom_d()
+    files: list[str] = []
+    try:
+        entries = sorted(os.scandir(base), key=lambda e: e.name)
+    except OSError:
+        return []
+    for e in entries:
+        if e.name.startswith("."):
+            continue
+        if e.is_dir():
+            try:
+                sub = sorted(os.scandir(e.path), key=lambda s: s.name)
+            except OSError:
+                continue
+            files.extend(s.path for s in sub if not s.name.startswith(".") and s.is_file())
+        elif e.is_file():
+            files.append(e.path)
+    out: list[Any] = []
+    for path in files:
+        try:
+            with open(path, encoding="utf-8") as f:
+                doc = yaml.safe_load(f.read(1 << 20))
+            out.extend(compile_custom_rules(doc, path=path))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError, ValueError) as e:
+            ctx.warn(f"{path}: custom rules file skipped: {str(e).splitlines()[0] if str(e) else e}")
+    return out
+
+
+SOURCE = CustomSource()

@@ -1,0 +1,39 @@
+"""``nfd-worker``: thin shell around :class:`nfd.worker.daemon.Worker`."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    from nfd.worker.flags import parse_flags
+
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        flags = parse_flags(args)
+    except SystemExit as e:
+        if isinstance(e.code, str):
+            print(e.code, file=sys.stderr)
+            return 2
+        return int(e.code or 0)
+    if flags.version:
+        from nfd import __version__
+
+        print(f"nfd-worker {__version__}")
+        return 0
+    level = logging.DEBUG if flags.verbosity >= 3 else logging.INFO
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    from nfd.worker.daemon import Worker
+
+    try:
+        worker = Worker(flags)
+    except ValueError as e:
+        print(f"nfd-worker: {e}", file=sys.stderr)
+        return 2
+    return asyncio.run(worker.run())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

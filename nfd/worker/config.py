@@ -1,0 +1,204 @@
+"""nfd-worker configuration: ``nfd-worker.conf`` (YAML/JSON), ``-options``, and flag overrides.
+
+Upstream keys: ``core.{sleepInterval, featureSources, labelSources, sources (deprecated alias),
+labelWhiteList, noPublish, noPublishFeatures, ownerRefs, noOwnerRefs, klog}`` and
+``sources.<name>.*``. Parsing is a pure function of the documents; invalid input raises
+:class:`ValueError` naming the file and field, and the caller keeps its previous config.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from nfd.api.errors import ValidationError
+
+log = logging.getLogger("nfd.worker")
+
+DEFAULT_CONFIG_PATH = "/etc/kubernetes/node-feature-discovery/nfd-worker.conf"
+OWNER_REF_KINDS = ("node", "pod", "ds")
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(value: Any, *, path: str) -> float:
+    """Go ``time.Duration`` text (``60s``, ``1m30s``, ``500ms``, ``0``) -> seconds."""
+    if isinstance(value, bool):
+        raise ValidationError(path, "must be a duration like 60s")
+    if isinstance(value, int | float):
+        return float(value) / 1e9  # Go unmarshals a bare number as nanoseconds
+    if not isinstance(value, str):
+        raise ValidationError(path, "must be a duration like 60s")
+    s = value.strip()
+    sign = -1.0 if s.startswith("-") else 1.0
+    s = s.lstrip("+-")
+    if s == "0":
+        return 0.0
+    pos, total = 0, 0.0
+    for m in _DURATION_PART.finditer(s):
+        if m.start() != pos:
+            break
+        total += float(m.group(1)) * _UNITS[m.group(2)]
+        pos = m.end()
+    if pos != len(s) or not s:
+        raise ValidationError(path, f"invalid duration {value!r}")
+    return sign * total
+
+
+@dataclass
+class WorkerConfig:
+    sleep_interval: float = 60.0
+    feature_sources: list[str] = field(default_factory=lambda: ["all"])
+    label_sources: list[str] = field(default_factory=lambda: ["all"])
+    label_whitelist: re.Pattern[str] | None = None
+    no_publish: bool = False
+    no_publish_features: list[str] = field(default_factory=list)
+    owner_refs: list[str] = field(default_factory=lambda: ["pod", "ds"])
+    klog: dict[str, Any] = field(default_factory=dict)
+    #: ``sources`` block as written (parsed per source by nfd.sources.discovery)
+    raw_sources: dict[str, Any] = field(default_factory=dict)
+    #: effective per-source configs (only sources with a block; others use defaults)
+    source_configs: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def _str_list(v: Any, path: str) -> list[str]:
+    if v is None:
+        return []
+    if isinstance(v, str):
+        return [x for x in (s.strip() for s in v.split(",")) if x]
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise ValidationError(path, "must be a list of strings")
+    return list(v)
+
+
+def normalize_owner_refs(refs: list[str], *, path: str) -> list[str]:
+    seen = set()
+    for r in refs:
+        if r not in OWNER_REF_KINDS:
+            raise ValidationError(path, f"unknown owner reference kind {r!r} (valid: node, pod, ds)")
+        if r in seen:
+            raise ValidationError(path, f"duplicate owner reference kind {r!r}")
+        seen.add(r)
+    return [k for k in OWNER_REF_KINDS if k in seen]
+
+
+def merge_docs(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """Deep-merge ``over`` onto ``base`` (how ``-options`` overlays the file)."""
+    out = dict(base)
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = merge_docs(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def build_config(doc: Any, *, source: str = "config") -> WorkerConfig:
+    """Parse one config document. Raises ValueError (``<source>: <field>: <problem>``)."""
+    try:
+        return _build(doc)
+    except ValidationError as e:
+        raise ValueError(f"{source}: {e}") from e
+
+
+def _build(doc: Any) -> WorkerConfig:
+    from nfd.rules.goregex import GoRegexError, compile_go
+    from nfd.sources.discovery import parse_source_configs
+
+    cfg = WorkerConfig()
+    if doc is None:
+        doc = {}
+    if not isinstance(doc, dict):
+        raise ValidationError("", "config must be an object")
+    for key in doc:
+        if key not in ("core", "sources"):
+            log.info("config: unknown top-level key %r ignored", key)
+    core = doc.get("core") or {}
+    if not isinstance(core, dict):
+        raise ValidationError("core", "must be an object")
+    if "sleepInterval" in core:
+        cfg.sleep_interval = parse_duration(core["sleepInterval"], path="core.sleepInterval")
+    if "featureSources" in core:
+        cfg.feature_sources = _str_list(core["featureSources"], "core.featureSources")
+    if "labelSources" in core:
+        cfg.label_sources = _str_list(core["labelSources"], "core.labelSources")
+    if core.get("sources") is not None:  # deprecated alias, wins when present
+        cfg.label_sources = _str_list(core["sources"], "core.sources")
+    wl = core.get("labelWhiteList")
+    if wl not in (None, ""):
+        if not isinstance(wl, str):
+            raise ValidationError("core.labelWhiteList", "must be a string")
+        try:
+            cfg.label_whitelist = compile_go(wl)
+        except (GoRegexError, re.error) as e:
+            raise ValidationError("core.labelWhiteList", f"invalid regexp: {e}") from e
+    for key, attr in (("noPublish", "no_publish"), ("noOwnerRefs", None)):
+        if key in core and not isinstance(core[key], bool):
+            raise ValidationError(f"core.{key}", "must be a boolean")
+        if attr and key in core:
+            setattr(cfg, attr, core[key])
+    if "noPublishFeatures" in core:
+        cfg.no_publish_features = _str_list(core["noPublishFeatures"], "core.noPublishFeatures")
+    if "ownerRefs" in core:
+        cfg.owner_refs = normalize_owner_refs(_str_list(core["ownerRefs"], "core.ownerRefs"), path="core.ownerRefs")
+    if core.get("noOwnerRefs"):
+        cfg.owner_refs = []
+    if "klog" in core:
+        if not isinstance(core["klog"], dict):
+            raise ValidationError("core.klog", "must be an object")
+        cfg.klog = dict(core["klog"])
+    raw_sources = doc.get("sources") or {}
+    if not isinstance(raw_sources, dict):
+        raise ValidationError("sources", "must be an object")
+    cfg.raw_sources = raw_sources
+    cfg.source_configs = parse_source_configs(raw_sources)
+    return cfg
+
+
+def read_doc(path: str) -> Any:
+    """Parse a YAML/JSON file. Raises OSError/ValueError naming the file."""
+    import yaml
+
+    with open(path, encoding="utf-8") as f:
+        text = f.read(4 << 20)
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ValueError(f"{path}: invalid YAML: {str(e).splitlines()[0]}") from e
+
+
+def load_config_file(path: str, options: str | None = None) -> WorkerConfig:
+    """File (missing file = defaults, as upstream) overlaid with the ``-options`` string."""
+    import os
+
+    import yaml
+
+    doc: Any = {}
+    if path and os.path.exists(path):
+        doc = read_doc(path) or {}
+        if not isinstance(doc, dict):
+            raise ValueError(f"{path}: config must be an object")
+    if options:
+        try:
+            over = yaml.safe_load(options) or {}
+        except yaml.YAMLError as e:
+            raise ValueError(f"-options: invalid YAML/JSON: {str(e).splitlines()[0]}") from e
+        if not isinstance(over, dict):
+            raise ValueError("-options: must be an object")
+        doc = merge_docs(doc, over)
+    return build_config(doc, source=path or "-options")
+
+
+def strip_features(features: Any, patterns: list[str]) -> Any:
+    """``noPublishFeatures``: drop feature keys equal to a pattern or matching ``prefix*``."""
+    out = features.copy()
+
+    def hit(key: str) -> bool:
+        return any(key.startswith(p[:-1]) if p.endswith("*") else key == p for p in patterns)
+
+    for kind in (out.flags, out.attributes, out.instances):
+        for key in [k for k in kind if hit(k)]:
+            del kind[key]
+    return out

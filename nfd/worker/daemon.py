@@ -1,0 +1,249 @@
+"""The nfd-worker process: discover, label, publish; repeat on a timer, on features.d changes and
+on config changes (live reload).
+
+Robustness rules: a failing source keeps its last good result (and is counted in metrics); an
+invalid config is reported and the previous good one stays in force; a failed publish is retried
+with backoff and never deletes or empties the NodeFeature.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import socket
+import time
+from typing import Any
+
+from nfd.api.features import Features
+from nfd.hostpaths import HostPaths
+from nfd.sources import registry
+from nfd.sources.base import DiscoveryContext
+from nfd.sources.discovery import compute_labels, discover
+from nfd.worker.config import WorkerConfig, load_config_file, normalize_owner_refs, strip_features
+from nfd.worker.flags import Flags
+from nfd.worker.metrics import WorkerMetrics, serve_http
+
+log = logging.getLogger("nfd.worker")
+
+TICK_S = 1.0  # how often config and features.d are checked (upstream rate-limits local events to 1/s)
+
+
+def _file_signature(path: str) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+def _dir_signature(path: str) -> tuple[Any, ...] | None:
+    try:
+        with os.scandir(path) as it:
+            entries = []
+            for e in it:
+                try:
+                    st = e.stat()
+                except OSError:
+                    continue
+                entries.append((e.name, st.st_mtime_ns, st.st_size, st.st_ino, st.st_mode))
+    except OSError:
+        return None
+    return tuple(sorted(entries))
+
+
+class Worker:
+    def __init__(self, flags: Flags, *, env: dict[str, str] | None = None, api: Any = None) -> None:
+        self.flags = flags
+        self.env = dict(os.environ) if env is None else env
+        self.node_name = self.env.get("NODE_NAME") or socket.gethostname()
+        self.ctx = DiscoveryContext(paths=HostPaths.detect(flags.host_root, env=self.env), node_name=self.node_name)
+        self.cfg = self._with_flags(WorkerConfig())
+        self.metrics = WorkerMetrics(self.node_name)
+        self.api = api
+        self.publisher: Any = None
+        self.owner_refs: list[dict[str, Any]] | None = None
+        self.last_good: dict[str, Features] = {}
+        self.features = Features()
+        self.labels: dict[str, str] = {}
+        self._config_sig: Any = None
+        self._features_d_sig: Any = None
+        self._dirty = True  # content not yet published
+
+    # -- config ---------------------------------------------------------------------------
+    def _with_flags(self, cfg: WorkerConfig) -> WorkerConfig:
+        f = self.flags
+        if f.no_publish is not None:
+            cfg.no_publish = f.no_publish
+        if f.feature_sources is not None:
+            cfg.feature_sources = f.feature_sources
+        if f.label_sources is not None:
+            cfg.label_sources = f.label_sources
+        if f.no_publish_features is not None:
+            cfg.no_publish_features = f.no_publish_features
+        if f.owner_refs is not None:
+            cfg.owner_refs = normalize_owner_refs(f.owner_refs, path="-owner-refs")
+        if f.no_owner_refs:
+            cfg.owner_refs = []
+        if 0 < cfg.sleep_interval < 1:
+            cfg.sleep_interval = 1.0
+        return cfg
+
+    def reload_config(self) -> bool:
+        """Load the config if it changed. Returns True when a new config took effect."""
+        sig = _file_signature(self.flags.config)
+        if sig == self._config_sig and self._config_sig is not None:
+            return False
+        first = self._config_sig is None
+        self._config_sig = sig or ("missing",)
+        try:
+            new = self._with_flags(load_config_file(self.flags.config, self.flags.options))
+        except (OSError, ValueError) as e:
+            self.metrics.config_reload_errors += 1
+            log.warning("invalid config, %s: %s", "using defaults" if first else "keeping the previous one", e)
+            return False
+        old_refs = self.cfg.owner_refs
+        self.cfg = new
+        if new.owner_refs != old_refs:
+            self.owner_refs = None
+        if not first:
+            log.info("config %s reloaded", self.flags.config)
+        return True
+
+    def feature_source_names(self) -> list[str]:
+        return registry.resolve(self.cfg.feature_sources, kind="feature")
+
+    def label_source_names(self) -> list[str]:
+        return registry.resolve(self.cfg.label_sources, kind="label")
+
+    # -- discovery ------------------------------------------------------------------------
+    def run_discovery(self, only: list[str] | None = None) -> None:
+        """Re-discover ``only`` (default: every enabled feature source) and recompute labels."""
+        t0 = time.perf_counter()
+        enabled = self.feature_source_names()
+        names = [n for n in (only or enabled) if n in enabled]
+        res = discover(self.ctx, names, self.cfg.source_configs, last_good=self.last_good)
+        for name in res.errors:
+            self.metrics.source_errors[name] += 1
+        self.last_good.update(res.by_source)
+        for stale in [n for n in self.last_good if n not in enabled]:
+            del self.last_good[stale]
+        merged = Features()
+        for name in sorted(self.last_good):
+            merged.merge(self.last_good[name])
+        labels = compute_labels(
+            merged, self.label_source_names(), self.cfg.source_configs, self.ctx, whitelist=self.cfg.label_whitelist
+        )
+        if merged.to_json() != self.features.to_json() or labels != self.labels:
+            self._dirty = True
+        self.features, self.labels = merged, labels
+        elapsed = time.perf_counter() - t0
+        if only is None:
+            self.metrics.discovery.observe(elapsed)
+            if self.cfg.sleep_interval > 0 and elapsed > self.cfg.sleep_interval / 2:
+                log.warning("discovery took %.2fs, more than half of sleepInterval %.0fs", elapsed,
+                            self.cfg.sleep_interval)
+
+    # -- publishing -----------------------------------------------------------------------
+    def desired(self) -> dict[str, Any]:
+        from nfd.worker.publish import desired_object
+
+        return desired_object(
+            node_name=self.node_name,
+            namespace=self.publisher.namespace if self.publisher else "",
+            features=strip_features(self.features, self.cfg.no_publish_features),
+            labels=self.labels,
+            owner_refs=self.owner_refs or [],
+            pod_uid=self.env.get("POD_UID"),
+        )
+
+    async def publish(self) -> bool:
+        """Write the NodeFeature if its content changed. Returns True on success (or no-op)."""
+        if self.cfg.no_publish:
+            self._dirty = False
+            return True
+        from nfd.worker.publish import Publisher, owner_references, worker_namespace
+
+        try:
+            if self.api is None:
+                from nfd.k8s.client import ApiClient
+
+                self.api = await ApiClient.from_kubeconfig(self.flags.kubeconfig, user_agent="nfd-worker")
+                self.metrics.api_requests = lambda: dict(self.api.metrics)
+            if self.publisher is None:
+                self.publisher = Publisher(self.api, namespace=worker_namespace(self.env), node_name=self.node_name)
+            if self.owner_refs is None:
+                self.owner_refs = await owner_references(
+                    self.api, self.cfg.owner_refs, node_name=self.node_name,
+                    namespace=self.publisher.namespace, env=self.env,
+                )
+            if await self.publisher.publish(self.desired()):
+                self.metrics.publishes += 1
+            self._dirty = False
+            return True
+        except Exception as e:  # API down, RBAC, conflicts: keep state, retry later
+            self.metrics.publish_errors += 1
+            log.warning("publishing NodeFeature failed, will retry: %s: %s", type(e).__name__, e)
+            return False
+
+    # -- main loop ------------------------------------------------------------------------
+    async def run(self) -> int:
+        self.reload_config()
+        self._features_d_sig = _dir_signature(self.ctx.paths.features_d())
+        await asyncio.to_thread(self.run_discovery)
+        ok = await self.publish()
+        if self.flags.oneshot:
+            await self.close()
+            return 0 if ok else 1
+
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            try:
+                loop.add_signal_handler(sig, stop.set)
+            except (NotImplementedError, RuntimeError):
+                pass
+        server = await serve_http(self.flags.port, self.metrics.render)
+        log.info("serving /metrics and /healthz on :%d", self.flags.port)
+        next_full = time.monotonic() + self.cfg.sleep_interval
+        retry_at = 0.0 if ok else time.monotonic() + 1.0
+        backoff = 2.0 if not ok else 1.0
+        try:
+            while not stop.is_set():
+                try:
+                    await asyncio.wait_for(stop.wait(), timeout=TICK_S)
+                    break
+                except TimeoutError:
+                    pass
+                now = time.monotonic()
+                ran = False
+                if self.reload_config() or (self.cfg.sleep_interval > 0 and now >= next_full):
+                    await asyncio.to_thread(self.run_discovery)
+                    ran = True
+                else:
+                    sig_d = _dir_signature(self.ctx.paths.features_d())
+                    if sig_d != self._features_d_sig:
+                        self._features_d_sig = sig_d
+                        log.info("features.d changed, re-discovering the local source")
+                        await asyncio.to_thread(self.run_discovery, ["local"])
+                if ran:
+                    next_full = time.monotonic() + self.cfg.sleep_interval
+                    self._features_d_sig = _dir_signature(self.ctx.paths.features_d())
+                if self._dirty and time.monotonic() >= retry_at:
+                    if await self.publish():
+                        backoff, retry_at = 1.0, 0.0
+                    else:
+                        retry_at = time.monotonic() + backoff
+                        backoff = min(backoff * 2, 60.0)
+        finally:
+            server.close()
+            await self.close()
+        return 0
+
+    async def close(self) -> None:
+        if self.api is not None:
+            try:
+                await self.api.close()
+            except Exception:
+                pass

@@ -1,0 +1,116 @@
+"""The worker's Prometheus metrics and its tiny ``/metrics`` + ``/healthz`` HTTP server.
+
+Hand-rolled text exposition (no prometheus_client import) to keep the per-node agent small.
+Upstream names: ``nfd_worker_build_info`` and ``nfd_worker_feature_discovery_duration_seconds``;
+the other series are ours.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable
+
+from nfd import __version__
+
+log = logging.getLogger("nfd.worker")
+
+DISCOVERY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
+
+
+def _esc(v: str) -> str:
+    return v.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+class Histogram:
+    def __init__(self, buckets: tuple[float, ...]) -> None:
+        self.buckets = buckets
+        self.counts = [0] * len(buckets)
+        self.total = 0
+        self.sum = 0.0
+
+    def observe(self, v: float) -> None:
+        self.total += 1
+        self.sum += v
+        for i, b in enumerate(self.buckets):
+            if v <= b:
+                self.counts[i] += 1
+
+
+class WorkerMetrics:
+    def __init__(self, node_name: str) -> None:
+        self.node_name = node_name
+        self.started = time.time()
+        self.discovery = Histogram(DISCOVERY_BUCKETS)
+        self.source_errors: Counter[str] = Counter()
+        self.publishes = 0
+        self.publish_errors = 0
+        self.config_reload_errors = 0
+        self.api_requests: Callable[[], dict[str, int]] = dict
+
+    def render(self) -> str:
+        node = _esc(self.node_name)
+        out = [
+            "# HELP nfd_worker_build_info Build information of the worker (value: start time).",
+            "# TYPE nfd_worker_build_info gauge",
+            f'nfd_worker_build_info{{version="{_esc(__version__)}"}} {self.started:.3f}',
+            "# HELP nfd_worker_feature_discovery_duration_seconds Time taken by one discovery pass.",
+            "# TYPE nfd_worker_feature_discovery_duration_seconds histogram",
+        ]
+        h = self.discovery
+        for b, c in zip(h.buckets, h.counts, strict=True):
+            out.append(f'nfd_worker_feature_discovery_duration_seconds_bucket{{node="{node}",le="{b}"}} {c}')
+        out.append(f'nfd_worker_feature_discovery_duration_seconds_bucket{{node="{node}",le="+Inf"}} {h.total}')
+        out.append(f'nfd_worker_feature_discovery_duration_seconds_sum{{node="{node}"}} {h.sum}')
+        out.append(f'nfd_worker_feature_discovery_duration_seconds_count{{node="{node}"}} {h.total}')
+        out += [
+            "# HELP nfd_worker_source_errors_total Failed discovery runs per feature source.",
+            "# TYPE nfd_worker_source_errors_total counter",
+        ]
+        out += [f'nfd_worker_source_errors_total{{source="{_esc(s)}"}} {n}' for s, n in sorted(self.source_errors.items())]
+        out += [
+            "# HELP nfd_worker_nodefeature_writes_total NodeFeature creates and updates.",
+            "# TYPE nfd_worker_nodefeature_writes_total counter",
+            f"nfd_worker_nodefeature_writes_total {self.publishes}",
+            "# HELP nfd_worker_publish_errors_total Failed attempts to publish the NodeFeature.",
+            "# TYPE nfd_worker_publish_errors_total counter",
+            f"nfd_worker_publish_errors_total {self.publish_errors}",
+            "# HELP nfd_worker_config_reload_errors_total Config reloads rejected as invalid.",
+            "# TYPE nfd_worker_config_reload_errors_total counter",
+            f"nfd_worker_config_reload_errors_total {self.config_reload_errors}",
+            "# HELP nfd_worker_api_requests_total Kubernetes API requests by verb.",
+            "# TYPE nfd_worker_api_requests_total counter",
+        ]
+        out += [f'nfd_worker_api_requests_total{{verb="{_esc(v)}"}} {n}' for v, n in sorted(self.api_requests().items())]
+        return "\n".join(out) + "\n"
+
+
+async def serve_http(port: int, render: Callable[[], str], *, host: str = "0.0.0.0") -> asyncio.AbstractServer:
+    """GET /metrics and /healthz (always 200) on one port."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            request = await asyncio.wait_for(reader.readline(), timeout=10)
+            while True:  # drain headers
+                line = await asyncio.wait_for(reader.readline(), timeout=10)
+                if line in (b"\r\n", b"\n", b""):
+                    break
+            parts = request.decode("latin-1").split()
+            path = parts[1].split("?", 1)[0] if len(parts) >= 2 else ""
+            if path == "/metrics":
+                status, ctype, body = "200 OK", "text/plain; version=0.0.4; charset=utf-8", render().encode()
+            elif path in ("/healthz", "/readyz", "/livez"):
+                status, ctype, body = "200 OK", "text/plain", b"ok"
+            else:
+                status, ctype, body = "404 Not Found", "text/plain", b"not found"
+            head = f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+            writer.write(head.encode() + (body if parts and parts[0] != "HEAD" else b""))
+            await writer.drain()
+        except (TimeoutError, ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+
+    return await asyncio.start_server(handle, host, port)
