@@ -164,8 +164,12 @@ class CompiledRule:
                 self.problems.append((f"{path}.taints[{i}].key", "required"))
             if not t.effect:
                 self.problems.append((f"{path}.taints[{i}].effect", "required"))
-        self.labels_template = _TemplateSlot(rule.labels_template, f"{path}.labelsTemplate") if rule.labels_template else None
-        self.vars_template = _TemplateSlot(rule.vars_template, f"{path}.varsTemplate") if rule.vars_template else None
+        self.labels_template = (
+            _TemplateSlot(rule.labels_template, f"{path}.labelsTemplate") if rule.labels_template else None
+        )
+        self.vars_template = (
+            _TemplateSlot(rule.vars_template, f"{path}.varsTemplate") if rule.vars_template else None
+        )
         for slot in (self.labels_template, self.vars_template):
             if slot is not None and slot.error is not None:
                 p, _, msg = slot.error.partition(": ")
@@ -175,7 +179,8 @@ class CompiledRule:
             self._matcher(rule.match_features, f"{path}.matchFeatures") if rule.match_features else None
         )
         self.match_any = [
-            self._matcher(m.match_features, f"{path}.matchAny[{i}].matchFeatures") for i, m in enumerate(rule.match_any)
+            self._matcher(m.match_features, f"{path}.matchAny[{i}].matchFeatures")
+            for i, m in enumerate(rule.match_any)
         ]
         self.cel: Any = None
         if rule.match_cel:
@@ -194,9 +199,14 @@ class CompiledRule:
             exprs = None
             if t.match_expressions is not None:
                 exprs = [
-                    _expr(k, e, f"{tp}.matchExpressions.{k}", self.problems) for k, e in t.match_expressions.items()
+                    _expr(k, e, f"{tp}.matchExpressions.{k}", self.problems)
+                    for k, e in t.match_expressions.items()
                 ]
-            name_expr = _expr("", t.match_name, f"{tp}.matchName", self.problems) if t.match_name is not None else None
+            name_expr = (
+                _expr("", t.match_name, f"{tp}.matchName", self.problems)
+                if t.match_name is not None
+                else None
+            )
             out.append(Term(t.feature, exprs, name_expr))
         return Matcher(out)
 

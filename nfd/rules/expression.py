@@ -94,7 +94,18 @@ def _raiser(msg: str) -> Callable[..., bool]:
 class Expr:
     """One compiled expression; ``key`` is the element name for matchExpressions ("" for matchName)."""
 
-    __slots__ = ("key", "op", "values", "type", "is_dne", "can_raise", "problems", "on_flag", "on_value", "on_name")
+    __slots__ = (
+        "key",
+        "op",
+        "values",
+        "type",
+        "is_dne",
+        "can_raise",
+        "problems",
+        "on_flag",
+        "on_value",
+        "on_name",
+    )
 
     def __init__(self, key: str, op: str, values: list[str], vtype: str, *, path: str = "") -> None:
         self.key = key
@@ -107,7 +118,13 @@ class Expr:
         pre_error, test, value_error = _compile_test(op, values, vtype, path)
         for msg in (pre_error, value_error):
             if msg:
-                sub = "op" if msg.startswith("unknown operator") else "type" if "'type' field" in msg else "value"
+                sub = (
+                    "op"
+                    if msg.startswith("unknown operator")
+                    else "type"
+                    if "'type' field" in msg
+                    else "value"
+                )
                 self.problems.append((sub, msg))
         if path:
             pre_error = pre_error and f"{path}: {pre_error}"
@@ -155,8 +172,12 @@ class Expr:
         self.on_name = t
 
     def describe(self) -> str:
-        return _expr_str(self.op, self.values) if not self.type else (
-            f"{{op: {go_quote(self.op)}, value: {go_quote_list(self.values)}, type: {go_quote(self.type)}}}"
+        return (
+            _expr_str(self.op, self.values)
+            if not self.type
+            else (
+                f"{{op: {go_quote(self.op)}, value: {go_quote_list(self.values)}, type: {go_quote(self.type)}}}"
+            )
         )
 
 
@@ -233,10 +254,14 @@ def _compile_test(
         if bi is None:
             return None, _int_test_bad_bound(f"not a number {go_quote(v)} in {desc}", pfx), None
     if two and bounds_i[0] >= bounds_i[1]:  # type: ignore[operator]
-        return None, _int_test_bad_bound(
-            f"invalid expression, value[0] must be less than Value[1] for Op {go_quote(op)} (have {go_list(values)})",
-            pfx,
-        ), None
+        return (
+            None,
+            _int_test_bad_bound(
+                f"invalid expression, value[0] must be less than Value[1] for Op {go_quote(op)} (have {go_list(values)})",
+                pfx,
+            ),
+            None,
+        )
     return None, _int_test(op, bounds_i, pfx), None  # type: ignore[arg-type]
 
 
@@ -493,4 +518,3 @@ class Matcher:
             if not ok:
                 return False, None, f"matchFeatures[{idx}] ({term.feature}): {why or 'did not match'}"
         return True, data, None
-

@@ -174,12 +174,7 @@ def translate(pattern: str) -> str:
                 lo = None if is_cls else _unescape_class(lo_txt)
             else:
                 lo_txt, j2, is_cls, lo = _class_char(c), j + 1, False, c
-            if (
-                lo is not None
-                and j2 + 1 < n
-                and pattern[j2] == "-"
-                and pattern[j2 + 1] != "]"
-            ):
+            if lo is not None and j2 + 1 < n and pattern[j2] == "-" and pattern[j2 + 1] != "]":
                 k = j2 + 1
                 if pattern[k] == "\\":
                     hi_txt, k2, hi_cls = escape_at(k, True)

@@ -1,0 +1,116 @@
+"""Kubernetes ``resource.Quantity`` parsing (k8s.io/apimachinery ParseQuantity), faithfully.
+
+Grammar: ``[+-]digits[.digits]`` followed by a suffix that is a decimal SI suffix
+(``n u m "" k M G T P E``), a binary SI suffix (``Ki Mi Gi Ti Pi Ei``) or a decimal exponent
+(``e3``, ``E-2``). Upstream quirks kept on purpose: ``"1."`` and ``"."`` are accepted (the
+denominator may be empty), a lone sign means zero, and ``K`` is not a suffix (``k`` is).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from decimal import Decimal, localcontext
+
+_DEC_SUFFIX = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_BIN_SUFFIX = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+_SUFFIX_CHARS = frozenset("eEinumkKMGTP")
+_INT64_MAX = (1 << 63) - 1
+
+
+class QuantityError(ValueError):
+    pass
+
+
+ERR_FORMAT = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+ERR_SUFFIX = "unable to parse quantity's suffix"
+
+
+@dataclass(frozen=True, slots=True)
+class Quantity:
+    amount: Decimal  # exact value
+    format: str  # "DecimalSI" | "BinarySI" | "DecimalExponent"
+    text: str
+
+    def value(self) -> int:
+        """Quantity.Value(): the value rounded up to an integer."""
+        return math.ceil(self.amount)
+
+    def milli_value(self) -> int:
+        return math.ceil(self.amount * 1000)
+
+
+def _split(s: str) -> tuple[bool, str, str, str]:
+    """parseQuantityString: (positive, numerator, denominator, suffix)."""
+    pos, end = 0, len(s)
+    positive = True
+    if s[0] == "-":
+        positive, pos = False, 1
+    elif s[0] == "+":
+        pos = 1
+    while pos < end and s[pos] == "0":
+        pos += 1
+    if pos >= end:
+        return positive, "0", "", ""
+    i = pos
+    while i < end and s[i].isascii() and s[i].isdigit():
+        i += 1
+    num = s[pos:i] or "0"
+    pos = i
+    denom = ""
+    if pos < end and s[pos] == ".":
+        pos += 1
+        i = pos
+        while i < end and s[i].isascii() and s[i].isdigit():
+            i += 1
+        denom = s[pos:i]
+        pos = i
+        if pos >= end:
+            return positive, num, denom, ""
+    suffix_start = pos
+    while pos < end and s[pos] in _SUFFIX_CHARS:
+        pos += 1
+    if pos < end and s[pos] in "+-":
+        pos += 1
+    while pos < end and s[pos].isascii() and s[pos].isdigit():
+        pos += 1
+    if pos < end:
+        raise QuantityError(ERR_FORMAT)
+    return positive, num, denom, s[suffix_start:]
+
+
+def parse_quantity(s: str) -> Quantity:
+    """Parse like resource.ParseQuantity; raises QuantityError with upstream's messages."""
+    if not s:
+        raise QuantityError(ERR_FORMAT)
+    if s == "0":
+        return Quantity(Decimal(0), "DecimalSI", s)
+    positive, num, denom, suffix = _split(s)
+    if suffix in _DEC_SUFFIX:
+        base, exp, fmt = 10, _DEC_SUFFIX[suffix], "DecimalSI"
+    elif suffix in _BIN_SUFFIX:
+        base, exp, fmt = 2, _BIN_SUFFIX[suffix], "BinarySI"
+    elif len(suffix) > 1 and suffix[0] in "eE":
+        digits = suffix[1:]
+        body = digits[1:] if digits[:1] in "+-" else digits
+        if not body or not body.isdigit() or not body.isascii() or abs(int(digits)) > _INT64_MAX:
+            raise QuantityError(ERR_SUFFIX)
+        base, exp, fmt = 10, int(digits), "DecimalExponent"
+    else:
+        raise QuantityError(ERR_SUFFIX)
+    with localcontext() as ctx:
+        ctx.prec = 100
+        mant = Decimal(f"{num}.{denom or '0'}")
+        try:
+            amount = mant * (Decimal(base) ** exp)
+        except ArithmeticError:
+            raise QuantityError("quantity is too large or too small") from None
+    return Quantity(amount if positive else -amount, fmt, s)
+
+
+def is_quantity(s: str) -> bool:
+    try:
+        parse_quantity(s)
+    except QuantityError:
+        return False
+    return True

@@ -1,0 +1,290 @@
+"""``nfd rules``: offline NodeFeatureRule tools (no cluster, no kubernetes client library).
+
+    nfd rules validate -f FILE [-f FILE ...]
+    nfd rules dryrun -f RULES.yaml --nodefeature NF.yaml [-o text|json] [--raw]
+                     [--config nfd-master.conf] [--enable-taints] [--disable-auto-prefix]
+                     [--extra-label-ns NS,...] [--deny-label-ns NS,...] [--label-whitelist RE]
+
+Exit status: 0 fine; 1 a rule problem (validate) or a rule error (dryrun); 2 a file that cannot be
+read, is not YAML, or does not hold NodeFeatureRule (resp. NodeFeature) objects.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from nfd.api.errors import ValidationError, ValidationErrors
+
+
+class InputError(Exception):
+    """A file-level problem (exit status 2)."""
+
+
+def _loader() -> Any:
+    import yaml
+
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class Loader(base):  # type: ignore[misc,valid-type]
+        """SafeLoader without the timestamp resolver: dates stay strings, as in Kubernetes."""
+
+    Loader.yaml_implicit_resolvers = {
+        k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:timestamp"]
+        for k, v in base.yaml_implicit_resolvers.items()
+    }
+    return Loader
+
+
+def load_documents(path: str) -> list[Any]:
+    """Every non-empty YAML/JSON document in ``path``; ``List`` objects are flattened."""
+    import yaml
+
+    try:
+        if path == "-":
+            text = sys.stdin.read()
+        else:
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read()
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
+    try:
+        docs = [d for d in yaml.load_all(text, Loader=_loader()) if d is not None]
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise InputError(f"{path}: not valid YAML{where}: {problem}") from None
+    out: list[Any] = []
+    for d in docs:
+        if isinstance(d, dict) and isinstance(d.get("kind"), str) and d["kind"].endswith("List"):
+            items = d.get("items") or []
+            if not isinstance(items, list):
+                raise InputError(f"{path}: {d['kind']}.items must be a list")
+            out.extend(items)
+        else:
+            out.append(d)
+    return out
+
+
+def _objects(path: str, kinds: tuple[str, ...]) -> list[dict[str, Any]]:
+    docs = load_documents(path)
+    if not docs:
+        raise InputError(f"{path}: no {' or '.join(kinds)} object found")
+    for i, d in enumerate(docs):
+        kind = d.get("kind") if isinstance(d, dict) else None
+        if kind not in kinds:
+            raise InputError(
+                f"{path}: document {i + 1} is not a {' or '.join(kinds)} object (kind: {kind!r})"
+            )
+    return docs
+
+
+def _obj_name(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata")
+    return str(meta.get("name", "")) if isinstance(meta, dict) else ""
+
+
+# -- validate --------------------------------------------------------------------------------
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from nfd.rules.engine import compile_group_rules, compile_nodefeaturerule
+    from nfd.rules.lint import rule_set_problems
+
+    problems = 0
+    checked = 0
+    for path in args.files:
+        try:
+            objs = _objects(path, ("NodeFeatureRule", "NodeFeatureGroup"))
+        except InputError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        for obj in objs:
+            kind = obj["kind"]
+            name = _obj_name(obj)
+            checked += 1
+            try:
+                rs = compile_nodefeaturerule(obj) if kind == "NodeFeatureRule" else compile_group_rules(obj)
+            except ValidationError as e:
+                print(f"{path}: {kind} {name!r}: {e}")
+                problems += 1
+                continue
+            for fpath, msg in rule_set_problems(rs, auto_prefix=not args.disable_auto_prefix):
+                print(f"{path}: {kind} {name!r}: {fpath}: {msg}")
+                problems += 1
+    if problems:
+        print(f"{problems} problem(s) found", file=sys.stderr)
+        return 1
+    print(f"{checked} object(s) valid", file=sys.stderr)
+    return 0
+
+
+# -- dryrun --------------------------------------------------------------------------------
+
+
+def _policy_config(args: argparse.Namespace) -> Any:
+    from nfd.rules.policy import PolicyConfig
+
+    conf: dict[str, Any] = {}
+    if args.config:
+        docs = load_documents(args.config)
+        if len(docs) > 1 or (docs and not isinstance(docs[0], dict)):
+            raise InputError(f"{args.config}: not an nfd-master configuration object")
+        conf = dict(docs[0]) if docs else {}
+    if args.enable_taints:
+        conf["enableTaints"] = True
+    if args.extra_label_ns is not None:
+        conf["extraLabelNs"] = [x for x in args.extra_label_ns.split(",") if x]
+    if args.deny_label_ns is not None:
+        conf["denyLabelNs"] = [x for x in args.deny_label_ns.split(",") if x]
+    if args.label_whitelist is not None:
+        conf["labelWhiteList"] = args.label_whitelist
+    try:
+        return PolicyConfig.from_master_config(conf, disable_auto_prefix=args.disable_auto_prefix)
+    except ValidationError as e:
+        raise InputError(f"{args.config or 'options'}: {e}") from None
+
+
+def cmd_dryrun(args: argparse.Namespace) -> int:
+    from nfd.api.nodefeature import NodeFeature
+    from nfd.rules.engine import BrokenRule, CompiledRuleSet, compile_nodefeaturerule, process_rule_sets
+    from nfd.rules.policy import apply_policy, merge_node_features
+
+    try:
+        rule_objs = [o for f in args.files for o in _objects(f, ("NodeFeatureRule",))]
+        nf_objs = _objects(args.nodefeature, ("NodeFeature",))
+        config = _policy_config(args)
+    except InputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    nfs = []
+    for obj in nf_objs:
+        try:
+            nfs.append(NodeFeature.from_json(obj))
+        except ValidationError as e:
+            print(f"error: {args.nodefeature}: NodeFeature {_obj_name(obj)!r}: {e}", file=sys.stderr)
+            return 2
+    first = nfs[0]
+    node_name = first.node_name or first.name
+    features, nf_labels = merge_node_features(
+        nfs, node_name=node_name, namespace=first.namespace, config=config
+    )
+
+    rule_sets: list[CompiledRuleSet] = []
+    for obj in rule_objs:
+        try:
+            rule_sets.append(compile_nodefeaturerule(obj))
+        except ValidationError as e:  # malformed spec: the whole object fails, like one bad rule
+            name = _obj_name(obj)
+            rule_sets.append(CompiledRuleSet(name=name, rules=[BrokenRule(name, str(e), "spec")]))
+    res = process_rule_sets(
+        rule_sets, features, node_name=node_name, auto_prefix=not config.disable_auto_prefix
+    )
+    errors = [{"rule": n, "message": m} for n, m in res.errors]
+    if args.raw:
+        o = res.output
+        out = {
+            "labels": dict(sorted(o.labels.items())),
+            "annotations": dict(sorted(o.annotations.items())),
+            "vars": dict(sorted(o.vars.items())),
+            "taints": [dict(t) for t in o.taints],
+            "extendedResources": dict(sorted(o.extended_resources.items())),
+            "errors": errors,
+        }
+        rejected: list[Any] = []
+    else:
+        pol = apply_policy(
+            nodefeature_labels=nf_labels, rule_output=res.master_output, features=res.features, config=config
+        )
+        out = {
+            "labels": dict(sorted(pol.labels.items())),
+            "annotations": dict(sorted(pol.annotations.items())),
+            "vars": dict(sorted(res.output.vars.items())),
+            "taints": pol.taints,
+            "extendedResources": dict(sorted(pol.extended_resources.items())),
+            "errors": errors,
+        }
+        rejected = pol.rejected
+    if args.output == "json":
+        json.dump(out, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        _print_text(out, res.results, rejected, raw=args.raw, node=node_name)
+    return 1 if errors else 0
+
+
+def _print_text(
+    out: dict[str, Any], results: list[Any], rejected: list[Any], *, raw: bool, node: str
+) -> None:
+    w = sys.stdout.write
+    w(f"Node {node!r}: {'raw rule output (before policy)' if raw else 'what nfd-master would apply'}\n")
+    for title, key in (
+        ("Labels", "labels"),
+        ("Annotations", "annotations"),
+        ("Extended resources", "extendedResources"),
+        ("Vars (not published)", "vars"),
+    ):
+        items = out[key]
+        w(f"{title}:{'' if items else ' (none)'}\n")
+        for k, v in items.items():
+            w(f"  {k}={v}\n")
+    w(f"Taints:{'' if out['taints'] else ' (none)'}\n")
+    for t in out["taints"]:
+        w(f"  {t['key']}={t['value']}:{t['effect']}\n" if t.get("value") else f"  {t['key']}:{t['effect']}\n")
+    if rejected:
+        w("Rejected by policy:\n")
+        for r in rejected:
+            w(f"  {r.kind} {r.key}: {r.reason}\n")
+    w("Rules:\n")
+    for r in results:
+        status = (
+            "ERROR: " + (r.error or "") if r.error else "matched" if r.matched else f"not matched: {r.reason}"
+        )
+        w(f"  {r.rule_set}/{r.name}: {status}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="nfd rules", description="Offline NodeFeatureRule tools")
+    sub = p.add_subparsers(dest="command", required=True)
+    v = sub.add_parser("validate", help="check NodeFeatureRule (and NodeFeatureGroup) files")
+    v.add_argument(
+        "-f",
+        "--file",
+        dest="files",
+        action="append",
+        required=True,
+        help="YAML file (repeatable, - for stdin)",
+    )
+    v.add_argument("--disable-auto-prefix", action="store_true", help="as with the DisableAutoPrefix gate")
+    d = sub.add_parser("dryrun", help="evaluate rules against a NodeFeature object")
+    d.add_argument(
+        "-f", "--file", dest="files", action="append", required=True, help="NodeFeatureRule YAML (repeatable)"
+    )
+    d.add_argument("--nodefeature", required=True, help="NodeFeature YAML (several documents are merged)")
+    d.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    d.add_argument("--raw", action="store_true", help="the engine's combined output before master policy")
+    d.add_argument("--config", help="nfd-master configuration file for the policy")
+    d.add_argument("--enable-taints", action="store_true")
+    d.add_argument("--disable-auto-prefix", action="store_true")
+    d.add_argument("--extra-label-ns")
+    d.add_argument("--deny-label-ns")
+    d.add_argument("--label-whitelist")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "validate":
+            return cmd_validate(args)
+        return cmd_dryrun(args)
+    except ValidationErrors as e:  # should not escape, but never show a traceback
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,279 @@
+"""nfd-master's output policy as a pure function of (NodeFeature labels, rule output, config).
+
+``apply_policy`` turns the engine's combined output into what the master would put on the Node:
+default-namespace prefixing (a prefixed duplicate wins), ``@domain.feature.element`` resolution,
+label/annotation/extended-resource/taint validation, the ``kubernetes.io`` tree with its
+``feature.``/``profile.node.kubernetes.io`` exceptions, ``denyLabelNs``/``extraLabelNs``, the
+label whitelist and the ``restrictions``. Anything invalid is dropped with a reason in
+``rejected``; nothing raises.
+
+``merge_node_features`` is the master's NodeFeature merge for one node (sort order, label
+prefixing, ``denyNodeFeatureLabels`` for third-party objects).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from nfd.api import DEFAULT_LABEL_NS
+from nfd.api.errors import ValidationError
+from nfd.api.features import Features
+from nfd.api.nodefeature import NodeFeature
+from nfd.api.validation import (
+    ERR_NS_NOT_ALLOWED,
+    ERR_UNPREFIXED,
+    split_ns,
+    validate_annotation,
+    validate_extended_resource,
+    validate_label,
+    validate_taint,
+)
+from nfd.rules.engine import RuleOutput
+from nfd.rules.goregex import GoRegexError, compile_go
+
+
+@dataclass(slots=True)
+class PolicyConfig:
+    extra_label_ns: frozenset[str] = frozenset()
+    deny_label_ns: frozenset[str] = frozenset()
+    label_whitelist: str | None = None  # Go regexp matched (unanchored) against the name part
+    enable_taints: bool = False
+    disable_auto_prefix: bool = False  # the DisableAutoPrefix feature gate
+    disable_labels: bool = False
+    disable_annotations: bool = False
+    disable_extended_resources: bool = False
+    deny_node_feature_labels: bool = False
+    allow_overwrite: bool = True  # node-update behaviour; carried here for the master
+    _whitelist_re: re.Pattern[str] | None = field(default=None, repr=False)
+    _deny_exact: frozenset[str] = field(default=frozenset(), repr=False)
+    _deny_suffix: tuple[str, ...] = field(default=(), repr=False)
+
+    def __post_init__(self) -> None:
+        self.extra_label_ns = frozenset(self.extra_label_ns)
+        self.deny_label_ns = frozenset(self.deny_label_ns)
+        # "*"-prefixed entries become plain suffixes ("*.vendor.io" -> ".vendor.io")
+        self._deny_exact = frozenset(n for n in self.deny_label_ns if not n.startswith("*"))
+        self._deny_suffix = tuple(sorted(n.lstrip("*") for n in self.deny_label_ns if n.startswith("*")))
+        if self.label_whitelist is not None:
+            try:
+                self._whitelist_re = compile_go(self.label_whitelist)
+            except GoRegexError as e:
+                raise ValidationError("labelWhiteList", str(e)) from None
+
+    @classmethod
+    def from_master_config(
+        cls, conf: Mapping[str, Any], *, disable_auto_prefix: bool = False
+    ) -> PolicyConfig:
+        """From nfd-master.conf keys (extraLabelNs, denyLabelNs, labelWhiteList, enableTaints,
+        restrictions.*). Raises ValidationError naming the bad key."""
+        r = conf.get("restrictions") or {}
+        if not isinstance(r, Mapping):
+            raise ValidationError("restrictions", "must be an object")
+
+        def ns_set(key: str) -> frozenset[str]:
+            v = conf.get(key) or []
+            if isinstance(v, str):
+                v = [x for x in v.split(",") if x]
+            if isinstance(v, Mapping):
+                v = list(v)
+            if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+                raise ValidationError(key, "must be a list of strings")
+            return frozenset(v)
+
+        wl = conf.get("labelWhiteList")
+        if wl is not None and not isinstance(wl, str):
+            raise ValidationError("labelWhiteList", "must be a string")
+        return cls(
+            extra_label_ns=ns_set("extraLabelNs"),
+            deny_label_ns=ns_set("denyLabelNs"),
+            label_whitelist=wl or None,
+            enable_taints=bool(conf.get("enableTaints", False)),
+            disable_auto_prefix=disable_auto_prefix,
+            disable_labels=bool(r.get("disableLabels", False)),
+            disable_annotations=bool(r.get("disableAnnotations", False)),
+            disable_extended_resources=bool(r.get("disableExtendedResources", False)),
+            deny_node_feature_labels=bool(r.get("denyNodeFeatureLabels", False)),
+            allow_overwrite=bool(r.get("allowOverwrite", True)),
+        )
+
+    def is_denied_ns(self, ns: str) -> bool:
+        return ns in self._deny_exact or any(ns.endswith(s) for s in self._deny_suffix)
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    kind: str  # "label" | "annotation" | "extendedResource" | "taint"
+    key: str
+    reason: str
+
+
+@dataclass(slots=True)
+class PolicyResult:
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    extended_resources: dict[str, str] = field(default_factory=dict)
+    taints: list[dict[str, str]] = field(default_factory=list)
+    rejected: list[Rejection] = field(default_factory=list)
+
+
+def add_ns(items: Mapping[str, str], ns: str | None) -> dict[str, str]:
+    """addNsToMapKeys: prefix unprefixed names with ``ns``; an explicitly prefixed twin wins."""
+    if ns is None:
+        return dict(items)
+    out: dict[str, str] = {}
+    for k, v in items.items():
+        if "/" in k:
+            out[k] = v
+        else:
+            fq = f"{ns}/{k}"
+            if fq not in items:
+                out[fq] = v
+    return out
+
+
+def dynamic_value(value: str, features: Features) -> tuple[str | None, str | None]:
+    """Resolve ``@domain.feature.element`` from attribute features: (value, error)."""
+    parts = value[1:].split(".", 2)
+    if len(parts) != 3:
+        return None, f"value {value} is not in the form of '@domain.feature.element'"
+    fname = f"{parts[0]}.{parts[1]}"
+    attrs = features.attributes.get(fname)
+    if attrs is None:
+        return None, f"feature {fname} not found"
+    v = attrs.get(parts[2])
+    if v is None:
+        return None, f"element {parts[2]} not found on feature {fname}"
+    return v, None
+
+
+def filter_label(
+    name: str, value: str, features: Features, config: PolicyConfig
+) -> tuple[str | None, str | None]:
+    """The master's filterFeatureLabel: (accepted value, rejection reason)."""
+    if value.startswith("@"):
+        resolved, err = dynamic_value(value, features)
+        if err is not None:
+            return None, err
+        value = resolved  # type: ignore[assignment]
+    ns, base = split_ns(name)
+    err = validate_label(name, value)
+    if err is ERR_NS_NOT_ALLOWED or config.is_denied_ns(ns):
+        # only extraLabelNs re-allows; upstream does not re-validate in this path
+        if ns not in config.extra_label_ns:
+            return None, f"namespace {ns!r} is not allowed"
+    elif err is not None and not (config.disable_auto_prefix and err is ERR_UNPREFIXED):
+        return None, err
+    if config._whitelist_re is not None and config._whitelist_re.search(base) is None:
+        return None, f"{base} ({name}) does not match the whitelist ({config.label_whitelist})"
+    return value, None
+
+
+def filter_extended_resource(
+    name: str, value: str, features: Features, config: PolicyConfig
+) -> tuple[str | None, str | None]:
+    if value.startswith("@"):
+        resolved, err = dynamic_value(value, features)
+        if err is not None:
+            return None, err
+        value = resolved  # type: ignore[assignment]
+    err = validate_extended_resource(name, value)
+    if err is not None and not (config.disable_auto_prefix and err is ERR_UNPREFIXED):
+        return None, err
+    return value, None
+
+
+def apply_policy(
+    *,
+    nodefeature_labels: Mapping[str, str],
+    rule_output: RuleOutput,
+    features: Features,
+    config: PolicyConfig,
+) -> PolicyResult:
+    """What nfd-master applies to the node. ``features`` should include ``rule.matched``
+    (``ProcessResult.features``) so ``@rule.matched.x`` resolves."""
+    res = PolicyResult()
+    ns = None if config.disable_auto_prefix else DEFAULT_LABEL_NS
+
+    labels = add_ns(nodefeature_labels, ns)
+    labels.update(add_ns(rule_output.labels, ns))
+    for name, value in labels.items():
+        v, why = filter_label(name, value, features, config)
+        if why is not None:
+            res.rejected.append(Rejection("label", name, why))
+        else:
+            res.labels[name] = v  # type: ignore[assignment]
+    if config.disable_labels and res.labels:
+        res.rejected.extend(Rejection("label", k, "restrictions.disableLabels") for k in res.labels)
+        res.labels = {}
+
+    for name, value in add_ns(rule_output.extended_resources, ns).items():
+        v, why = filter_extended_resource(name, value, features, config)
+        if why is not None:
+            res.rejected.append(Rejection("extendedResource", name, why))
+        else:
+            res.extended_resources[name] = v  # type: ignore[assignment]
+    if config.disable_extended_resources and res.extended_resources:
+        res.rejected.extend(
+            Rejection("extendedResource", k, "restrictions.disableExtendedResources")
+            for k in res.extended_resources
+        )
+        res.extended_resources = {}
+
+    for name, value in add_ns(rule_output.annotations, ns).items():
+        err = validate_annotation(name, value)
+        if err is not None and not (config.disable_auto_prefix and err is ERR_UNPREFIXED):
+            res.rejected.append(Rejection("annotation", name, err))
+        else:
+            res.annotations[name] = value
+    if config.disable_annotations and res.annotations:
+        res.rejected.extend(
+            Rejection("annotation", k, "restrictions.disableAnnotations") for k in res.annotations
+        )
+        res.annotations = {}
+
+    if config.enable_taints:
+        for t in rule_output.taints:
+            key, value, effect = t.get("key", ""), t.get("value", ""), t.get("effect", "")
+            err = validate_taint(key, value, effect)
+            if err is not None:
+                res.rejected.append(Rejection("taint", _taint_str(key, value, effect), err))
+            else:
+                res.taints.append({"key": key, "value": value, "effect": effect})
+    elif rule_output.taints:
+        res.rejected.extend(
+            Rejection(
+                "taint",
+                _taint_str(t.get("key", ""), t.get("value", ""), t.get("effect", "")),
+                "enableTaints is off",
+            )
+            for t in rule_output.taints
+        )
+    return res
+
+
+def _taint_str(key: str, value: str, effect: str) -> str:
+    return f"{key}={value}:{effect}" if value else f"{key}:{effect}"
+
+
+def merge_node_features(
+    objs: Iterable[NodeFeature], *, node_name: str, namespace: str, config: PolicyConfig
+) -> tuple[Features, dict[str, str]]:
+    """Merge one node's NodeFeature objects as the master does: objects in the master's
+    ``namespace`` first, then by name, then by namespace; later objects override flag/attribute
+    elements and labels, instances append. Labels are auto-prefixed per object, and dropped for
+    third-party objects (namespace != master namespace or name != node name) when
+    ``deny_node_feature_labels``. The inputs are not modified."""
+    ordered = sorted(objs, key=lambda o: (o.namespace != namespace, o.name, o.namespace))
+    features = Features()
+    labels: dict[str, str] = {}
+    ns = None if config.disable_auto_prefix else DEFAULT_LABEL_NS
+    for o in ordered:
+        features.merge(o.features)
+        third_party = o.namespace != namespace or o.name != node_name
+        if config.deny_node_feature_labels and third_party:
+            continue
+        labels.update(add_ns(o.labels, ns))
+    return features, labels
