@@ -57,17 +57,22 @@ class CelMatcher:
                 r = fn(act)
             except CostLimitExceeded:
                 raise CelEvalError(
-                    f"{self.path}[{i}] {src!r}: evaluation exceeded the limit of {self.step_limit} steps"
+                    f"{self.path}[{i}] {_short(src)}: evaluation exceeded the limit of {self.step_limit} steps"
                 ) from None
             except RecursionError:
-                raise CelEvalError(f"{self.path}[{i}] {src!r}: evaluation nested too deeply") from None
+                raise CelEvalError(f"{self.path}[{i}] {_short(src)}: evaluation nested too deeply") from None
             except Exception as e:  # CelError, or a Python error from a function: fail this rule only
-                raise CelEvalError(f"{self.path}[{i}] {src!r}: {e}") from None
+                raise CelEvalError(f"{self.path}[{i}] {_short(src)}: {e}") from None
             if r is not True:
                 if r is False:
                     return False, src
-                raise CelEvalError(f"{self.path}[{i}] {src!r}: result is {type_name(r)}, not bool")
+                raise CelEvalError(f"{self.path}[{i}] {_short(src)}: result is {type_name(r)}, not bool")
         return True, None
+
+
+def _short(src: str) -> str:
+    """The expression for a one-line message: quoted, and cut if long."""
+    return repr(src if len(src) <= 120 else src[:117] + "...")
 
 
 def compile_expressions(exprs: list[str], *, path: str, step_limit: int = DEFAULT_STEP_LIMIT) -> CelMatcher:
@@ -85,7 +90,7 @@ def compile_expressions(exprs: list[str], *, path: str, step_limit: int = DEFAUL
         try:
             programs.append(compile_program(src))
         except CelSyntaxError as e:
-            raise ValidationError(p, f"{e} in {src!r}") from None
+            raise ValidationError(p, f"{e} in {_short(src)}") from None
         except RecursionError:
             raise ValidationError(p, "expression is nested too deeply") from None
     return CelMatcher(path, programs, step_limit=step_limit)

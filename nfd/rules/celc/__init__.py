@@ -16,7 +16,7 @@ from nfd.rules.celc.values import CelError, CostLimitExceeded
 # Limits, in the spirit of Kubernetes' CEL cost limits: a rule cannot stall the master.
 MAX_SOURCE_CHARS = 10_000
 MAX_AST_NODES = 1_000
-MAX_DEPTH = 50
+MAX_DEPTH = 100
 # Macro iterations (all/exists/exists_one/map/filter) per expression and node.
 DEFAULT_STEP_LIMIT = 100_000
 

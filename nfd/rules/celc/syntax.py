@@ -96,7 +96,7 @@ def parse(src: str) -> Node:
         what = _describe_parse_error(cause)
         raise CelSyntaxError((line, col) if line and col else None, what) from None
     try:
-        return _Builder().expr(tree)
+        return _Builder().node(tree)
     except RecursionError:
         raise CelSyntaxError(None, "expression is nested too deeply") from None
 
@@ -131,98 +131,95 @@ def _pos(t: Any) -> Pos:
     return (line or 1, col or 1)
 
 
+_PASSTHROUGH = {"expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication",
+                "unary", "member", "primary"}
+
+
 class _Builder:
-    """Turn celpy's lark tree into our AST; one method per grammar rule that carries meaning."""
+    """Turn celpy's lark tree into our AST.
 
-    def expr(self, t: Any) -> Node:
-        ch = t.children
-        if len(ch) == 1:
-            return self.conditionalor(ch[0])
-        return Call(_pos(t), "_?_:_", None, [self.conditionalor(ch[0]), self.conditionalor(ch[1]), self.expr(ch[2])])
+    Single-child grammar levels are skipped in a loop, so one level of nesting in the source
+    costs a few Python frames, not one per precedence level.
+    """
 
-    def conditionalor(self, t: Any) -> Node:
-        ch = t.children
-        if len(ch) == 1:
-            return self.conditionaland(ch[0])
-        return Call(_pos(ch[1]), "_||_", None, [self.conditionalor(ch[0]), self.conditionaland(ch[1])])
+    def node(self, t: Any) -> Node:
+        while t.data in _PASSTHROUGH and len(t.children) == 1:
+            t = t.children[0]
+        return getattr(self, "_" + t.data)(t)  # type: ignore[no-any-return]
 
-    def conditionaland(self, t: Any) -> Node:
-        ch = t.children
-        if len(ch) == 1:
-            return self.relation(ch[0])
-        return Call(_pos(ch[1]), "_&&_", None, [self.conditionaland(ch[0]), self.relation(ch[1])])
+    def _expr(self, t: Any) -> Node:
+        c, a, b = t.children
+        return Call(_pos(t), "_?_:_", None, [self.node(c), self.node(a), self.node(b)])
 
-    def _binary(self, t: Any, left_fn: Any, right_fn: Any) -> Node:
-        ch = t.children
-        if len(ch) == 1:
-            return right_fn(ch[0])  # type: ignore[no-any-return]
-        op_tree, right = ch
-        left = left_fn(op_tree.children[0])
+    def _conditionalor(self, t: Any) -> Node:
+        left, right = t.children
+        return Call(_pos(right), "_||_", None, [self.node(left), self.node(right)])
+
+    def _conditionaland(self, t: Any) -> Node:
+        left, right = t.children
+        return Call(_pos(right), "_&&_", None, [self.node(left), self.node(right)])
+
+    def _binary(self, t: Any) -> Node:
+        op_tree, right = t.children
         op = _BINOPS[op_tree.data]
-        return Call(_op_pos(op_tree, op), op, None, [left, right_fn(right)])
+        return Call(_op_pos(op_tree, op), op, None, [self.node(op_tree.children[0]), self.node(right)])
 
-    def relation(self, t: Any) -> Node:
-        return self._binary(t, self.relation, self.addition)
+    _relation = _addition = _multiplication = _binary
 
-    def addition(self, t: Any) -> Node:
-        return self._binary(t, self.addition, self.multiplication)
-
-    def multiplication(self, t: Any) -> Node:
-        return self._binary(t, self.multiplication, self.unary)
-
-    def unary(self, t: Any) -> Node:
-        ch = t.children
-        if len(ch) == 1:
-            return self.member(ch[0])
-        op = "!_" if ch[0].data == "unary_not" else "-_"
-        operand = self.unary(ch[1])
-        if op == "-_" and isinstance(operand, Lit) and type(operand.value) in (int, float) \
-                and not isinstance(operand.value, bool):
+    def _unary(self, t: Any) -> Node:
+        op_tree, operand_tree = t.children
+        op = "!_" if op_tree.data == "unary_not" else "-_"
+        operand = self.node(operand_tree)
+        if op == "-_" and isinstance(operand, Lit) and type(operand.value) in (int, float):
             v = -operand.value
             if type(v) is int and not INT64_MIN <= v <= INT64_MAX:
                 raise CelSyntaxError(_pos(t), "integer literal out of range")
             return Lit(_pos(t), v)
         return Call(_pos(t), op, None, [operand])
 
-    def member(self, t: Any) -> Node:
-        c = t.children[0]
-        kind = c.data
-        if kind == "primary":
-            return self.primary(c)
-        if kind == "member_dot":
-            return Select(_pos(c.children[1]), self.member(c.children[0]), str(c.children[1]))
-        if kind == "member_dot_arg":
-            args = self.exprlist(c.children[2]) if len(c.children) > 2 else []
-            return Call(_pos(c.children[1]), str(c.children[1]), self.member(c.children[0]), args)
-        if kind == "member_index":
-            return Index(_pos(c), self.member(c.children[0]), self.expr(c.children[1]))
+    def _member_dot(self, c: Any) -> Node:
+        return Select(_pos(c.children[1]), self.node(c.children[0]), str(c.children[1]))
+
+    def _member_dot_arg(self, c: Any) -> Node:
+        args = self.exprlist(c.children[2]) if len(c.children) > 2 else []
+        return Call(_pos(c.children[1]), str(c.children[1]), self.node(c.children[0]), args)
+
+    def _member_index(self, c: Any) -> Node:
+        return Index(_pos(c), self.node(c.children[0]), self.node(c.children[1]))
+
+    def _member_object(self, c: Any) -> Node:
         raise CelSyntaxError(_pos(c), "message construction (Type{field: ...}) is not supported")
 
     def exprlist(self, t: Any) -> list[Node]:
-        return [self.expr(e) for e in t.children]
+        return [self.node(e) for e in t.children]
 
-    def primary(self, t: Any) -> Node:
-        c = t.children[0]
-        kind = c.data
-        if kind == "literal":
-            return Lit(_pos(c), _literal(c.children[0]))
-        if kind in ("ident", "dot_ident"):
-            return Ident(_pos(c), str(c.children[0]))
-        if kind in ("ident_arg", "dot_ident_arg"):
-            args = self.exprlist(c.children[1]) if len(c.children) > 1 else []
-            return Call(_pos(c), str(c.children[0]), None, args)
-        if kind == "paren_expr":
-            return self.expr(c.children[0])
-        if kind == "list_lit":
-            return ListLit(_pos(c), self.exprlist(c.children[0]) if c.children else [])
-        if kind == "map_lit":
-            entries: list[tuple[Node, Node]] = []
-            if c.children:
-                kids = c.children[0].children
-                for i in range(0, len(kids), 2):
-                    entries.append((self.expr(kids[i]), self.expr(kids[i + 1])))
-            return MapLit(_pos(c), entries)
-        raise CelSyntaxError(_pos(c), f"unsupported syntax {kind}")
+    def _literal(self, c: Any) -> Node:
+        return Lit(_pos(c), _literal(c.children[0]))
+
+    def _ident(self, c: Any) -> Node:
+        return Ident(_pos(c), str(c.children[0]))
+
+    _dot_ident = _ident
+
+    def _ident_arg(self, c: Any) -> Node:
+        args = self.exprlist(c.children[1]) if len(c.children) > 1 else []
+        return Call(_pos(c), str(c.children[0]), None, args)
+
+    _dot_ident_arg = _ident_arg
+
+    def _paren_expr(self, c: Any) -> Node:
+        return self.node(c.children[0])
+
+    def _list_lit(self, c: Any) -> Node:
+        return ListLit(_pos(c), self.exprlist(c.children[0]) if c.children else [])
+
+    def _map_lit(self, c: Any) -> Node:
+        entries: list[tuple[Node, Node]] = []
+        if c.children:
+            kids = c.children[0].children
+            for i in range(0, len(kids), 2):
+                entries.append((self.node(kids[i]), self.node(kids[i + 1])))
+        return MapLit(_pos(c), entries)
 
 
 # -- literals -----------------------------------------------------------------------------------
