@@ -1,0 +1,55 @@
+"""NodeFeatureGroup membership (gate NodeFeatureGroupAPI), as upstream computes it.
+
+A node is a member when any group rule matches its merged features (vars fed back between the
+group's rules). Nodes without any NodeFeature are skipped. The member name is the node's
+``system.name.nodename`` feature as upstream reads it; where that feature is missing we use the
+Node's name (upstream would list an empty name).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from nfd.master.nodefeatures import MergedNodeFeatures
+
+log = logging.getLogger(__name__)
+
+_compiled: dict[str, tuple[str, Any]] = {}
+
+
+def _compile(obj: dict[str, Any]) -> Any:
+    from nfd.rules.engine import compile_group_rules
+
+    meta = obj.get("metadata") or {}
+    key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+    spec_key = json.dumps(obj.get("spec"), sort_keys=True)
+    hit = _compiled.get(key)
+    if hit is not None and hit[0] == spec_key:
+        return hit[1]
+    group = compile_group_rules(obj)
+    _compiled[key] = (spec_key, group)
+    return group
+
+
+def compute_membership(
+    obj: dict[str, Any], *, nodes: list[str], merged_for: Callable[[str], MergedNodeFeatures]
+) -> list[str]:
+    from nfd.rules.groups import member_name, node_matches_group
+
+    group = _compile(obj)
+    members: list[str] = []
+    seen: set[str] = set()
+    for node in nodes:
+        merged = merged_for(node)
+        if not merged.sources:
+            continue
+        if not node_matches_group(group, merged.features, node_name=node):
+            continue
+        name = member_name(merged.features) or node
+        if name not in seen:
+            seen.add(name)
+            members.append(name)
+    return members

@@ -1,0 +1,682 @@
+"""nfd-master: the asyncio shell around the pure pieces.
+
+Caches (informers) of NodeFeatures (compressed), NodeFeatureRules (compiled), NodeFeatureGroups,
+Nodes (slim) and, with a namespace selector, Namespaces run on every replica, leader or not, so a
+standby takes over with warm caches. Only the leader runs the updaters. Work is a node name (or a
+group name) on a de-duplicating queue; ``nfdApiParallelism`` workers take items, compute the
+desired state (cached per node while its inputs are unchanged), plan the patches against the
+cached Node and write only when the plan is not empty.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from nfd.k8s import errors as kerr
+from nfd.k8s.client import ApiClient
+from nfd.k8s.fetching import get
+from nfd.k8s.patching import patch
+from nfd.k8s.resources import NAMESPACES, NODEFEATUREGROUPS, NODEFEATURERULES, NODEFEATURES, NODES
+from nfd.k8s.watching import Informer
+from nfd.master import bookkeeping as bk
+from nfd.master.config import MasterConfig, selector_matches
+from nfd.master.evidence import Evidence, skip_removal
+from nfd.master.metrics import MasterMetrics
+from nfd.master.nodefeatures import (
+    MergedNodeFeatures,
+    compact_nodefeature,
+    merge_node_features,
+    node_name_of,
+    publish_metadata_changed,
+    spec_changed,
+)
+from nfd.master.nodeupdate import Desired, NodePlan, NodeState, plan_node_update, slim_node
+from nfd.master.workqueue import ShutDown, WorkQueue
+
+log = logging.getLogger("nfd.master")
+
+MAX_REPORTED_RETRIES = 15
+
+
+@dataclass(slots=True)
+class MasterOptions:
+    """Process-level settings (flags that are not part of the config file)."""
+
+    namespace: str = "node-feature-discovery"
+    node_name: str = ""
+    instance: str = ""
+    enable_leader_election: bool = False
+    feature_gates: dict[str, bool] = field(default_factory=dict)
+    # Ours: how long a NodeFeature delete waits for a re-create before the node is re-processed.
+    delete_grace_s: float = 5.0
+    # Ours: re-process a node when its labels/annotations/taints/capacity change on the API side.
+    react_to_node_changes: bool = True
+
+    @property
+    def node_feature_groups(self) -> bool:
+        return self.feature_gates.get("NodeFeatureGroupAPI", False)
+
+    @property
+    def disable_auto_prefix(self) -> bool:
+        return self.feature_gates.get("DisableAutoPrefix", False)
+
+
+@dataclass(slots=True)
+class CachedDesired:
+    key: tuple[Any, ...]
+    desired: Desired
+    has_features: bool
+    found: bool
+
+
+def _slim_nfr(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = obj.get("metadata") or {}
+    return {
+        "apiVersion": obj.get("apiVersion"),
+        "kind": obj.get("kind"),
+        "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion") if k in meta},
+        "spec": obj.get("spec"),
+    }
+
+
+def _slim_ns(obj: dict[str, Any]) -> dict[str, Any]:
+    meta = obj.get("metadata") or {}
+    return {"metadata": {k: meta[k] for k in ("name", "resourceVersion", "labels") if k in meta}}
+
+
+class NfdMaster:
+    def __init__(
+        self,
+        api: ApiClient,
+        *,
+        config: MasterConfig,
+        options: MasterOptions,
+        metrics: MasterMetrics | None = None,
+        write_api: ApiClient | None = None,
+    ) -> None:
+        self.api = api
+        self.write_api = write_api or api
+        self.config = config
+        self.opts = options
+        self.metrics = metrics or MasterMetrics()
+        self.config_generation = 0
+        self.evidence = Evidence()
+        self.node_queue: WorkQueue[str] = WorkQueue()
+        self.group_queue: WorkQueue[str] = WorkQueue()
+        self.desired_cache: dict[str, CachedDesired] = {}
+        self.nf_index: dict[str, set[tuple[str, str]]] = {}
+        self.is_leader = False
+        self.ready = False
+        self.rulebook: Any = None
+        self._policy: Any = None
+        self._workers: list[asyncio.Task[None]] = []
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._stop = asyncio.Event()
+        self._resync_task: asyncio.Task[None] | None = None
+        self.ns_selector_gen = 0
+        self.counts: dict[str, int] = {"noop": 0, "written": 0, "skipped_removal": 0}
+        self.on_synced: Callable[[], None] | None = None
+        self.elector: Any = None
+
+        page = config.informer_page_size
+        self.nf_informer = Informer(
+            api, NODEFEATURES, page_size=page, transform=compact_nodefeature
+        )
+        self.nfr_informer = Informer(api, NODEFEATURERULES, page_size=500, transform=_slim_nfr)
+        self.node_informer = Informer(api, NODES, page_size=500, transform=slim_node)
+        self.nfg_informer: Informer | None = None
+        if options.node_feature_groups:
+            self.nfg_informer = Informer(
+                api, NODEFEATUREGROUPS, namespace=options.namespace, page_size=500
+            )
+        self.ns_informer: Informer | None = None
+
+        self.nf_informer.on_event(self._on_nf_event)
+        self.nfr_informer.on_event(self._on_nfr_event)
+        self.node_informer.on_event(self._on_node_event)
+        if self.nfg_informer is not None:
+            self.nfg_informer.on_event(self._on_nfg_event)
+
+    # -- informers ----------------------------------------------------------------------------
+    def _ensure_ns_informer(self) -> None:
+        if self.ns_informer is None and self.config.restrictions.node_feature_namespace_selector is not None:
+            self.ns_informer = Informer(self.api, NAMESPACES, page_size=500, transform=_slim_ns)
+            self.ns_informer.on_event(self._on_ns_event)
+
+    def _namespace_selected(self, ns: str) -> bool:
+        sel = self.config.restrictions.node_feature_namespace_selector
+        if sel is None:
+            return True
+        if self.ns_informer is None:
+            return False
+        obj = self.ns_informer.get(ns)
+        if obj is None:
+            return False
+        return selector_matches(sel, (obj.get("metadata") or {}).get("labels") or {})
+
+    def _on_ns_event(self, etype: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        old_labels = (old.get("metadata") or {}).get("labels") if old is not None else None
+        if etype == "MODIFIED" and old is not None and old_labels == (obj.get("metadata") or {}).get("labels"):
+            return
+        self.ns_selector_gen += 1
+        if self.ready:
+            self.update_all_nodes("namespace labels changed")
+
+    def _index_add(self, node: str | None, key: tuple[str, str]) -> None:
+        if node:
+            self.nf_index.setdefault(node, set()).add(key)
+
+    def _index_remove(self, node: str | None, key: tuple[str, str]) -> None:
+        if node and node in self.nf_index:
+            s = self.nf_index[node]
+            s.discard(key)
+            if not s:
+                del self.nf_index[node]
+
+    def _on_nf_event(self, etype: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        meta = obj.get("metadata") or {}
+        key = (meta.get("namespace") or "", meta.get("name") or "")
+        node = node_name_of(obj)
+        if etype == "DELETED":
+            self._index_remove(node, key)
+            target = node or key[1]
+            log.info("NodeFeature %s/%s deleted (node %s)", key[0], key[1], target)
+            self.evidence.mark_deleted(target)
+            if self.ready:
+                self.node_queue.add_after(target, self.opts.delete_grace_s)
+                self._all_groups()
+            return
+        if node is None:
+            log.error("NodeFeature %s/%s has no %s label; ignored", key[0], key[1], "nfd.node.kubernetes.io/node-name")
+        old_node = node_name_of(old) if old is not None else None
+        if old is not None and old_node != node:
+            self._index_remove(old_node, key)
+            if old_node and self.ready:
+                self.evidence.mark_deleted(old_node)
+                self.node_queue.add(old_node)
+        self._index_add(node, key)
+        if not self.ready or node is None:
+            return
+        if etype == "ADDED" or old is None:
+            if self._namespace_selected(key[0]):
+                self.node_queue.add(node)
+            self._all_groups()
+            return
+        changed = spec_changed(old, obj)
+        if changed or publish_metadata_changed(old, obj) or old_node != node:
+            self.node_queue.add(node)
+        if changed:
+            self._all_groups()
+
+    def _on_nfr_event(self, etype: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        name = (obj.get("metadata") or {}).get("name") or ""
+        if self.rulebook is None:
+            from nfd.master.pipeline import RuleBook
+
+            self.rulebook = RuleBook()
+        gen = self.rulebook.generation
+        if etype == "DELETED":
+            self.rulebook.remove(name)
+        else:
+            err = self.rulebook.upsert(obj)
+            if err:
+                log.error("%s", err)
+                self._report_broken_rule(obj, err)
+        if self.rulebook.generation != gen and self.ready:
+            log.info("NodeFeatureRule %s %s; re-evaluating all nodes", name, etype.lower())
+            self.update_all_nodes(f"NodeFeatureRule {name} {etype.lower()}")
+
+    def _report_broken_rule(self, obj: dict[str, Any], msg: str) -> None:
+        if not self.is_leader:
+            return
+        from nfd.k8s.events import post_event
+
+        involved = dict(obj)
+        involved.setdefault("apiVersion", "nfd.k8s-sigs.io/v1alpha1")
+        involved.setdefault("kind", "NodeFeatureRule")
+        self._spawn(
+            post_event(
+                self.write_api,
+                namespace=self.opts.namespace,
+                involved=involved,
+                reason="InvalidRule",
+                message=msg,
+                component="nfd-master",
+                type_="Warning",
+            )
+        )
+
+    def _on_nfg_event(self, etype: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        if etype == "MODIFIED" and old is not None and old.get("spec") == obj.get("spec"):
+            return
+        if self.ready:
+            self.group_queue.add((obj.get("metadata") or {}).get("name") or "")
+
+    def _on_node_event(self, etype: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        name = (obj.get("metadata") or {}).get("name") or ""
+        if etype == "DELETED":
+            self.evidence.forget(name)
+            self.desired_cache.pop(name, None)
+            return
+        if not self.ready:
+            return
+        if etype == "ADDED" or old is None:
+            self.node_queue.add(name)
+            return
+        if not self.opts.react_to_node_changes:
+            return
+        om, nm = old.get("metadata") or {}, obj.get("metadata") or {}
+        if (
+            om.get("labels") != nm.get("labels")
+            or om.get("annotations") != nm.get("annotations")
+            or old.get("spec") != obj.get("spec")
+            or old.get("status") != obj.get("status")
+        ):
+            self.node_queue.add(name)
+
+    def _all_groups(self) -> None:
+        if self.nfg_informer is None or not self.ready:
+            return
+        for _, name in list(self.nfg_informer.cache):
+            self.group_queue.add(name)
+
+    # -- work ---------------------------------------------------------------------------------
+    def update_all_nodes(self, reason: str) -> None:
+        if not self.ready:
+            return
+        log.info("queueing all %d nodes: %s", len(self.node_informer.cache), reason)
+        for _, name in list(self.node_informer.cache):
+            self.node_queue.add(name)
+
+    def set_config(self, config: MasterConfig) -> None:
+        """Live reload: a new (already validated) config; every node is re-evaluated."""
+        self.config = config
+        self.config_generation += 1
+        self._policy = None
+        self._ensure_ns_informer()
+        if self.ns_informer is not None:
+            self._spawn(self.ns_informer.start())
+        if self.ready:
+            self.update_all_nodes("configuration changed")
+            self._restart_resync()
+
+    def policy(self) -> Any:
+        if self._policy is None:
+            from nfd.master.pipeline import policy_config
+
+            self._policy = policy_config(self.config, disable_auto_prefix=self.opts.disable_auto_prefix)
+        return self._policy
+
+    def merged_for(self, node: str) -> MergedNodeFeatures:
+        keys = sorted(self.nf_index.get(node, ()))
+        entries = [e for e in (self.nf_informer.cache.get(k) for k in keys) if e is not None]
+        merged = merge_node_features(
+            entries,
+            node_name=node,
+            master_namespace=self.opts.namespace,
+            namespace_selected=self._namespace_selected
+            if self.config.restrictions.node_feature_namespace_selector is not None
+            else None,
+            deny_third_party_labels=self.config.restrictions.deny_node_feature_labels,
+            auto_prefix=not self.opts.disable_auto_prefix,
+        )
+        for err in merged.errors:
+            log.error("node %s: %s", node, err)
+        return merged
+
+    def _desired_key(self, node: str) -> tuple[Any, ...]:
+        keys = sorted(self.nf_index.get(node, ()))
+        hashes = tuple((k, (self.nf_informer.cache.get(k) or {}).get("specHash")) for k in keys)
+        rg = self.rulebook.generation if self.rulebook is not None else 0
+        return (hashes, rg, self.config_generation, self.ns_selector_gen)
+
+    def desired_for(self, node: str) -> CachedDesired:
+        key = self._desired_key(node)
+        cached = self.desired_cache.get(node)
+        if cached is not None and cached.key == key:
+            return cached
+        from nfd.master.pipeline import compute_desired
+
+        merged = self.merged_for(node)
+        rule_sets = self.rulebook.ordered() if self.rulebook is not None else []
+        desired, rep = compute_desired(merged, rule_sets=rule_sets, policy=self.policy(), node_name=node)
+        for rule, msg in rep.rule_errors:
+            log.error("node %s: rule %s failed: %s", node, rule, msg)
+            self.metrics.nfr_processing_errors.inc()
+        for kind, k, reason in rep.rejected:
+            log.warning("node %s: %s %s rejected: %s", node, kind, k, reason)
+            if kind.startswith("label"):
+                self.metrics.node_labels_rejected.inc()
+            elif kind.startswith("extended"):
+                self.metrics.node_ers_rejected.inc()
+            elif kind.startswith("taint"):
+                self.metrics.node_taints_rejected.inc()
+        # Node name label values are not exported (cardinality); see docs/compatibility.md.
+        self.metrics.nfr_processing_time.labels(name="", node="").observe(rep.duration_s)
+        cd = CachedDesired(key, desired, merged.has_features, merged.found)
+        self.desired_cache[node] = cd
+        return cd
+
+    async def _fresh_node(self, name: str) -> NodeState | None:
+        obj = await get(self.write_api, NODES, name=name)
+        return None if obj is None else NodeState.from_obj(obj)
+
+    async def _execute(self, node: NodeState, plan: NodePlan) -> NodeState:
+        """Send the first non-empty stage of the plan; returns the node as the API returned it."""
+        if plan.status_ops:
+            obj = await patch(self.write_api, NODES, name=node.name, body=plan.status_ops, subresource="status")
+        elif plan.metadata_ops:
+            obj = await patch(self.write_api, NODES, name=node.name, body=plan.metadata_ops)
+        else:
+            obj = await patch(self.write_api, NODES, name=node.name, body=plan.taints_patch, patch_type="merge")
+        self._remember(obj)
+        return NodeState.from_obj(obj)
+
+    def _remember(self, obj: dict[str, Any]) -> None:
+        """Put the node as our write left it into the cache, unless the watch already has newer.
+
+        Later work on the node then plans against what is really there, and the watch event of
+        our own write compares equal and re-queues nothing.
+        """
+        slim = slim_node(obj)
+        name = slim["metadata"].get("name") or ""
+        cur = self.node_informer.cache.get(("", name))
+        new_rv = slim["metadata"].get("resourceVersion") or ""
+        cur_rv = (cur or {}).get("metadata", {}).get("resourceVersion") or ""
+        if cur is not None and new_rv.isdigit() and cur_rv.isdigit() and int(new_rv) > int(cur_rv):
+            self.node_informer.cache[("", name)] = slim
+
+    async def process_node(self, name: str) -> None:
+        self.metrics.node_update_requests.inc()
+        cached = self.node_informer.get(name)
+        node = NodeState.from_obj(cached) if cached is not None else await self._fresh_node(name)
+        if node is None:
+            log.info("node %s does not exist; dropping it", name)
+            self.evidence.forget(name)
+            self.desired_cache.pop(name, None)
+            return
+        cd = self.desired_for(name)
+        res = self.evidence.resolve(name)
+        skip = skip_removal(has_features=cd.has_features, found_in_cache=cd.found, res=res)
+        if skip:
+            self.counts["skipped_removal"] += 1
+            log.info("node %s: no NodeFeature known yet on first pass; not removing anything", name)
+        if self.config.no_publish:
+            log.info("node %s: update skipped, noPublish=true", name)
+            self.evidence.commit(name, res)
+            return
+        wrote = False
+        all_changes: list[str] = []
+        removed = False
+        refreshed = False
+        for _ in range(6):
+            plan = plan_node_update(
+                node,
+                cd.desired,
+                skip_removal=skip,
+                allow_overwrite=self.config.restrictions.allow_overwrite,
+                instance=self.opts.instance,
+            )
+            if plan.noop:
+                break
+            desc = plan.changes.describe()
+            try:
+                node = await self._execute(node, plan)
+            except kerr.NotFound:
+                log.info("node %s was deleted meanwhile", name)
+                self.evidence.forget(name)
+                return
+            except (kerr.Invalid, kerr.Conflict) as e:
+                # Our cached view was stale (a key vanished, the resourceVersion moved): re-read.
+                if refreshed:
+                    raise
+                log.info("node %s: cached state stale (%s); re-reading", name, e.reason or e.status)
+                fresh = await self._fresh_node(name)
+                if fresh is None:
+                    self.evidence.forget(name)
+                    return
+                node = fresh
+                refreshed = True
+                continue
+            wrote = True
+            if desc and desc not in all_changes:
+                all_changes.append(desc)
+            removed = removed or plan.changes.removed_anything()
+        else:
+            raise RuntimeError(f"node {name}: plan did not converge")
+        self.evidence.commit(name, res)
+        if wrote:
+            self.counts["written"] += 1
+            self.metrics.node_updates.inc()
+            log.info("node %s updated: %s", name, "; ".join(all_changes) or "bookkeeping")
+            if removed:
+                self._node_event(name, "; ".join(all_changes))
+        else:
+            self.counts["noop"] += 1
+            self.metrics.node_noop_updates.inc()
+            log.debug("node %s: no updates needed", name)
+
+    def _node_event(self, name: str, message: str) -> None:
+        from nfd.k8s.events import post_event
+
+        cached = self.node_informer.get(name) or {"metadata": {"name": name}}
+        involved = {"apiVersion": "v1", "kind": "Node", "metadata": cached.get("metadata") or {"name": name}}
+        self._spawn(
+            post_event(
+                self.write_api,
+                namespace="default",
+                involved=involved,
+                reason="FeaturesUpdated",
+                message=message,
+                component="nfd-master",
+            )
+        )
+
+    async def process_group(self, name: str) -> None:
+        from nfd.master.groups import compute_membership
+
+        self.metrics.nfg_update_requests.inc()
+        assert self.nfg_informer is not None
+        obj = self.nfg_informer.get(name, self.opts.namespace)
+        if obj is None:
+            return
+        nodes = sorted(n for _, n in self.node_informer.cache)
+        members = compute_membership(obj, nodes=nodes, merged_for=self.merged_for)
+        status_nodes = [{"name": m} for m in members]
+        if ((obj.get("status") or {}).get("nodes") or []) == status_nodes:
+            return
+        body = json.loads(json.dumps(obj))
+        body.setdefault("status", {})["nodes"] = status_nodes
+        from nfd.k8s.updating import replace
+
+        await replace(
+            self.write_api, NODEFEATUREGROUPS, body=body, name=name, namespace=self.opts.namespace, subresource="status"
+        )
+        log.info("NodeFeatureGroup %s/%s: %d member nodes", self.opts.namespace, name, len(members))
+
+    async def _worker(self, queue: WorkQueue[str], fn: Callable[[str], Any], kind: str) -> None:
+        while True:
+            try:
+                item = await queue.get()
+            except ShutDown:
+                return
+            try:
+                await fn(item)
+                queue.forget(item)
+            except asyncio.CancelledError:
+                queue.done(item)
+                raise
+            except Exception as e:
+                n = queue.num_requeues(item)
+                if n + 1 == MAX_REPORTED_RETRIES and kind == "node":
+                    self.metrics.node_update_failures.inc()
+                delay = queue.add_rate_limited(item)
+                if isinstance(e, kerr.ApiError | kerr.ApiUnavailable):
+                    log.warning("%s %s: update failed (%s); retry %d in %.2fs", kind, item, e, n + 1, delay)
+                else:
+                    log.exception("%s %s: update failed; retry %d in %.2fs", kind, item, n + 1, delay)
+            finally:
+                queue.done(item)
+
+    # -- leadership and lifecycle ------------------------------------------------------------------
+    def _start_workers(self) -> None:
+        n = self.config.nfd_api_parallelism
+        for _ in range(n):
+            self._workers.append(asyncio.create_task(self._worker(self.node_queue, self.process_node, "node")))
+        if self.nfg_informer is not None:
+            for _ in range(max(1, min(n, 2))):
+                self._workers.append(
+                    asyncio.create_task(self._worker(self.group_queue, self.process_group, "group"))
+                )
+
+    async def _stop_workers(self) -> None:
+        for t in self._workers:
+            t.cancel()
+        for t in self._workers:
+            try:
+                await t
+            except (asyncio.CancelledError, Exception):
+                pass
+        self._workers.clear()
+        self.node_queue.clear()
+        self.group_queue.clear()
+
+    async def become_leader(self) -> None:
+        log.info("acting as leader: starting %d updaters", self.config.nfd_api_parallelism)
+        self.is_leader = True
+        self.metrics.is_leader.set(1)
+        # Evidence of this term only: a standby has processed nothing.
+        self.evidence.reset_processed()
+        self.ready = True
+        self._start_workers()
+        self.update_all_nodes("became leader")
+        for _, name in list(self.nfg_informer.cache if self.nfg_informer is not None else {}):
+            self.group_queue.add(name)
+        self._restart_resync()
+        for name, msg in sorted((self.rulebook.broken if self.rulebook is not None else {}).items()):
+            log.error("NodeFeatureRule %s is invalid: %s", name, msg)
+
+    async def step_down(self) -> None:
+        log.warning("lost leadership: stopping updaters, keeping caches warm")
+        self.is_leader = False
+        self.ready = False
+        self.metrics.is_leader.set(0)
+        if self._resync_task is not None:
+            self._resync_task.cancel()
+            self._resync_task = None
+        await self._stop_workers()
+
+    def _restart_resync(self) -> None:
+        if self._resync_task is not None:
+            self._resync_task.cancel()
+            self._resync_task = None
+        if self.config.resync_period > 0 and self.is_leader:
+            self._resync_task = asyncio.create_task(self._resync_loop(self.config.resync_period))
+
+    async def _resync_loop(self, period: float) -> None:
+        while True:
+            await asyncio.sleep(period)
+            self.update_all_nodes("periodic resync")
+            self._all_groups()
+
+    def _spawn(self, coro: Any) -> None:
+        t = asyncio.ensure_future(coro)
+        self._tasks.append(t)
+        t.add_done_callback(lambda x: self._tasks.remove(x) if x in self._tasks else None)
+
+    async def start_caches(self) -> None:
+        from nfd.master.pipeline import RuleBook
+
+        if self.rulebook is None:
+            self.rulebook = RuleBook()
+        self._ensure_ns_informer()
+        informers = [self.nfr_informer, self.node_informer, self.nf_informer]
+        if self.nfg_informer is not None:
+            informers.append(self.nfg_informer)
+        if self.ns_informer is not None:
+            informers.append(self.ns_informer)
+        for inf in informers:
+            await inf.start()
+        t0 = time.monotonic()
+        for inf in informers:
+            await inf.wait_synced()
+        log.info(
+            "informer caches synced in %.1fs: %d NodeFeatures, %d NodeFeatureRules, %d Nodes",
+            time.monotonic() - t0,
+            len(self.nf_informer.cache),
+            len(self.nfr_informer.cache),
+            len(self.node_informer.cache),
+        )
+        if self.on_synced is not None:
+            self.on_synced()
+
+    @property
+    def synced(self) -> bool:
+        infs = [self.nfr_informer, self.node_informer, self.nf_informer]
+        return all(i.synced for i in infs)
+
+    async def stop(self) -> None:
+        self._stop.set()
+        await self.step_down() if self.is_leader else None
+        self.node_queue.shutdown()
+        self.group_queue.shutdown()
+        for inf in (self.nf_informer, self.nfr_informer, self.node_informer, self.nfg_informer, self.ns_informer):
+            if inf is not None:
+                await inf.stop()
+        for t in list(self._tasks):
+            t.cancel()
+
+    async def run(self, *, elector_factory: Callable[[], Any] | None = None) -> None:
+        """Sync caches, then lead (or stand by with warm caches until leading) until stopped.
+
+        ``elector_factory()`` returns a fresh nfd.k8s.lease.LeaderElector wired to
+        become_leader/step_down; after losing the lease we stand by again instead of exiting.
+        """
+        await self.start_caches()
+        if elector_factory is None:
+            await self.become_leader()
+            await self._stop.wait()
+            return
+        while not self._stop.is_set():
+            self.elector = elector_factory()
+            run = asyncio.create_task(self.elector.run())
+            stop = asyncio.create_task(self._stop.wait())
+            await asyncio.wait({run, stop}, return_when=asyncio.FIRST_COMPLETED)
+            if stop.done():
+                run.cancel()
+                try:
+                    await run
+                except (asyncio.CancelledError, Exception):
+                    pass
+                if self.is_leader:
+                    await self.step_down()
+                await self.elector.release()
+                return
+            stop.cancel()
+            try:
+                run.result()
+            except Exception:
+                log.exception("leader election failed; retrying")
+                await asyncio.sleep(self.config.leader_election.retry_period)
+
+    async def update_own_node(self) -> None:
+        """Remove the deprecated master.version annotation from the node we run on (upstream)."""
+        name = self.opts.node_name or os.environ.get("NODE_NAME", "")
+        if not name or self.config.no_publish:
+            return
+        key = bk.instance_annotation(bk.MASTER_VERSION, self.opts.instance)
+        try:
+            obj = await get(self.write_api, NODES, name=name)
+            if obj is None or key not in ((obj.get("metadata") or {}).get("annotations") or {}):
+                return
+            ptr = key.replace("~", "~0").replace("/", "~1")
+            await patch(self.write_api, NODES, name=name, body=[{"op": "remove", "path": f"/metadata/annotations/{ptr}"}])
+        except (kerr.ApiError, kerr.ApiUnavailable) as e:
+            log.warning("could not clean up %s on node %s: %s", key, name, e)

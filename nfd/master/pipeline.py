@@ -1,0 +1,146 @@
+"""Rules and policy for one node: merged NodeFeatures -> the Desired node state (pure).
+
+The NodeFeatureRule engine and the policy function are shared with ``nfd rules dryrun``
+(nfd.rules.engine / nfd.rules.policy); this module only wires them to the master's config and
+keeps the compiled NodeFeatureRules.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from nfd.api.features import Features
+from nfd.master.bookkeeping import Taint
+from nfd.master.config import MasterConfig
+from nfd.master.nodefeatures import MergedNodeFeatures
+from nfd.master.nodeupdate import Desired
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class RuleSetEntry:
+    name: str
+    compiled: Any  # nfd.rules.engine.CompiledRuleSet
+    spec_key: str  # canonical JSON of the spec, to skip no-op updates
+
+
+class RuleBook:
+    """The compiled NodeFeatureRules of the cluster; ``generation`` changes when they do.
+
+    An object that cannot be compiled at all keeps its last good version (a typo in a rule must
+    not strip labels from every node); rules that fail individually are reported by the engine at
+    evaluation and contribute nothing, as upstream.
+    """
+
+    def __init__(self) -> None:
+        self.sets: dict[str, RuleSetEntry] = {}
+        self.generation = 0
+        self.broken: dict[str, str] = {}
+        self._ordered: list[Any] | None = None
+
+    def upsert(self, obj: dict[str, Any]) -> str | None:
+        """Compile and store; returns an error message when the object is rejected."""
+        import json
+
+        from nfd.rules.engine import compile_nodefeaturerule
+
+        name = (obj.get("metadata") or {}).get("name") or ""
+        spec_key = json.dumps(obj.get("spec"), sort_keys=True)
+        cur = self.sets.get(name)
+        if cur is not None and cur.spec_key == spec_key:
+            return None
+        try:
+            compiled = compile_nodefeaturerule(obj)
+        except Exception as e:  # ValidationError(s) or anything a bad object provokes
+            msg = " ".join(str(e).split())
+            self.broken[name] = msg
+            if cur is not None:
+                return f"NodeFeatureRule {name}: {msg}; keeping its previous version"
+            return f"NodeFeatureRule {name}: {msg}; object skipped"
+        self.broken.pop(name, None)
+        self.sets[name] = RuleSetEntry(name, compiled, spec_key)
+        self.generation += 1
+        self._ordered = None
+        return None
+
+    def remove(self, name: str) -> None:
+        self.broken.pop(name, None)
+        if self.sets.pop(name, None) is not None:
+            self.generation += 1
+            self._ordered = None
+
+    def ordered(self) -> list[Any]:
+        if self._ordered is None:
+            self._ordered = [self.sets[n].compiled for n in sorted(self.sets)]
+        return self._ordered
+
+
+def policy_config(cfg: MasterConfig, *, disable_auto_prefix: bool = False) -> Any:
+    from nfd.rules.policy import PolicyConfig
+
+    r = cfg.restrictions
+    return PolicyConfig(
+        extra_label_ns=frozenset(cfg.extra_label_ns),
+        deny_label_ns=frozenset(cfg.deny_label_ns),
+        label_whitelist=cfg.label_whitelist,
+        enable_taints=cfg.enable_taints,
+        disable_auto_prefix=disable_auto_prefix,
+        disable_labels=r.disable_labels,
+        disable_annotations=r.disable_annotations,
+        disable_extended_resources=r.disable_extended_resources,
+        deny_node_feature_labels=r.deny_node_feature_labels,
+        allow_overwrite=r.allow_overwrite,
+    )
+
+
+@dataclass(slots=True)
+class NodeReport:
+    """What happened while computing one node's state, for logs and metrics."""
+
+    rule_errors: list[tuple[str, str]] = field(default_factory=list)
+    rejected: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, key, reason)
+    duration_s: float = 0.0
+
+
+def compute_desired(
+    merged: MergedNodeFeatures,
+    *,
+    rule_sets: list[Any],
+    policy: Any,
+    node_name: str,
+) -> tuple[Desired, NodeReport]:
+    from nfd.rules.engine import process_rule_sets
+    from nfd.rules.policy import apply_policy
+
+    t0 = time.perf_counter()
+    rep = NodeReport()
+    features: Features = merged.features
+    auto_prefix = not policy.disable_auto_prefix
+    result = process_rule_sets(rule_sets, features, node_name=node_name, feed_back=True, auto_prefix=auto_prefix)
+    rep.rule_errors = list(result.errors)
+    # master_output is combined per rule with auto-prefixing, as upstream; dynamic
+    # @rule.matched.* values resolve against the features after feedback.
+    pol = apply_policy(
+        nodefeature_labels=merged.labels,
+        rule_output=result.master_output,
+        features=result.features,
+        config=policy,
+    )
+    for rj in pol.rejected:
+        rep.rejected.append((str(getattr(rj, "kind", "")), str(getattr(rj, "key", "")), str(getattr(rj, "reason", ""))))
+    taints = [
+        t if isinstance(t, Taint) else Taint(str(t.get("key") or ""), str(t.get("value") or ""), str(t.get("effect") or ""))
+        for t in pol.taints
+    ]
+    desired = Desired(
+        labels=dict(pol.labels),
+        annotations=dict(pol.annotations),
+        extended_resources=dict(pol.extended_resources),
+        taints=taints,
+    )
+    rep.duration_s = time.perf_counter() - t0
+    return desired, rep

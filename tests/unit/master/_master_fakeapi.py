@@ -1,0 +1,237 @@
+"""An in-memory stand-in for the Kubernetes API behind nfd.k8s.client.ApiClient.
+
+Enough of the API for nfd-master unit tests: GET/LIST/POST/PUT/DELETE, JSON patch (strict, like
+the apiserver: removing or replacing a missing key or a failing ``test`` is 422), merge patch with
+a resourceVersion precondition (409), the ``status`` subresource, and watches fed from the store.
+``down = True`` makes every request fail as if the server were unreachable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import re
+from collections import Counter
+from collections.abc import AsyncIterator
+from typing import Any
+
+from nfd.k8s.errors import ApiUnavailable, error_for
+
+_PATH = re.compile(
+    r"^/(?:api/v1|apis/(?P<group>[^/]+)/(?P<version>[^/]+))"
+    r"(?:/namespaces/(?P<ns>[^/]+))?/(?P<plural>[^/]+)(?:/(?P<name>[^/]+))?(?:/(?P<sub>[^/]+))?$"
+)
+
+
+def _status(code: int, reason: str, message: str) -> dict[str, Any]:
+    return {"kind": "Status", "code": code, "reason": reason, "message": message}
+
+
+class _Fail(Exception):
+    def __init__(self, code: int, reason: str, message: str) -> None:
+        self.code, self.reason, self.message = code, reason, message
+
+
+def json_patch(obj: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any]:
+    out = copy.deepcopy(obj)
+    for op in ops:
+        parts = [p.replace("~1", "/").replace("~0", "~") for p in op["path"].split("/")[1:]]
+        parent: Any = out
+        for p in parts[:-1]:
+            if not isinstance(parent, dict) or p not in parent:
+                raise _Fail(422, "Invalid", f"missing path {op['path']}")
+            parent = parent[p]
+        last = parts[-1]
+        kind = op["op"]
+        if kind == "test":
+            if parent.get(last) != op.get("value"):
+                raise _Fail(422, "Invalid", f"test failed on {op['path']}")
+        elif kind == "add":
+            parent[last] = copy.deepcopy(op["value"])
+        elif kind == "replace":
+            if last not in parent:
+                raise _Fail(422, "Invalid", f"replace of missing {op['path']}")
+            parent[last] = copy.deepcopy(op["value"])
+        elif kind == "remove":
+            if last not in parent:
+                raise _Fail(422, "Invalid", f"remove of missing {op['path']}")
+            del parent[last]
+        else:
+            raise _Fail(422, "Invalid", f"unsupported op {kind}")
+    return out
+
+
+def merge_patch(obj: Any, patch: Any) -> Any:
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = copy.deepcopy(obj) if isinstance(obj, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = merge_patch(out.get(k), v)
+    return out
+
+
+class FakeApi:
+    namespace = "nfd"
+
+    def __init__(self) -> None:
+        self.store: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
+        self.rv = 100
+        self.metrics: Counter[str] = Counter()
+        self.log: list[tuple[str, str, Any]] = []  # (verb, path, body) of writes
+        self.down = False
+        self._watchers: list[tuple[str, str | None, asyncio.Queue[dict[str, Any] | None]]] = []
+        self.history: list[tuple[str, dict[str, Any]]] = []  # (plural, event), for watch resumes
+
+    # -- test helpers --------------------------------------------------------------------------
+    def put(self, plural: str, obj: dict[str, Any], *, event: str | None = None) -> dict[str, Any]:
+        obj = copy.deepcopy(obj)
+        meta = obj.setdefault("metadata", {})
+        key = (meta.get("namespace") or "", meta["name"])
+        self.rv += 1
+        meta["resourceVersion"] = str(self.rv)
+        meta.setdefault("uid", f"uid-{plural}-{key[1]}")
+        existed = key in self.store.setdefault(plural, {})
+        self.store[plural][key] = obj
+        self._notify(plural, event or ("MODIFIED" if existed else "ADDED"), obj)
+        return obj
+
+    def remove(self, plural: str, name: str, namespace: str = "") -> None:
+        obj = self.store.get(plural, {}).pop((namespace, name), None)
+        if obj is not None:
+            self.rv += 1
+            obj = copy.deepcopy(obj)
+            obj["metadata"]["resourceVersion"] = str(self.rv)
+            self._notify(plural, "DELETED", obj)
+
+    def obj(self, plural: str, name: str, namespace: str = "") -> dict[str, Any] | None:
+        return self.store.get(plural, {}).get((namespace, name))
+
+    def writes(self) -> list[tuple[str, str, Any]]:
+        return [w for w in self.log if w[0] != "GET"]
+
+    def _notify(self, plural: str, etype: str, obj: dict[str, Any]) -> None:
+        self.history.append((plural, {"type": etype, "object": copy.deepcopy(obj)}))
+        for p, ns, q in list(self._watchers):
+            if p == plural and (ns is None or ns == (obj["metadata"].get("namespace") or "")):
+                q.put_nowait({"type": etype, "object": copy.deepcopy(obj)})
+
+    def break_watches(self) -> None:
+        for _, _, q in list(self._watchers):
+            q.put_nowait(None)
+
+    # -- ApiClient interface ---------------------------------------------------------------------
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        accept: str = "application/json",
+        verb: str | None = None,
+        timeout_s: float | None = None,
+    ) -> Any:
+        await asyncio.sleep(0)
+        self.metrics[verb or method] += 1
+        if self.down:
+            raise ApiUnavailable(f"{method} {path}: connection refused")
+        if isinstance(body, bytes):
+            body = json.loads(body)
+        try:
+            return self._handle(method, path, params or {}, body, content_type)
+        except _Fail as f:
+            raise error_for(f.code, _status(f.code, f.reason, f.message)) from None
+
+    def _handle(self, method: str, path: str, params: dict[str, Any], body: Any, ctype: str) -> Any:
+        m = _PATH.match(path)
+        if not m:
+            raise _Fail(404, "NotFound", path)
+        plural, ns, name, sub = m["plural"], m["ns"] or "", m["name"], m["sub"]
+        objs = self.store.setdefault(plural, {})
+        if method == "GET" and name is None:
+            items = [copy.deepcopy(o) for (ons, _), o in sorted(objs.items()) if not m["ns"] or ons == ns]
+            sel = params.get("labelSelector")
+            if sel:
+                k, _, v = sel.partition("=")
+                items = [o for o in items if (o["metadata"].get("labels") or {}).get(k) == v]
+            return {"items": items, "metadata": {"resourceVersion": str(self.rv)}}
+        key = (ns, name or "")
+        if method == "POST":
+            meta = body.setdefault("metadata", {})
+            k2 = (ns, meta.get("name", ""))
+            if k2 in objs:
+                raise _Fail(409, "AlreadyExists", f"{plural} {k2[1]} already exists")
+            if ns:
+                meta["namespace"] = ns
+            self.log.append(("CREATE", path, body))
+            return copy.deepcopy(self.put(plural, body))
+        if key not in objs:
+            raise _Fail(404, "NotFound", f"{plural} {name} not found")
+        cur = objs[key]
+        if method == "GET":
+            return copy.deepcopy(cur)
+        if method == "DELETE":
+            self.log.append(("DELETE", path, None))
+            self.remove(plural, key[1], ns)
+            return _status(200, "", "")
+        if method == "PUT":
+            want_rv = (body.get("metadata") or {}).get("resourceVersion")
+            if want_rv and want_rv != cur["metadata"]["resourceVersion"]:
+                raise _Fail(409, "Conflict", "the object has been modified")
+            new = copy.deepcopy(cur)
+            if sub == "status":
+                new["status"] = body.get("status")
+            else:
+                new = copy.deepcopy(body)
+            self.log.append(("UPDATE", path, body))
+            return copy.deepcopy(self.put(plural, new))
+        if method == "PATCH":
+            if ctype == "application/json-patch+json":
+                new = json_patch(cur, body)
+            else:
+                want_rv = (body.get("metadata") or {}).get("resourceVersion")
+                if want_rv and want_rv != cur["metadata"]["resourceVersion"]:
+                    raise _Fail(409, "Conflict", "the object has been modified")
+                new = merge_patch(cur, body)
+            if sub == "status":
+                merged = copy.deepcopy(cur)
+                merged["status"] = new.get("status")
+                new = merged
+            else:
+                new["status"] = cur.get("status")
+            self.log.append(("PATCH", path + (f"[{sub}]" if sub else ""), body))
+            return copy.deepcopy(self.put(plural, new))
+        raise _Fail(405, "MethodNotAllowed", method)
+
+    async def stream_lines(
+        self, path: str, *, params: dict[str, Any] | None = None, accept: str = "", timeout_s: float = 600.0
+    ) -> AsyncIterator[dict[str, Any]]:
+        self.metrics["WATCH"] += 1
+        if self.down:
+            raise ApiUnavailable(f"WATCH {path}: connection refused")
+        m = _PATH.match(path)
+        assert m
+        q: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        entry = (m["plural"], m["ns"], q)
+        since = int((params or {}).get("resourceVersion") or 0)
+        for plural, ev in self.history:
+            if plural == m["plural"] and int(ev["object"]["metadata"]["resourceVersion"]) > since:
+                if m["ns"] is None or m["ns"] == (ev["object"]["metadata"].get("namespace") or ""):
+                    q.put_nowait(copy.deepcopy(ev))
+        self._watchers.append(entry)
+        try:
+            while True:
+                ev = await q.get()
+                if ev is None:
+                    raise ApiUnavailable(f"WATCH {path}: connection reset")
+                yield ev
+        finally:
+            self._watchers.remove(entry)
+
+    async def close(self) -> None:
+        return None

@@ -1,0 +1,351 @@
+"""NfdMaster against an in-memory API: pipeline, triggers, evidence and fault handling."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from nfd.master import bookkeeping as bk
+from nfd.master.config import MasterConfig, Restrictions
+from nfd.master.master import MasterOptions, NfdMaster
+from _master_fakeapi import FakeApi
+
+NS = "feature.node.kubernetes.io"
+NFD_NS = "nfd"
+
+
+def nodefeature(node: str, *, name: str | None = None, namespace: str = NFD_NS, flags=None, attrs=None, labels=None):
+    return {
+        "apiVersion": "nfd.k8s-sigs.io/v1alpha1",
+        "kind": "NodeFeature",
+        "metadata": {
+            "name": name or node,
+            "namespace": namespace,
+            "labels": {"nfd.node.kubernetes.io/node-name": node},
+        },
+        "spec": {
+            "features": {
+                "flags": {k: {"elements": {e: {} for e in v}} for k, v in (flags or {}).items()},
+                "attributes": {k: {"elements": v} for k, v in (attrs or {}).items()},
+                "instances": {},
+            },
+            "labels": labels or {},
+        },
+    }
+
+
+def rule_obj(name: str, rules: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "apiVersion": "nfd.k8s-sigs.io/v1alpha1",
+        "kind": "NodeFeatureRule",
+        "metadata": {"name": name},
+        "spec": {"rules": rules},
+    }
+
+
+AVX_RULE = {
+    "name": "avx",
+    "labels": {"cpu-avx": "true"},
+    "matchFeatures": [{"feature": "cpu.cpuid", "matchExpressions": {"AVX": {"op": "Exists"}}}],
+}
+
+
+def node_obj(name: str, labels=None, annotations=None) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels or {"kubernetes.io/hostname": name}, "annotations": annotations or {}},
+        "status": {"capacity": {"cpu": "4"}, "allocatable": {"cpu": "4"}},
+    }
+
+
+async def settle(master: NfdMaster, api: FakeApi, timeout: float = 5.0) -> None:
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    quiet = 0
+    while loop.time() < end:
+        await asyncio.sleep(0.01)
+        if master.node_queue.idle() and master.group_queue.idle():
+            quiet += 1
+            if quiet >= 5:
+                return
+        else:
+            quiet = 0
+    raise AssertionError("master did not settle")
+
+
+async def start(api: FakeApi, config: MasterConfig | None = None, **opts: Any) -> NfdMaster:
+    options = MasterOptions(namespace=NFD_NS, delete_grace_s=opts.pop("grace", 0.05), **opts)
+    m = NfdMaster(api, config=config or MasterConfig(resync_period=0), options=options)  # type: ignore[arg-type]
+    await m.start_caches()
+    await asyncio.sleep(0.02)  # let the watches open
+    await m.become_leader()
+    await settle(m, api)
+    return m
+
+
+def removed_paths(api: FakeApi) -> list[str]:
+    out = []
+    for verb, _, body in api.writes():
+        if verb == "PATCH" and isinstance(body, list):
+            out += [op["path"] for op in body if op["op"] == "remove"]
+    return out
+
+
+@pytest.fixture
+def api() -> FakeApi:
+    a = FakeApi()
+    a.put("nodes", node_obj("n1"))
+    a.put("nodes", node_obj("n2"))
+    a.put("nodefeatures", nodefeature("n1", flags={"cpu.cpuid": ["AVX", "SSE"]}, labels={"worker-label": "1"}))
+    a.put("nodefeatures", nodefeature("n2", flags={"cpu.cpuid": ["SSE"]}))
+    a.put("nodefeaturerules", rule_obj("r1", [AVX_RULE]))
+    return a
+
+
+async def test_rules_and_nodefeature_labels_applied_then_noop(api: FakeApi) -> None:
+    m = await start(api)
+    n1 = api.obj("nodes", "n1")
+    assert n1 is not None
+    assert n1["metadata"]["labels"][f"{NS}/cpu-avx"] == "true"
+    assert n1["metadata"]["labels"][f"{NS}/worker-label"] == "1"
+    assert n1["metadata"]["annotations"][bk.FEATURE_LABELS] == "cpu-avx,worker-label"
+    n2 = api.obj("nodes", "n2")
+    assert n2 is not None and f"{NS}/cpu-avx" not in n2["metadata"]["labels"]
+    # a full resync with nothing changed writes nothing
+    before = len(api.writes())
+    m.update_all_nodes("test")
+    await settle(m, api)
+    assert len(api.writes()) == before
+    await m.stop()
+
+
+async def test_rule_change_and_delete_propagate(api: FakeApi) -> None:
+    m = await start(api)
+    api.put("nodefeaturerules", rule_obj("r1", [dict(AVX_RULE, labels={"cpu-avx": "yes"})]))
+    await settle(m, api)
+    assert api.obj("nodes", "n1")["metadata"]["labels"][f"{NS}/cpu-avx"] == "yes"  # type: ignore[index]
+    api.remove("nodefeaturerules", "r1")
+    await settle(m, api)
+    labels = api.obj("nodes", "n1")["metadata"]["labels"]  # type: ignore[index]
+    assert f"{NS}/cpu-avx" not in labels
+    assert labels[f"{NS}/worker-label"] == "1"
+    await m.stop()
+
+
+async def test_invalid_rule_skipped_others_work(api: FakeApi) -> None:
+    api.put(
+        "nodefeaturerules",
+        rule_obj(
+            "r0-bad",
+            [
+                {"name": "bad", "labels": {"x": "1"},
+                 "matchFeatures": [{"feature": "cpu.cpuid", "matchExpressions": {"AVX": {"op": "Equals"}}}]},
+                {"name": "static", "labels": {"static": "1"}},
+            ],
+        ),
+    )
+    m = await start(api)
+    labels = api.obj("nodes", "n1")["metadata"]["labels"]  # type: ignore[index]
+    assert labels[f"{NS}/cpu-avx"] == "true"
+    assert labels[f"{NS}/static"] == "1"
+    assert f"{NS}/x" not in labels
+    assert m.metrics.nfr_processing_errors._value.get() >= 1  # type: ignore[attr-defined]
+    await m.stop()
+
+
+async def test_first_pass_without_nodefeature_removes_nothing(api: FakeApi) -> None:
+    # n3 carries labels from an earlier master run; its NodeFeature is not (yet) known
+    api.put(
+        "nodes",
+        node_obj("n3", labels={f"{NS}/old": "1", "keep": "x"}, annotations={bk.FEATURE_LABELS: "old"}),
+    )
+    m = await start(api)
+    n3 = api.obj("nodes", "n3")
+    assert n3["metadata"]["labels"][f"{NS}/old"] == "1"  # type: ignore[index]
+    assert f"/metadata/labels/{NS.replace('/', '~1')}~1old" not in removed_paths(api)
+    assert m.counts["skipped_removal"] >= 1
+    # the next full pass has the evidence of one complete pass: a genuinely absent NodeFeature
+    m.update_all_nodes("resync")
+    await settle(m, api)
+    assert f"{NS}/old" not in api.obj("nodes", "n3")["metadata"]["labels"]  # type: ignore[index]
+    await m.stop()
+
+
+async def test_nodefeature_delete_removes_exactly_its_labels(api: FakeApi) -> None:
+    api.put(
+        "nodefeatures",
+        nodefeature("n1", name="vendor-n1", namespace="vendor", labels={"vendor.io/gpu": "true"}),
+    )
+    m = await start(api)
+    assert api.obj("nodes", "n1")["metadata"]["labels"]["vendor.io/gpu"] == "true"  # type: ignore[index]
+    api.remove("nodefeatures", "vendor-n1", "vendor")
+    await asyncio.sleep(0.1)
+    await settle(m, api)
+    labels = api.obj("nodes", "n1")["metadata"]["labels"]  # type: ignore[index]
+    assert "vendor.io/gpu" not in labels
+    assert labels[f"{NS}/cpu-avx"] == "true"
+    assert labels["kubernetes.io/hostname"] == "n1"
+    # deleting the last NodeFeature removes everything it implied
+    api.remove("nodefeatures", "n1", NFD_NS)
+    await asyncio.sleep(0.1)
+    await settle(m, api)
+    labels = api.obj("nodes", "n1")["metadata"]["labels"]  # type: ignore[index]
+    assert labels == {"kubernetes.io/hostname": "n1"}
+    assert bk.FEATURE_LABELS not in api.obj("nodes", "n1")["metadata"]["annotations"]  # type: ignore[index]
+    await m.stop()
+
+
+async def test_worker_delete_and_recreate_removes_nothing(api: FakeApi) -> None:
+    m = await start(api, grace=0.3)
+    mark = len(api.writes())
+    nf = api.obj("nodefeatures", "n1", NFD_NS)
+    api.remove("nodefeatures", "n1", NFD_NS)
+    await asyncio.sleep(0.05)
+    api.put("nodefeatures", nf)  # type: ignore[arg-type]
+    await asyncio.sleep(0.4)
+    await settle(m, api)
+    assert api.writes()[mark:] == []
+    assert api.obj("nodes", "n1")["metadata"]["labels"][f"{NS}/cpu-avx"] == "true"  # type: ignore[index]
+    await m.stop()
+
+
+async def test_api_outage_retries_and_removes_nothing(api: FakeApi) -> None:
+    m = await start(api)
+    api.down = True
+    api.break_watches()
+    api.put("nodefeaturerules", rule_obj("r2", [{"name": "s", "labels": {"static": "1"}}]))
+    m.update_all_nodes("resync during outage")
+    await asyncio.sleep(0.3)
+    assert api.obj("nodes", "n1")["metadata"]["labels"][f"{NS}/cpu-avx"] == "true"  # type: ignore[index]
+    api.down = False
+    # the informers relist after the outage and pick up r2
+    for _ in range(200):
+        await asyncio.sleep(0.02)
+        if "r2" in m.rulebook.sets:
+            break
+    await settle(m, api)
+    labels = api.obj("nodes", "n1")["metadata"]["labels"]  # type: ignore[index]
+    assert labels[f"{NS}/cpu-avx"] == "true" and labels[f"{NS}/static"] == "1"
+    assert not [p for p in removed_paths(api) if p.startswith("/metadata/labels")]
+    await m.stop()
+
+
+async def test_stale_cache_is_reread_on_patch_failure(api: FakeApi) -> None:
+    m = await start(api)
+    # someone removes an nfd-owned label behind our back and our cache does not see it
+    api.break_watches()
+    api.down = True
+    await asyncio.sleep(0.05)
+    node = api.obj("nodes", "n1")
+    assert node is not None
+    del node["metadata"]["labels"][f"{NS}/cpu-avx"]
+    api.down = False
+    api.remove("nodefeaturerules", "r1")  # not seen by the broken watch
+    await m.process_node("n1")  # plans a remove against the stale cache -> 422 -> re-read
+    assert f"{NS}/cpu-avx" not in api.obj("nodes", "n1")["metadata"]["labels"]  # type: ignore[index]
+    await m.stop()
+
+
+async def test_leader_handover_keeps_state_and_skips_writes(api: FakeApi) -> None:
+    m = await start(api)
+    await m.step_down()
+    assert not m.is_leader
+    mark = len(api.writes())
+    api.put("nodefeaturerules", rule_obj("r2", [{"name": "s", "labels": {"static": "1"}}]))
+    await asyncio.sleep(0.05)
+    assert api.writes()[mark:] == []  # a standby writes nothing
+    assert "r2" in m.rulebook.sets  # but keeps its caches warm
+    await m.become_leader()
+    await settle(m, api)
+    assert api.obj("nodes", "n2")["metadata"]["labels"][f"{NS}/static"] == "1"  # type: ignore[index]
+    assert not [p for p in removed_paths(api) if p.startswith("/metadata/labels")]
+    await m.stop()
+
+
+async def test_taints_and_extended_resources(api: FakeApi) -> None:
+    api.put(
+        "nodefeaturerules",
+        rule_obj(
+            "r2",
+            [
+                {
+                    "name": "t",
+                    "taints": [{"key": "example.com/avx", "value": "x", "effect": "NoSchedule"}],
+                    "extendedResources": {"avx-units": "4"},
+                    "annotations": {"note": "hello"},
+                    "matchFeatures": [{"feature": "cpu.cpuid", "matchExpressions": {"AVX": {"op": "Exists"}}}],
+                }
+            ],
+        ),
+    )
+    m = await start(api, MasterConfig(resync_period=0, enable_taints=True))
+    n1 = api.obj("nodes", "n1")
+    assert n1 is not None
+    assert n1["spec"]["taints"] == [{"key": "example.com/avx", "value": "x", "effect": "NoSchedule"}]
+    assert n1["metadata"]["annotations"][bk.TAINTS] == "example.com/avx=x:NoSchedule"
+    assert n1["status"]["capacity"][f"{NS}/avx-units"] == "4"
+    assert n1["status"]["allocatable"][f"{NS}/avx-units"] == "4"
+    assert n1["metadata"]["annotations"][bk.EXTENDED_RESOURCES] == "avx-units"
+    assert n1["metadata"]["annotations"][f"{NS}/note"] == "hello"
+    # switching taints off removes the nfd taint (upstream), config reload re-evaluates all
+    m.set_config(MasterConfig(resync_period=0, enable_taints=False))
+    await settle(m, api)
+    n1 = api.obj("nodes", "n1")
+    assert n1 is not None and n1["spec"]["taints"] == []
+    assert bk.TAINTS not in n1["metadata"]["annotations"]
+    await m.stop()
+
+
+async def test_restrictions_disable_labels_and_no_publish(api: FakeApi) -> None:
+    cfg = MasterConfig(resync_period=0, no_publish=True)
+    m = await start(api, cfg)
+    assert api.writes() == []
+    m.set_config(replace(cfg, no_publish=False, restrictions=Restrictions(disable_labels=True)))
+    await settle(m, api)
+    assert f"{NS}/cpu-avx" not in api.obj("nodes", "n1")["metadata"]["labels"]  # type: ignore[index]
+    await m.stop()
+
+
+async def test_hand_removed_managed_label_is_restored_hand_labels_kept(api: FakeApi) -> None:
+    m = await start(api)
+    node = api.obj("nodes", "n1")
+    assert node is not None
+    node = dict(node)
+    node["metadata"] = dict(node["metadata"], labels={"kubernetes.io/hostname": "n1", "admin": "mine"})
+    api.put("nodes", node)
+    await asyncio.sleep(0.05)
+    await settle(m, api)
+    labels = api.obj("nodes", "n1")["metadata"]["labels"]  # type: ignore[index]
+    assert labels["admin"] == "mine"
+    assert labels[f"{NS}/cpu-avx"] == "true"
+    await m.stop()
+
+
+async def test_node_feature_group_membership(api: FakeApi) -> None:
+    api.put(
+        "nodefeaturegroups",
+        {
+            "apiVersion": "nfd.k8s-sigs.io/v1alpha1",
+            "kind": "NodeFeatureGroup",
+            "metadata": {"name": "avx-nodes", "namespace": NFD_NS},
+            "spec": {
+                "featureGroupRules": [
+                    {"name": "avx", "matchFeatures": [
+                        {"feature": "cpu.cpuid", "matchExpressions": {"AVX": {"op": "Exists"}}}]}
+                ]
+            },
+        },
+    )
+    m = await start(api, feature_gates={"NodeFeatureGroupAPI": True})
+    grp = api.obj("nodefeaturegroups", "avx-nodes", NFD_NS)
+    assert grp is not None and grp["status"]["nodes"] == [{"name": "n1"}]
+    api.put("nodefeatures", nodefeature("n2", flags={"cpu.cpuid": ["AVX"]}))
+    await asyncio.sleep(0.05)
+    await settle(m, api)
+    grp = api.obj("nodefeaturegroups", "avx-nodes", NFD_NS)
+    assert grp is not None and grp["status"]["nodes"] == [{"name": "n1"}, {"name": "n2"}]
+    await m.stop()
