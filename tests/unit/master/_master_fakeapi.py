@@ -220,9 +220,10 @@ class FakeApi:
         entry = (m["plural"], m["ns"], q)
         since = int((params or {}).get("resourceVersion") or 0)
         for plural, ev in self.history:
-            if plural == m["plural"] and int(ev["object"]["metadata"]["resourceVersion"]) > since:
-                if m["ns"] is None or m["ns"] == (ev["object"]["metadata"].get("namespace") or ""):
-                    q.put_nowait(copy.deepcopy(ev))
+            ev_meta = ev["object"]["metadata"]
+            same_ns = m["ns"] is None or m["ns"] == (ev_meta.get("namespace") or "")
+            if plural == m["plural"] and int(ev_meta["resourceVersion"]) > since and same_ns:
+                q.put_nowait(copy.deepcopy(ev))
         self._watchers.append(entry)
         try:
             while True:

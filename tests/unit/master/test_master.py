@@ -7,11 +7,11 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from _master_fakeapi import FakeApi
 
 from nfd.master import bookkeeping as bk
 from nfd.master.config import MasterConfig, Restrictions
 from nfd.master.master import MasterOptions, NfdMaster
-from _master_fakeapi import FakeApi
 
 NS = "feature.node.kubernetes.io"
 NFD_NS = "nfd"
