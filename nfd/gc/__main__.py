@@ -1,0 +1,93 @@
+"""nfd-gc: command line and process wiring (the logic is in collector.py)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+
+from nfd import __version__
+from nfd.topology_updater.goflags import GoFlagParser, parse_duration, setup_logging
+
+PROGRAM = "nfd-gc"
+
+log = logging.getLogger("nfd.gc")
+
+
+def build_parser() -> GoFlagParser:
+    p = GoFlagParser(PROGRAM)
+    p.add_flag(
+        "gc-interval",
+        type=parse_duration,
+        default=3600.0,
+        help="interval between cleanup of obsolete api objects",
+    )
+    p.add_flag("kubeconfig", default="", help="Kubeconfig to use")
+    p.add_flag("port", type=int, default=8080, help="Port which metrics and healthz endpoints are served on")
+    p.add_flag("list-size", type=int, default=200, help="the pagination size used when listing node features")
+    # not in upstream (client-go's defaults there are 5/10): bounded API load, documented in docs/gc.md
+    p.add_flag("kube-api-qps", type=float, default=50.0, help="API request rate limit")
+    p.add_flag("kube-api-burst", type=int, default=100, help="API request burst")
+    p.add_bool("version", default=False, help="Print version and exit.")
+    return p
+
+
+async def run(a: argparse.Namespace) -> int:
+    from nfd.gc.collector import GarbageCollector, Metrics
+    from nfd.k8s.client import ApiClient
+    from nfd.topology_updater import httpserver
+
+    metrics = Metrics()
+    server = await httpserver.serve(
+        a.port,
+        {"/healthz": httpserver.healthz, "/metrics": httpserver.metrics_route(metrics.registry)},
+    )
+    api = await ApiClient.from_kubeconfig(
+        a.kubeconfig or None,
+        qps=a.kube_api_qps,
+        burst=a.kube_api_burst,
+        user_agent=f"{PROGRAM}/{__version__}",
+    )
+    gc = GarbageCollector(api, list_size=a.list_size, metrics=metrics)
+    try:
+        log.info("Node Feature Discovery Garbage Collector %s", __version__)
+        if not await gc.start(sync_timeout_s=None):
+            return 1
+        await gc.run(a.gc_interval)
+        return 0
+    finally:
+        await gc.stop()
+        await api.close()
+        server.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_go(sys.argv[1:] if argv is None else argv)
+    if args.version:
+        print(PROGRAM, __version__)
+        return 0
+    setup_logging(args.v)
+    if args.gc_interval <= 0:
+        print("-gc-interval must be positive", file=sys.stderr)
+        return 2
+
+    async def wrapper() -> int:
+        task = asyncio.ensure_future(run(args))
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, task.cancel)
+        try:
+            rc: int = await task
+            return rc
+        except asyncio.CancelledError:
+            log.info("shutting down")
+            return 0
+
+    return asyncio.run(wrapper())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

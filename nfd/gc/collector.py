@@ -1,0 +1,263 @@
+"""nfd-gc: delete NodeFeatures and NodeResourceTopologies of nodes that no longer exist.
+
+Safety rules (stronger than upstream, which trusts its informer cache):
+
+- A periodic sweep picks *candidates* from the node informer cache, then confirms them against
+  a fresh, complete, paginated LIST of nodes. If that LIST fails at any page (API outage,
+  expired continue token), the sweep deletes nothing.
+- Every delete carries ``uid`` and ``resourceVersion`` preconditions from the listing, so an
+  object that was recreated or updated since (e.g. by the worker of a node that just joined)
+  is refused by the API server (409) and left alone.
+- A node DELETED event is confirmed with a GET of the node (404 required) before its objects
+  are deleted, so a node deleted and re-registered under the same name keeps its objects.
+- Nothing is deleted before the node cache has synced, and an API outage only postpones work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from nfd import __version__
+from nfd.api import NODE_NAME_LABEL
+from nfd.gc import policy
+from nfd.gc.policy import Target
+from nfd.k8s import deleting, fetching
+from nfd.k8s.errors import ApiError, ApiUnavailable, Conflict, NotFound
+from nfd.k8s.resources import NODEFEATURES, NODERESOURCETOPOLOGIES, NODES, Resource
+
+log = logging.getLogger("nfd.gc")
+
+RESOURCES: dict[str, Resource] = {
+    policy.NODEFEATURE: NODEFEATURES,
+    policy.NODERESOURCETOPOLOGY: NODERESOURCETOPOLOGIES,
+}
+
+
+def _metadata(obj: dict[str, Any]) -> dict[str, Any]:
+    """Keep only what GC looks at (lists are metadata-only already; this trims the rest)."""
+    m = obj.get("metadata") or {}
+    keep = {k: m[k] for k in ("name", "namespace", "uid", "resourceVersion", "labels") if k in m}
+    return {"metadata": keep}
+
+
+class Metrics:
+    def __init__(self) -> None:
+        from prometheus_client import CollectorRegistry, Counter, Gauge
+
+        self.registry = CollectorRegistry(auto_describe=True)
+        build_info = Gauge(
+            "nfd_gc_build_info",
+            "Version from which Node Feature Discovery was built.",
+            ["version"],
+            registry=self.registry,
+        )
+        build_info.labels(__version__).set_to_current_time()
+        self.deleted = Counter(
+            "nfd_gc_objects_deleted",
+            "Number of NodeFeature and NodeResourceTopology objects garbage collected.",
+            ["kind"],
+            registry=self.registry,
+        )
+        self.failures = Counter(
+            "nfd_gc_object_delete_failures",
+            "Number of errors in deleting NodeFeature and NodeResourceTopology objects.",
+            ["kind"],
+            registry=self.registry,
+        )
+
+
+@dataclass(slots=True)
+class SweepReport:
+    candidates: int = 0
+    deleted: list[Target] = field(default_factory=list)
+    kept_live: int = 0
+    refused: int = 0
+    failed: int = 0
+    aborted: str = ""
+
+
+class GarbageCollector:
+    def __init__(self, api: Any, *, list_size: int = 200, metrics: Metrics | None = None) -> None:
+        self.api = api
+        self.list_size = list_size
+        self.metrics = metrics or Metrics()
+        self.nodes: Any = None  # metadata-only Informer
+        self._lock = asyncio.Lock()
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    # --- node cache ---------------------------------------------------------------------------
+
+    async def start(self, *, sync_timeout_s: float | None = None) -> bool:
+        from nfd.k8s.watching import Informer
+
+        self.nodes = Informer(
+            self.api, NODES, metadata_only=True, page_size=self.list_size, transform=_metadata
+        )
+        self.nodes.on_event(self._on_node_event)
+        await self.nodes.start()
+        ok: bool = await self.nodes.wait_synced(sync_timeout_s)
+        if ok:
+            log.info("node informer cache synced: %d nodes", len(self.nodes.cache))
+        return ok
+
+    async def stop(self) -> None:
+        if self.nodes is not None:
+            await self.nodes.stop()
+        for t in list(self._tasks):
+            t.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def cached_node_names(self) -> set[str]:
+        return {name for (_ns, name) in self.nodes.cache} if self.nodes is not None else set()
+
+    def _on_node_event(self, etype: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        if etype != "DELETED":
+            return
+        name = (obj.get("metadata") or {}).get("name", "")
+        if name:
+            t = asyncio.get_running_loop().create_task(self.node_deleted(name))
+            self._tasks.add(t)
+            t.add_done_callback(self._tasks.discard)
+
+    # --- listing -----------------------------------------------------------------------------
+
+    async def _list(self, res: Resource, *, label_selector: str | None = None) -> list[dict[str, Any]] | None:
+        """Complete metadata list, or None when the resource type does not exist (404)."""
+        try:
+            items, _rv = await fetching.list_objects(
+                self.api,
+                res,
+                label_selector=label_selector,
+                page_size=self.list_size,
+                metadata_only=True,
+                transform=_metadata,
+            )
+        except NotFound:
+            log.debug("resource %s does not exist, skipped", res.plural)
+            return None
+        return items
+
+    async def live_node_names(self) -> set[str]:
+        """Node names from a fresh complete LIST; raises on any failure (never partial)."""
+        items = await self._list(NODES)
+        return {(o.get("metadata") or {}).get("name", "") for o in items or []}
+
+    # --- deleting ----------------------------------------------------------------------------
+
+    async def _delete(self, t: Target, report: SweepReport | None = None) -> None:
+        res = RESOURCES[t.kind]
+        try:
+            gone = await deleting.delete(
+                self.api,
+                res,
+                name=t.name,
+                namespace=t.namespace or None,
+                uid=t.uid or None,
+                resource_version=t.resource_version or None,
+            )
+        except Conflict as e:
+            # changed or recreated since we listed it: someone is using it, leave it be
+            log.info("%s %s changed since listed, not deleted: %s", t.kind, t.ref, e.message or e)
+            if report is not None:
+                report.refused += 1
+            return
+        except (ApiError, ApiUnavailable) as e:
+            log.error("failed to delete %s %s: %s", t.kind, t.ref, e)
+            self.metrics.failures.labels(t.kind).inc()
+            if report is not None:
+                report.failed += 1
+            return
+        if not gone:
+            log.debug("%s %s already gone", t.kind, t.ref)
+            return
+        log.info("%s %s deleted (node %r does not exist)", t.kind, t.ref, t.node)
+        self.metrics.deleted.labels(t.kind).inc()
+        if report is not None:
+            report.deleted.append(t)
+
+    # --- periodic sweep ----------------------------------------------------------------------
+
+    async def sweep(self) -> SweepReport:
+        """One garbage-collection pass."""
+        async with self._lock:
+            return await self._sweep()
+
+    async def _sweep(self) -> SweepReport:
+        report = SweepReport()
+        if self.nodes is None or not self.nodes.synced:
+            report.aborted = "node cache not synced"
+            log.info("garbage collection skipped: %s", report.aborted)
+            return report
+        log.info("performing garbage collection")
+        cached = self.cached_node_names()
+        targets: list[Target] = []
+        try:
+            for kind, res, to_target in (
+                (policy.NODEFEATURE, NODEFEATURES, policy.nodefeature_target),
+                (policy.NODERESOURCETOPOLOGY, NODERESOURCETOPOLOGIES, policy.nrt_target),
+            ):
+                items = await self._list(res)
+                if items is None:
+                    continue
+                for t in map(to_target, items):
+                    if t.kind == policy.NODEFEATURE and not t.node:
+                        log.info("node name label missing from NodeFeature %s", t.ref)
+                    targets.append(t)
+                log.debug("listed %d %s objects", len(items), kind)
+        except (ApiError, ApiUnavailable) as e:
+            report.aborted = f"listing failed: {e}"
+            log.error("garbage collection aborted, nothing deleted: %s", report.aborted)
+            return report
+        candidates = policy.stale(targets, cached)
+        report.candidates = len(candidates)
+        if not candidates:
+            return report
+        try:
+            live = await self.live_node_names()
+        except (ApiError, ApiUnavailable) as e:
+            report.aborted = f"confirming node list failed: {e}"
+            log.error("garbage collection aborted, nothing deleted: %s", report.aborted)
+            return report
+        confirmed = policy.stale(candidates, live | self.cached_node_names())
+        report.kept_live = len(candidates) - len(confirmed)
+        for t in confirmed:
+            await self._delete(t, report)
+        return report
+
+    # --- node deletion events ----------------------------------------------------------------
+
+    async def node_deleted(self, node: str) -> list[Target]:
+        """Delete the NRT and NodeFeatures of a deleted node once the deletion is confirmed."""
+        async with self._lock:
+            try:
+                if await fetching.get(self.api, NODES, name=node) is not None:
+                    log.info("node %s was deleted and exists again: its objects are kept", node)
+                    return []
+            except (ApiError, ApiUnavailable) as e:
+                log.error(
+                    "cannot confirm deletion of node %s, its objects are left to the next sweep: %s", node, e
+                )
+                return []
+            report = SweepReport()
+            await self._delete(Target(policy.NODERESOURCETOPOLOGY, "", node, node), report)
+            try:
+                items = await self._list(NODEFEATURES, label_selector=f"{NODE_NAME_LABEL}={node}")
+            except (ApiError, ApiUnavailable) as e:
+                log.error("failed to list NodeFeature objects of deleted node %s: %s", node, e)
+                return report.deleted
+            for t in map(policy.nodefeature_target, items or []):
+                if t.node == node:
+                    await self._delete(t, report)
+            return report.deleted
+
+    async def run(self, interval_s: float) -> None:
+        """Initial pass, then one every ``interval_s`` (node events are handled meanwhile)."""
+        while True:
+            try:
+                await self.sweep()
+            except Exception:  # a bug must not stop the daemon; the next pass retries
+                log.exception("garbage collection pass failed")
+            await asyncio.sleep(interval_s)
