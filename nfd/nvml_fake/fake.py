@@ -168,7 +168,13 @@ class FakeNvml:
 
     # -- fault injection -----------------------------------------------------------------------
     def inject(
-        self, call: str, error: str | int, *, device: int | None = None, times: int | None = None, after: int = 0
+        self,
+        call: str,
+        error: str | int,
+        *,
+        device: int | None = None,
+        times: int | None = None,
+        after: int = 0,
     ) -> Fault:
         f = Fault(call=call, code=_code(error), device=device, times=times, after=after)
         self.faults.append(f)
@@ -183,8 +189,12 @@ class FakeNvml:
             lhs, _, rhs = item.partition("=")
             call, _, dev = lhs.partition("@")
             err, _, times = rhs.partition("*")
-            self.inject(call.strip(), err.strip(), device=int(dev) if dev else None,
-                        times=int(times) if times else None)
+            self.inject(
+                call.strip(),
+                err.strip(),
+                device=int(dev) if dev else None,
+                times=int(times) if times else None,
+            )
 
     def clear_faults(self) -> None:
         self.faults.clear()

@@ -7,7 +7,9 @@ from typing import Any
 
 import yaml
 
-PROFILE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "sources", "nvml_profiles")
+PROFILE_DIR = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "sources", "nvml_profiles"
+)
 
 
 def available_profiles() -> list[str]:

@@ -59,7 +59,9 @@ class _Collector:
                 raise
             raise CollectError(name, e, device=device) from e
 
-    def optional(self, name: str, *args: Any, device: int | None = None, quiet: frozenset[int] = frozenset()) -> Any:
+    def optional(
+        self, name: str, *args: Any, device: int | None = None, quiet: frozenset[int] = frozenset()
+    ) -> Any:
         """A call whose failure is only a warning; None on failure."""
         try:
             return getattr(self.nvml, name)(*args)

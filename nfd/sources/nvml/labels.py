@@ -213,7 +213,9 @@ def full_gpu_labels(gpu: Gpu, count: int, sharing: Sharing | None) -> dict[str, 
     return out
 
 
-def mig_resource_labels(resource: str, mig: MigDevice, parent: Gpu, count: int, sharing: Sharing) -> dict[str, str]:
+def mig_resource_labels(
+    resource: str, mig: MigDevice, parent: Gpu, count: int, sharing: Sharing
+) -> dict[str, str]:
     rl = _Resource(resource, sharing)
     out = rl.base(count, parent.name, "MIG", mig.profile)
     for suffix, value in mig.attribute_labels().items():
@@ -297,7 +299,7 @@ def _single(snap: Snapshot, sharing: Sharing, warn: Warn) -> dict[str, str]:
         if len(groups) != 1:
             reason = "more than one MIG device type present on node"
         else:
-            (first, count), = groups.values()
+            ((first, count),) = groups.values()
             parent = snap.gpu(first.parent_index) or enabled[0]
             return mig_resource_labels(GPU_RESOURCE, first, parent, count, sharing)
     warn(f"nvml: invalid configuration for mig-strategy=single: {reason}")

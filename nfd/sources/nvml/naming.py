@@ -171,13 +171,15 @@ def label_value_error(value: str) -> str | None:
 
 
 def fix_label_value(value: str) -> str | None:
-    """Best valid form of a GFD value: cut to 63 characters, trim non-alphanumeric ends.
+    """A valid form of a GFD value, or None to leave the label out.
 
-    None if nothing valid is left of a non-empty value (the label is then left out).
+    Only over-long values are repaired (cut to 63 characters, then a dangling ``-_.`` dropped);
+    anything else invalid, such as VFIO's ``-1``, is left out rather than given a new meaning.
     """
     if label_value_error(value) is None:
         return value
-    v = value[:63].strip("-_.")
-    if v and label_value_error(v) is None:
-        return v
+    if len(value) > 63:
+        v = value[:63].rstrip("-_.")
+        if v and label_value_error(v) is None:
+            return v
     return None

@@ -73,7 +73,9 @@ def parse_device_plugin_config(doc: Any, *, path: str) -> DevicePluginConfig:
     if flags.get("migStrategy") is not None:
         mig = flags["migStrategy"]
         if mig not in MIG_STRATEGIES:
-            raise ValidationError(f"{path}.flags.migStrategy", f"must be one of none, single, mixed; got {mig!r}")
+            raise ValidationError(
+                f"{path}.flags.migStrategy", f"must be one of none, single, mixed; got {mig!r}"
+            )
     sharing_doc = doc.get("sharing") or {}
     if not isinstance(sharing_doc, dict):
         raise ValidationError(f"{path}.sharing", "must be an object")

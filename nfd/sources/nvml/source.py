@@ -32,11 +32,19 @@ log = logging.getLogger("nfd.sources.nvml")
 class NvmlSource(FeatureSource):
     name = "nvml"
 
-    def __init__(self, *, env: dict[str, str] | None = None, clock: Any = time.time):
+    def __init__(
+        self,
+        *,
+        env: dict[str, str] | None = None,
+        clock: Any = time.time,
+        backend: Any = None,
+        host: Any = None,
+    ):
+        """``backend``/``host`` inject an NVML implementation and host facts (tests)."""
         self._env = env
         self._lock = threading.Lock()
-        self._backend: Any = None
-        self._fake_host: Any = None
+        self._backend: Any = backend
+        self._fake_host: Any = host
         self._absent_logged = False
         self._available = False
         self._last: Features | None = None
@@ -112,7 +120,9 @@ class NvmlSource(FeatureSource):
 
     def _note_absent(self, why: str) -> None:
         if not self._absent_logged:
-            log.info("nvml: no usable NVML on this node (%s); the nvml source is off and re-checks each cycle", why)
+            log.info(
+                "nvml: no usable NVML on this node (%s); the nvml source is off and re-checks each cycle", why
+            )
             self._absent_logged = True
 
     def _discover(self, ctx: DiscoveryContext, config: dict[str, Any]) -> Features:

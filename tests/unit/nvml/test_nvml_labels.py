@@ -24,7 +24,9 @@ VERSIONS = {
 }
 
 
-def full_gpu(product: str, count: int, memory: int, major: int, minor: int, family: str, machine: str) -> dict[str, str]:
+def full_gpu(
+    product: str, count: int, memory: int, major: int, minor: int, family: str, machine: str
+) -> dict[str, str]:
     return {
         "nvidia.com/gpu.product": product,
         "nvidia.com/gpu.count": str(count),
@@ -85,7 +87,9 @@ def test_single_gpu_profiles_none() -> None:
     assert gpu_only(labels_of("h100-80gb")) == full_gpu(
         "NVIDIA-H100-80GB-HBM3", 1, 81559, 9, 0, "hopper", "PowerEdge-R760xa"
     )
-    assert gpu_only(labels_of("h200")) == full_gpu("NVIDIA-H200", 1, 143771, 9, 0, "hopper", "ThinkSystem-SR680a-V3")
+    assert gpu_only(labels_of("h200")) == full_gpu(
+        "NVIDIA-H200", 1, 143771, 9, 0, "hopper", "ThinkSystem-SR680a-V3"
+    )
 
 
 def test_strategy_label_only_for_single_and_mixed() -> None:
@@ -118,7 +122,10 @@ def test_a100_mig_mixed_layout_mixed_strategy() -> None:
         "nvidia.com/mps.capable": "false",
         "nvidia.com/vgpu.present": "false",
     }
-    for profile, count, mem, sm, slices, copy, dec in (("3g.20gb", 2, 19968, 42, 3, 3, 2), ("1g.5gb", 7, 4864, 14, 1, 1, 0)):
+    for profile, count, mem, sm, slices, copy, dec in (
+        ("3g.20gb", 2, 19968, 42, 3, 3, 2),
+        ("1g.5gb", 7, 4864, 14, 1, 1, 0),
+    ):
         p = f"nvidia.com/mig-{profile}."
         expected.update(
             {
@@ -160,7 +167,9 @@ def test_h100_mig_mixed_layout() -> None:
     # GPU 1 is a full GPU, so the gpu.* family keeps sharing values (replicas 1, not 0)
     assert mixed["nvidia.com/gpu.count"] == "2"
     assert mixed["nvidia.com/gpu.replicas"] == "1"
-    profiles = {k[len("nvidia.com/mig-") : -len(".count")] for k in mixed if k.endswith(".count") and "/mig-" in k}
+    profiles = {
+        k[len("nvidia.com/mig-") : -len(".count")] for k in mixed if k.endswith(".count") and "/mig-" in k
+    }
     assert profiles == {"3g.40gb", "1c.2g.20gb", "1g.10gb", "1g.10gb.me"}
     assert mixed["nvidia.com/mig-3g.40gb.count"] == "1"
     assert mixed["nvidia.com/mig-1c.2g.20gb.count"] == "2"
@@ -282,7 +291,10 @@ def test_non_mig_capable_node(profile_doc) -> None:
 def test_zero_gpus_only_timestamp_and_vgpu(profile_doc) -> None:
     doc = profile_doc("h100x8")
     doc["gpus"] = []
-    assert labels_of(doc, timestamp=5) == {"nvidia.com/gfd.timestamp": "5", "nvidia.com/vgpu.present": "false"}
+    assert labels_of(doc, timestamp=5) == {
+        "nvidia.com/gfd.timestamp": "5",
+        "nvidia.com/vgpu.present": "false",
+    }
 
 
 def test_gpu_mode_graphics_mixed_and_unknown(profile_doc) -> None:
@@ -332,7 +344,8 @@ def test_clique_label_when_all_attached_gpus_agree() -> None:
 
 def test_vgpu_labels() -> None:
     snap = dataclasses.replace(
-        snap_of("a100-40gb"), vgpu=Vgpu(present=True, host_driver_version="550.54.16", host_driver_branch="r550_40")
+        snap_of("a100-40gb"),
+        vgpu=Vgpu(present=True, host_driver_version="550.54.16", host_driver_branch="r550_40"),
     )
     labels = labels_of(snap)
     assert labels["nvidia.com/vgpu.present"] == "true"

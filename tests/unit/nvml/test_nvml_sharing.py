@@ -14,7 +14,17 @@ def parse(doc):
 
 
 def ts(replicas: int = 10, name: str = "nvidia.com/gpu", rename: bool = False) -> Sharing:
-    return parse({"version": "v1", "sharing": {"timeSlicing": {"renameByDefault": rename, "resources": [{"name": name, "replicas": replicas}]}}}).sharing
+    return parse(
+        {
+            "version": "v1",
+            "sharing": {
+                "timeSlicing": {
+                    "renameByDefault": rename,
+                    "resources": [{"name": name, "replicas": replicas}],
+                }
+            },
+        }
+    ).sharing
 
 
 def test_parse_full_config() -> None:
@@ -26,7 +36,9 @@ def test_parse_full_config() -> None:
                 "timeSlicing": {
                     "renameByDefault": True,
                     "failRequestsGreaterThanOne": False,
-                    "resources": [{"name": "nvidia.com/gpu", "replicas": 4, "rename": "ignored", "devices": "all"}],
+                    "resources": [
+                        {"name": "nvidia.com/gpu", "replicas": 4, "rename": "ignored", "devices": "all"}
+                    ],
                 }
             },
         }
@@ -43,8 +55,14 @@ def test_parse_full_config() -> None:
         ({"version": "v2"}, "config.yaml.version"),
         ({"flags": {"migStrategy": "both"}}, "config.yaml.flags.migStrategy"),
         ({"sharing": {"timeSlicing": {"resources": []}}}, "config.yaml.sharing.timeSlicing.resources"),
-        ({"sharing": {"mps": {"resources": [{"name": "nvidia.com/gpu", "replicas": 1}]}}}, "config.yaml.sharing.mps.resources[0].replicas"),
-        ({"sharing": {"timeSlicing": {"resources": [{"replicas": 2}]}}}, "config.yaml.sharing.timeSlicing.resources[0].name"),
+        (
+            {"sharing": {"mps": {"resources": [{"name": "nvidia.com/gpu", "replicas": 1}]}}},
+            "config.yaml.sharing.mps.resources[0].replicas",
+        ),
+        (
+            {"sharing": {"timeSlicing": {"resources": [{"replicas": 2}]}}},
+            "config.yaml.sharing.timeSlicing.resources[0].name",
+        ),
         ([], "config.yaml"),
     ],
 )
