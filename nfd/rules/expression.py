@@ -115,8 +115,8 @@ class Expr:
         self.is_dne = op == "DoesNotExist"
         # (sub-field, message) for validation; runtime errors carry the field path too
         self.problems: list[tuple[str, str]] = []
-        pre_error, test, value_error = _compile_test(op, values, vtype, path)
-        for msg in (pre_error, value_error):
+        pre_error, test, value_error, note = _compile_test(op, values, vtype, path)
+        for msg in (pre_error, value_error, note):
             if msg:
                 sub = (
                     "op"
@@ -183,27 +183,34 @@ class Expr:
 
 def _compile_test(
     op: str, values: list[str], vtype: str, path: str
-) -> tuple[str | None, Callable[[str], bool] | None, str | None]:
-    """(error raised on every evaluation, value predicate, error raised when a value is compared)."""
+) -> tuple[str | None, Callable[[str], bool] | None, str | None, str | None]:
+    """(error raised on every evaluation, value predicate, error raised when a value is compared,
+    static note: a bound that makes every comparison fail, reported by the predicate itself)."""
     if op not in VALID_OPS:
-        return f"unknown operator {go_quote(op)}", None, None
+        return f"unknown operator {go_quote(op)}", None, None, None
     if op in _PRESENCE_OPS:
         if values:
             return (
                 f"invalid expression, 'value' field must be empty for Op {go_quote(op)} (have {go_list(values)})",
                 None,
                 None,
+                None,
             )
-        return None, None, None
+        return None, None, None, None
     if op in ("In", "NotIn", "InRegexp"):
         if not values:
-            return None, None, f"invalid expression, 'value' field must be non-empty for Op {go_quote(op)}"
+            return (
+                None,
+                None,
+                f"invalid expression, 'value' field must be non-empty for Op {go_quote(op)}",
+                None,
+            )
         if op == "In":
             vs = frozenset(values)
-            return None, vs.__contains__, None
+            return None, vs.__contains__, None, None
         if op == "NotIn":
             nvs = frozenset(values)
-            return None, lambda v: v not in nvs, None
+            return None, lambda v: v not in nvs, None, None
         try:
             res = [compile_go(v).search for v in values]
         except GoRegexError:
@@ -212,20 +219,22 @@ def _compile_test(
                 None,
                 "invalid expressiom, 'value' field must only contain valid regexps for Op "
                 f"{go_quote(op)} (have {go_list(values)})",
+                None,
             )
         if len(res) == 1:
             s0 = res[0]
-            return None, lambda v: s0(v) is not None, None
-        return None, lambda v: any(s(v) is not None for s in res), None
+            return None, lambda v: s0(v) is not None, None, None
+        return None, lambda v: any(s(v) is not None for s in res), None, None
     if op in ("IsTrue", "IsFalse"):
         if values:
             return (
                 None,
                 None,
                 f"invalid expression, 'value' field must be empty for Op {go_quote(op)} (have {go_list(values)})",
+                None,
             )
         want = "true" if op == "IsTrue" else "false"
-        return None, want.__eq__, None
+        return None, want.__eq__, None, None
     # numeric / version comparisons
     two = op in ("GtLt", "GeLe")
     if len(values) != (2 if two else 1):
@@ -234,6 +243,7 @@ def _compile_test(
             None,
             None,
             f"invalid expression, 'value' field must contain {what} for Op {go_quote(op)} (have {go_list(values)})",
+            None,
         )
     desc = _expr_str(op, values)
     pfx = f"{path}: " if path else ""
@@ -241,28 +251,25 @@ def _compile_test(
         bounds_v = [parse_version(v) for v in values]
         for v, b in zip(values, bounds_v, strict=True):
             if b is None:
-                return None, _version_test_bad_bound(f"not a version {go_quote(v)} in {desc}", pfx), None
-        return None, _version_test(op, bounds_v, pfx), None  # type: ignore[arg-type]
+                msg = f"not a version {go_quote(v)} in {desc}"
+                return None, _version_test_bad_bound(msg, pfx), None, msg
+        return None, _version_test(op, bounds_v, pfx), None, None  # type: ignore[arg-type]
     if vtype != "":
         return (
             None,
             None,
             f"invalid expression, 'type' field only accepts \"version\" value for Op {go_quote(op)} (have {go_quote(vtype)})",
+            None,
         )
     bounds_i = [go_atoi(v) for v in values]
     for v, bi in zip(values, bounds_i, strict=True):
         if bi is None:
-            return None, _int_test_bad_bound(f"not a number {go_quote(v)} in {desc}", pfx), None
+            msg = f"not a number {go_quote(v)} in {desc}"
+            return None, _int_test_bad_bound(msg, pfx), None, msg
     if two and bounds_i[0] >= bounds_i[1]:  # type: ignore[operator]
-        return (
-            None,
-            _int_test_bad_bound(
-                f"invalid expression, value[0] must be less than Value[1] for Op {go_quote(op)} (have {go_list(values)})",
-                pfx,
-            ),
-            None,
-        )
-    return None, _int_test(op, bounds_i, pfx), None  # type: ignore[arg-type]
+        msg = f"invalid expression, value[0] must be less than Value[1] for Op {go_quote(op)} (have {go_list(values)})"
+        return None, _int_test_bad_bound(msg, pfx), None, msg
+    return None, _int_test(op, bounds_i, pfx), None, None  # type: ignore[arg-type]
 
 
 def _int_test_bad_bound(msg: str, pfx: str) -> Callable[[str], bool]:
