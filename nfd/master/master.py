@@ -131,6 +131,10 @@ class NfdMaster:
         )
         self.nfr_informer = Informer(api, NODEFEATURERULES, page_size=500, transform=_slim_nfr)
         self.node_informer = Informer(api, NODES, page_size=500, transform=slim_node)
+        # False when RBAC does not allow watching Nodes (upstream's ClusterRole has only
+        # get/list/patch/update): then Nodes are listed for full passes and read before each
+        # update, as upstream does.
+        self.watch_nodes = True
         self.nfg_informer: Informer | None = None
         if options.node_feature_groups:
             self.nfg_informer = Informer(
@@ -291,9 +295,29 @@ class NfdMaster:
     def update_all_nodes(self, reason: str) -> None:
         if not self.ready:
             return
+        if not self.watch_nodes:
+            # No Node watch allowed (upstream's RBAC): list instead.
+            self._spawn(self._list_and_queue(reason))
+            return
         log.info("queueing all %d nodes: %s", len(self.node_informer.cache), reason)
         for _, name in list(self.node_informer.cache):
             self.node_queue.add(name)
+
+    async def _list_and_queue(self, reason: str) -> None:
+        from nfd.k8s.fetching import list_objects
+
+        for attempt in range(1000):
+            try:
+                items, _ = await list_objects(self.api, NODES, page_size=500, metadata_only=True)
+                break
+            except (kerr.ApiError, kerr.ApiUnavailable) as e:
+                log.warning("cannot list nodes (%s); retrying", e)
+                await asyncio.sleep(min(30.0, 0.5 * 2**attempt))
+        else:
+            return
+        log.info("queueing all %d nodes (listed): %s", len(items), reason)
+        for obj in items:
+            self.node_queue.add((obj.get("metadata") or {}).get("name") or "")
 
     def set_config(self, config: MasterConfig) -> None:
         """Live reload: a new (already validated) config; every node is re-evaluated."""
@@ -387,6 +411,8 @@ class NfdMaster:
         """
         slim = slim_node(obj)
         name = slim["metadata"].get("name") or ""
+        if not self.watch_nodes:
+            return
         cur = self.node_informer.cache.get(("", name))
         new_rv = slim["metadata"].get("resourceVersion") or ""
         cur_rv = (cur or {}).get("metadata", {}).get("resourceVersion") or ""
@@ -395,7 +421,8 @@ class NfdMaster:
 
     async def process_node(self, name: str) -> None:
         self.metrics.node_update_requests.inc()
-        cached = self.node_informer.get(name)
+        # Plan against the watched cache; without a Node watch, read the Node (as upstream).
+        cached = self.node_informer.get(name) if self.watch_nodes else None
         node = NodeState.from_obj(cached) if cached is not None else await self._fresh_node(name)
         if node is None:
             log.info("node %s does not exist; dropping it", name)
@@ -487,7 +514,13 @@ class NfdMaster:
         obj = self.nfg_informer.get(name, self.opts.namespace)
         if obj is None:
             return
-        nodes = sorted(n for _, n in self.node_informer.cache)
+        if self.watch_nodes:
+            nodes = sorted(n for _, n in self.node_informer.cache)
+        else:
+            from nfd.k8s.fetching import list_objects
+
+            items, _ = await list_objects(self.api, NODES, page_size=500, metadata_only=True)
+            nodes = sorted((o.get("metadata") or {}).get("name") or "" for o in items)
         members = compute_membership(obj, nodes=nodes, merged_for=self.merged_for)
         status_nodes = [{"name": m} for m in members]
         if ((obj.get("status") or {}).get("nodes") or []) == status_nodes:
@@ -597,7 +630,12 @@ class NfdMaster:
         if self.rulebook is None:
             self.rulebook = RuleBook()
         self._ensure_ns_informer()
-        informers = [self.nfr_informer, self.node_informer, self.nf_informer]
+        self.watch_nodes = await self._allowed("watch", "nodes")
+        if not self.watch_nodes:
+            log.warning("RBAC does not allow watching nodes: reading each Node before updating it")
+        informers = [self.nfr_informer, self.nf_informer]
+        if self.watch_nodes:
+            informers.append(self.node_informer)
         if self.nfg_informer is not None:
             informers.append(self.nfg_informer)
         if self.ns_informer is not None:
@@ -617,9 +655,25 @@ class NfdMaster:
         if self.on_synced is not None:
             self.on_synced()
 
+    async def _allowed(self, verb: str, resource: str, group: str = "") -> bool:
+        """SelfSubjectAccessReview; an unanswerable question counts as allowed (the call will tell)."""
+        body = {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": {"verb": verb, "resource": resource, "group": group}},
+        }
+        try:
+            res = await self.api.request(
+                "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", body=body, verb="CREATE"
+            )
+        except (kerr.ApiError, kerr.ApiUnavailable) as e:
+            log.info("cannot check permission to %s %s (%s); assuming allowed", verb, resource, e)
+            return True
+        return bool(((res or {}).get("status") or {}).get("allowed"))
+
     @property
     def synced(self) -> bool:
-        infs = [self.nfr_informer, self.node_informer, self.nf_informer]
+        infs = [self.nfr_informer, self.nf_informer] + ([self.node_informer] if self.watch_nodes else [])
         return all(i.synced for i in infs)
 
     async def stop(self) -> None:

@@ -83,6 +83,7 @@ class FakeApi:
         self.metrics: Counter[str] = Counter()
         self.log: list[tuple[str, str, Any]] = []  # (verb, path, body) of writes
         self.down = False
+        self.forbidden: set[tuple[str, str]] = set()  # (verb, resource) denied by "RBAC"
         self._watchers: list[tuple[str, str | None, asyncio.Queue[dict[str, Any] | None]]] = []
         self.history: list[tuple[str, dict[str, Any]]] = []  # (plural, event), for watch resumes
 
@@ -152,6 +153,10 @@ class FakeApi:
         if not m:
             raise _Fail(404, "NotFound", path)
         plural, ns, name, sub = m["plural"], m["ns"] or "", m["name"], m["sub"]
+        if plural == "selfsubjectaccessreviews":
+            attrs = body["spec"]["resourceAttributes"]
+            allowed = (attrs["verb"], attrs["resource"]) not in self.forbidden
+            return dict(body, status={"allowed": allowed})
         objs = self.store.setdefault(plural, {})
         if method == "GET" and name is None:
             items = [copy.deepcopy(o) for (ons, _), o in sorted(objs.items()) if not m["ns"] or ons == ns]

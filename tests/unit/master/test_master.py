@@ -236,17 +236,19 @@ async def test_api_outage_retries_and_removes_nothing(api: FakeApi) -> None:
 
 async def test_stale_cache_is_reread_on_patch_failure(api: FakeApi) -> None:
     m = await start(api)
-    # someone removes an nfd-owned label behind our back and our cache does not see it
-    api.break_watches()
-    api.down = True
-    await asyncio.sleep(0.05)
+    # someone removed an nfd-owned label and the cache has not seen it yet (no event sent)
     node = api.obj("nodes", "n1")
     assert node is not None
     del node["metadata"]["labels"][f"{NS}/cpu-avx"]
-    api.down = False
-    api.remove("nodefeaturerules", "r1")  # not seen by the broken watch
-    await m.process_node("n1")  # plans a remove against the stale cache -> 422 -> re-read
-    assert f"{NS}/cpu-avx" not in api.obj("nodes", "n1")["metadata"]["labels"]  # type: ignore[index]
+    m.rulebook.remove("r1")
+    assert m.node_informer.get("n1")["metadata"]["labels"][f"{NS}/cpu-avx"] == "true"  # type: ignore[index]
+    reads = api.metrics["GET"]
+    await m.process_node("n1")  # plans a remove against the stale cache -> 422 -> re-read -> done
+    assert api.metrics["GET"] == reads + 1
+    n1 = api.obj("nodes", "n1")
+    assert n1 is not None
+    assert f"{NS}/cpu-avx" not in n1["metadata"]["labels"]
+    assert n1["metadata"]["annotations"][bk.FEATURE_LABELS] == "worker-label"
     await m.stop()
 
 
@@ -348,4 +350,18 @@ async def test_node_feature_group_membership(api: FakeApi) -> None:
     await settle(m, api)
     grp = api.obj("nodefeaturegroups", "avx-nodes", NFD_NS)
     assert grp is not None and grp["status"]["nodes"] == [{"name": "n1"}, {"name": "n2"}]
+    await m.stop()
+
+
+async def test_without_node_watch_permission_reads_nodes_like_upstream(api: FakeApi) -> None:
+    api.forbidden.add(("watch", "nodes"))
+    m = await start(api)
+    assert not m.watch_nodes
+    n1 = api.obj("nodes", "n1")
+    assert n1 is not None and n1["metadata"]["labels"][f"{NS}/cpu-avx"] == "true"
+    writes = len(api.writes())
+    m.update_all_nodes("resync")
+    await asyncio.sleep(0.05)
+    await settle(m, api)
+    assert len(api.writes()) == writes  # still no writes when nothing changed
     await m.stop()
