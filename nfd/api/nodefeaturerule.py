@@ -149,7 +149,9 @@ def parse_header(obj: Any, *, kind: str, list_field: str) -> tuple[dict[str, Any
         raise ValidationError("", f"{kind} must be an object")
     if obj.get("kind") != kind:
         raise ValidationError("kind", f"expected {kind!r}, got {obj.get('kind')!r}")
-    meta = obj.get("metadata") or {}
+    meta = obj.get("metadata")
+    if meta is None:
+        meta = {}
     if not isinstance(meta, dict):
         raise ValidationError("metadata", "must be an object")
     spec = obj.get("spec")
@@ -295,20 +297,20 @@ def parse_rule(obj: Any, *, path: str, group: bool = False) -> Rule:
     e = _Errs()
     if not isinstance(obj, dict):
         raise ValidationErrors([ValidationError(path, f"must be an object, got {_tname(obj)}")])
-    r = Rule(
-        name=e.string(obj.get("name"), f"{path}.name"),
-        vars=e.str_map(obj.get("vars"), f"{path}.vars"),
-        vars_template=e.string(obj.get("varsTemplate"), f"{path}.varsTemplate"),
-        match_features=_parse_terms(obj.get("matchFeatures"), f"{path}.matchFeatures", e),
-        match_any=_parse_match_any(obj.get("matchAny"), f"{path}.matchAny", e),
-        match_cel=e.str_list(obj.get("matchCEL"), f"{path}.matchCEL"),
-    )
+    # fields in upstream's declaration order, so problems are reported in document order
+    r = Rule(name=e.string(obj.get("name"), f"{path}.name"))
     if not group:
         r.labels = e.str_map(obj.get("labels"), f"{path}.labels")
         r.labels_template = e.string(obj.get("labelsTemplate"), f"{path}.labelsTemplate")
         r.annotations = e.str_map(obj.get("annotations"), f"{path}.annotations")
-        r.extended_resources = e.str_map(obj.get("extendedResources"), f"{path}.extendedResources")
+    r.vars = e.str_map(obj.get("vars"), f"{path}.vars")
+    r.vars_template = e.string(obj.get("varsTemplate"), f"{path}.varsTemplate")
+    if not group:
         r.taints = _parse_taints(obj.get("taints"), f"{path}.taints", e)
+        r.extended_resources = e.str_map(obj.get("extendedResources"), f"{path}.extendedResources")
+    r.match_features = _parse_terms(obj.get("matchFeatures"), f"{path}.matchFeatures", e)
+    r.match_any = _parse_match_any(obj.get("matchAny"), f"{path}.matchAny", e)
+    r.match_cel = e.str_list(obj.get("matchCEL"), f"{path}.matchCEL")
     if e.errors:
         raise ValidationErrors(e.errors)
     return r

@@ -43,6 +43,11 @@ _VALUE_MSG = (
 )
 
 
+def _q(s: str) -> str:
+    """Go's %q for the common case (quotes and backslashes escaped)."""
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def split_ns(name: str) -> tuple[str, str]:
     """("prefix", "name"); prefix is "" for an unprefixed name."""
     ns, sep, base = name.partition("/")
@@ -114,7 +119,7 @@ def validate_label(key: str, value: str) -> str | None:
     node.kubernetes.io and their sub-domains excepted), valid value."""
     errs = qualified_name_errors(key)
     if errs:
-        return f"invalid label key {key!r}: {'; '.join(errs)}"
+        return f"invalid label key {_q(key)}: {'; '.join(errs)}"
     ns, _ = split_ns(key)
     if not ns:
         return ERR_UNPREFIXED
@@ -122,7 +127,7 @@ def validate_label(key: str, value: str) -> str | None:
         return ERR_NS_NOT_ALLOWED
     verrs = label_value_errors(value)
     if verrs:
-        return f"invalid value {value!r}: {'; '.join(verrs)}"
+        return f"invalid value {_q(value)}: {'; '.join(verrs)}"
     return None
 
 
@@ -131,7 +136,7 @@ def validate_annotation(key: str, value: str) -> str | None:
     kubernetes.io tree; value at most 1024 bytes."""
     errs = qualified_name_errors(key)
     if errs:
-        return f"invalid annotation key {key!r}: {'; '.join(errs)}"
+        return f"invalid annotation key {_q(key)}: {'; '.join(errs)}"
     ns, _ = split_ns(key)
     if not ns:
         return ERR_UNPREFIXED
@@ -164,7 +169,7 @@ def validate_extended_resource(key: str, value: str) -> str | None:
     """validate.ExtendedResource: qualified name, prefixed, namespace rule, value a Quantity."""
     errs = qualified_name_errors(key)
     if errs:
-        return f"invalid name {key!r}: {'; '.join(errs)}"
+        return f"invalid name {_q(key)}: {'; '.join(errs)}"
     ns, _ = split_ns(key)
     if not ns:
         return ERR_UNPREFIXED
@@ -173,5 +178,5 @@ def validate_extended_resource(key: str, value: str) -> str | None:
     try:
         parse_quantity(value)
     except QuantityError as e:
-        return f"invalid value {value!r}: {e}"
+        return f"invalid value {_q(value)}: {e}"
     return None

@@ -1,0 +1,216 @@
+"""Master policy (cases from upstream's TestFilterLabels/TestGetDynamicValue and §3.7 rules)."""
+
+from __future__ import annotations
+
+import pytest
+
+from nfd.api.errors import ValidationError
+from nfd.api.features import Features
+from nfd.api.nodefeature import NodeFeature
+from nfd.rules.engine import RuleOutput
+from nfd.rules.policy import (
+    PolicyConfig,
+    add_ns,
+    apply_policy,
+    dynamic_value,
+    filter_label,
+    merge_node_features,
+)
+
+LSM = Features(attributes={"test.feature": {"LSM": "123"}})
+UPSTREAM_CFG = PolicyConfig(
+    extra_label_ns=frozenset({"example.io"}),
+    deny_label_ns=frozenset({"", "kubernetes.io", "denied.ns", "*.kubernetes.io", "*.denied.subns"}),
+)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "features", "want"),
+    [
+        ("example.io/test", "test-val", Features(), "test-val"),
+        ("example.io/testLabel", "@test.feature.LSM", LSM, "123"),
+        ("test-label", "test-value", Features(), None),
+        ("kubernetes.io/test-label", "test-value", Features(), None),
+        ("sub.ns.kubernetes.io/test-label", "test-value", Features(), None),
+        ("denied.ns/test-label", "test-value", Features(), None),
+        ("my.denied.subns/test-label", "test-value", Features(), None),
+        ("denied.subns/test-label", "test-value", Features(), "test-value"),
+        ("xdenied.subns/test-label", "test-value", Features(), "test-value"),
+    ],
+)
+def test_filter_label_upstream_cases(name: str, value: str, features: Features, want: str | None) -> None:
+    got, why = filter_label(name, value, features, UPSTREAM_CFG)
+    assert got == want
+    assert (why is None) is (want is not None)
+
+
+def test_extra_label_ns_reallows_denied_namespaces_without_revalidating() -> None:
+    cfg = PolicyConfig(
+        extra_label_ns=frozenset({"sub.kubernetes.io", "vendor.io"}), deny_label_ns=frozenset({"vendor.io"})
+    )
+    assert filter_label("sub.kubernetes.io/x", "v", Features(), cfg) == ("v", None)
+    assert filter_label("vendor.io/x", "not a valid value", Features(), cfg) == ("not a valid value", None)
+    assert filter_label("kubernetes.io/x", "v", Features(), cfg)[0] is None
+    # deny entries can deny even the default namespace unless re-allowed
+    cfg2 = PolicyConfig(deny_label_ns=frozenset({"*.kubernetes.io"}))
+    assert filter_label("feature.node.kubernetes.io/x", "v", Features(), cfg2)[0] is None
+
+
+def test_whitelist_applies_to_name_part() -> None:
+    cfg = PolicyConfig(label_whitelist="^cpu-")
+    assert filter_label("feature.node.kubernetes.io/cpu-x", "1", Features(), cfg) == ("1", None)
+    got, why = filter_label("feature.node.kubernetes.io/kernel-x", "1", Features(), cfg)
+    assert got is None and "whitelist" in (why or "")
+    with pytest.raises(ValidationError, match="labelWhiteList"):
+        PolicyConfig(label_whitelist="(")
+
+
+@pytest.mark.parametrize(
+    ("value", "features", "want"),
+    [
+        ("@test.feature.LSM", LSM, "123"),
+        ("@invalid", Features(), None),
+        ("@test.feature.LSM", Features(), None),
+        ("@test.feature.missing", LSM, None),
+        ("@test.feature.a.b.c", Features(attributes={"test.feature": {"a.b.c": "dots"}}), "dots"),
+        ("@cpu.cpuid.AVX", Features(flags={"cpu.cpuid": {"AVX"}}), None),  # flags are not supported
+    ],
+)
+def test_dynamic_value(value: str, features: Features, want: str | None) -> None:
+    assert dynamic_value(value, features)[0] == want
+
+
+def test_add_ns_prefixed_twin_wins() -> None:
+    assert add_ns(
+        {"a": "1", "feature.node.kubernetes.io/a": "2", "b": "3", "x.io/c": "4"}, "feature.node.kubernetes.io"
+    ) == {
+        "feature.node.kubernetes.io/a": "2",
+        "feature.node.kubernetes.io/b": "3",
+        "x.io/c": "4",
+    }
+    assert add_ns({"a": "1"}, None) == {"a": "1"}
+
+
+def test_apply_policy_end_to_end() -> None:
+    features = Features(attributes={"kernel.version": {"major": "6"}, "rule.matched": {"gpu": "true"}})
+    out = RuleOutput(
+        labels={
+            "a": "nfr",
+            "dyn": "@kernel.version.major",
+            "chain": "@rule.matched.gpu",
+            "bad": "@no.such.thing",
+            "nfd.node.kubernetes.io/x": "1",
+        },
+        annotations={"note": "hi", "nfd.node.kubernetes.io/y": "no", "vendor.io/big": "x" * 2000},
+        extended_resources={"gpus": "@kernel.version.major", "bad-qty": "lots", "kubernetes.io/x": "1"},
+        taints=[
+            {"key": "feature.node.kubernetes.io/t", "value": "", "effect": "NoSchedule"},
+            {"key": "nokey", "value": "", "effect": "NoSchedule"},
+            {"key": "vendor.io/t", "value": "v", "effect": "Sometimes"},
+        ],
+    )
+    res = apply_policy(
+        nodefeature_labels={"a": "nf", "b": "nf"},
+        rule_output=out,
+        features=features,
+        config=PolicyConfig(enable_taints=True),
+    )
+    assert res.labels == {
+        "feature.node.kubernetes.io/a": "nfr",
+        "feature.node.kubernetes.io/b": "nf",
+        "feature.node.kubernetes.io/dyn": "6",
+        "feature.node.kubernetes.io/chain": "true",
+    }
+    assert res.annotations == {"feature.node.kubernetes.io/note": "hi"}
+    assert res.extended_resources == {"feature.node.kubernetes.io/gpus": "6"}
+    assert res.taints == [{"key": "feature.node.kubernetes.io/t", "value": "", "effect": "NoSchedule"}]
+    rejected = {(r.kind, r.key) for r in res.rejected}
+    assert ("label", "feature.node.kubernetes.io/bad") in rejected
+    assert ("label", "nfd.node.kubernetes.io/x") in rejected
+    assert ("annotation", "nfd.node.kubernetes.io/y") in rejected
+    assert ("annotation", "vendor.io/big") in rejected
+    assert ("extendedResource", "feature.node.kubernetes.io/bad-qty") in rejected
+    assert ("extendedResource", "kubernetes.io/x") in rejected
+    assert ("taint", "nokey:NoSchedule") in rejected
+    assert ("taint", "vendor.io/t=v:Sometimes") in rejected
+
+
+def test_taints_only_with_enable_taints_and_restrictions() -> None:
+    out = RuleOutput(
+        labels={"a": "1"},
+        annotations={"n": "x"},
+        extended_resources={"e": "1"},
+        taints=[{"key": "feature.node.kubernetes.io/t", "value": "", "effect": "NoSchedule"}],
+    )
+    res = apply_policy(nodefeature_labels={}, rule_output=out, features=Features(), config=PolicyConfig())
+    assert res.taints == [] and res.labels and res.annotations and res.extended_resources
+    cfg = PolicyConfig(
+        disable_labels=True, disable_annotations=True, disable_extended_resources=True, enable_taints=True
+    )
+    res = apply_policy(nodefeature_labels={"z": "1"}, rule_output=out, features=Features(), config=cfg)
+    assert (res.labels, res.annotations, res.extended_resources) == ({}, {}, {})
+    assert len(res.taints) == 1
+
+
+def test_disable_auto_prefix() -> None:
+    out = RuleOutput(
+        labels={"plain": "1"},
+        annotations={"plain": "a"},
+        extended_resources={"plain": "2"},
+        taints=[{"key": "plain", "value": "", "effect": "NoSchedule"}],
+    )
+    res = apply_policy(
+        nodefeature_labels={},
+        rule_output=out,
+        features=Features(),
+        config=PolicyConfig(disable_auto_prefix=True, enable_taints=True),
+    )
+    assert (
+        res.labels == {"plain": "1"}
+        and res.annotations == {"plain": "a"}
+        and res.extended_resources == {"plain": "2"}
+    )
+    assert res.taints == []  # unprefixed taint keys are always rejected
+
+
+def test_merge_node_features_order_and_third_party_labels() -> None:
+    def nf(name: str, ns: str, labels: dict[str, str], attrs: dict[str, str]) -> NodeFeature:
+        return NodeFeature(
+            name=name,
+            namespace=ns,
+            labels=labels,
+            features=Features(attributes={"x.y": attrs}, instances={"i.j": [attrs]}),
+        )
+
+    objs = [
+        nf("b-vendor", "other", {"l": "vendor-b"}, {"k": "b"}),
+        nf("node-1", "nfd", {"l": "worker", "w": "1"}, {"k": "worker"}),
+        nf("a-vendor", "other", {"l": "vendor-a"}, {"k": "a"}),
+        nf("a-vendor", "aaa", {"l": "vendor-aaa"}, {"k": "aaa"}),
+    ]
+    f, labels = merge_node_features(objs, node_name="node-1", namespace="nfd", config=PolicyConfig())
+    # own namespace first, then by name, then by namespace; later wins
+    assert f.attributes["x.y"]["k"] == "b"
+    assert [i["k"] for i in f.instances["i.j"]] == ["worker", "aaa", "a", "b"]
+    assert labels == {"feature.node.kubernetes.io/l": "vendor-b", "feature.node.kubernetes.io/w": "1"}
+    _, labels = merge_node_features(
+        objs, node_name="node-1", namespace="nfd", config=PolicyConfig(deny_node_feature_labels=True)
+    )
+    assert labels == {"feature.node.kubernetes.io/l": "worker", "feature.node.kubernetes.io/w": "1"}
+    assert objs[1].features.attributes["x.y"] == {"k": "worker"}  # inputs untouched
+
+
+def test_from_master_config() -> None:
+    cfg = PolicyConfig.from_master_config(
+        {
+            "extraLabelNs": ["a.io"],
+            "denyLabelNs": ["*.b.io"],
+            "labelWhiteList": "^x",
+            "enableTaints": True,
+            "restrictions": {"disableLabels": True, "allowOverwrite": False},
+        }
+    )
+    assert cfg.extra_label_ns == {"a.io"} and cfg.is_denied_ns("c.b.io") and not cfg.is_denied_ns("b.io")
+    assert cfg.enable_taints and cfg.disable_labels and not cfg.allow_overwrite
+    with pytest.raises(ValidationError, match="extraLabelNs"):
+        PolicyConfig.from_master_config({"extraLabelNs": [1]})
