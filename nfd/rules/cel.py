@@ -12,6 +12,8 @@ Variables: ``flags``, ``attributes``, ``instances`` (the node's features) and ``
 
 from __future__ import annotations
 
+from typing import Any
+
 from nfd.api.errors import ValidationError
 from nfd.api.features import Features
 from nfd.rules.celc import (
@@ -22,6 +24,7 @@ from nfd.rules.celc import (
     Program,
     compile_program,
 )
+from nfd.rules.celc.compiler import Fn
 from nfd.rules.celc.values import type_name
 
 __all__ = ["CelEvalError", "CelMatcher", "compile_expressions"]
@@ -39,7 +42,7 @@ class CelMatcher:
     def __init__(self, path: str, programs: list[Program], *, step_limit: int = DEFAULT_STEP_LIMIT) -> None:
         self.path = path
         self.sources = [p.source for p in programs]
-        self._programs = [(p.source, p.fn) for p in programs]
+        self._programs = [(p.source, p.fast, p.fn) for p in programs]
         self.step_limit = step_limit
 
     def __len__(self) -> int:
@@ -51,23 +54,32 @@ class CelMatcher:
         Evaluation stops at the first false expression, like ``matchFeatures`` terms.
         """
         act = Act(features, {"name": node_name}, self.step_limit)
-        for i, (src, fn) in enumerate(self._programs):
-            act.budget = self.step_limit
-            try:
-                r = fn(act)
-            except CostLimitExceeded:
-                raise CelEvalError(
-                    f"{self.path}[{i}] {_short(src)}: evaluation exceeded the limit of {self.step_limit} steps"
-                ) from None
-            except RecursionError:
-                raise CelEvalError(f"{self.path}[{i}] {_short(src)}: evaluation nested too deeply") from None
-            except Exception as e:  # CelError, or a Python error from a function: fail this rule only
-                raise CelEvalError(f"{self.path}[{i}] {_short(src)}: {e}") from None
+        for i, (src, fast, fn) in enumerate(self._programs):
+            r = self._run(i, src, fast, fn, act)
             if r is not True:
                 if r is False:
                     return False, src
                 raise CelEvalError(f"{self.path}[{i}] {_short(src)}: result is {type_name(r)}, not bool")
         return True, None
+
+    def _run(self, i: int, src: str, fast: Fn | None, fn: Fn, act: Act) -> Any:
+        act.budget = self.step_limit
+        try:
+            if fast is not None:
+                try:
+                    return fast(act)
+                except Exception:  # a CEL error somewhere: the exact path decides (it may absorb it)
+                    act.budget = self.step_limit
+                    act.v.clear()
+            return fn(act)
+        except CostLimitExceeded:
+            raise CelEvalError(
+                f"{self.path}[{i}] {_short(src)}: evaluation exceeded the limit of {self.step_limit} steps"
+            ) from None
+        except RecursionError:
+            raise CelEvalError(f"{self.path}[{i}] {_short(src)}: evaluation nested too deeply") from None
+        except Exception as e:  # CelError, or a Python error from a function: fail this rule only
+            raise CelEvalError(f"{self.path}[{i}] {_short(src)}: {e}") from None
 
 
 def _short(src: str) -> str:

@@ -17,7 +17,8 @@ from nfd.rules.celc.values import CelError, CostLimitExceeded
 MAX_SOURCE_CHARS = 10_000
 MAX_AST_NODES = 1_000
 MAX_DEPTH = 100
-# Macro iterations (all/exists/exists_one/map/filter) per expression and node.
+# Elements iterated by macros (all/exists/exists_one/map/filter) per expression and node; a
+# macro charges the size of its collection when it starts.
 DEFAULT_STEP_LIMIT = 100_000
 
 __all__ = [
@@ -34,8 +35,12 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class Program:
+    """``fast`` (generated Python, no error absorption; None if it did not build) answers when
+    it raises nothing; otherwise ``fn`` (closures with exact CEL semantics) decides."""
+
     source: str
     fn: Fn
+    fast: Fn | None
     result_type: Type
 
 
@@ -49,10 +54,11 @@ def compile_program(source: str) -> Program:
         raise CelSyntaxError(None, f"expression has {nodes} nodes, more than the limit of {MAX_AST_NODES}")
     if depth > MAX_DEPTH:
         raise CelSyntaxError(None, f"expression is nested {depth} deep, more than the limit of {MAX_DEPTH}")
-    c = Compiler().compile(tree)
+    compiler = Compiler()
+    c = compiler.compile(tree)
     if c.t not in (BOOL, DYN):
         raise CelSyntaxError(tree.pos, f"expression must evaluate to bool, not {fmt(c.t)}")
-    return Program(source, c.fn, c.t)
+    return Program(source, c.fn, compiler.source(c), c.t)
 
 
 def _children(n: Node) -> list[Node]:

@@ -74,11 +74,8 @@ _FOLD_STRICT = {"version", "quantity", "matches"}  # constant-argument errors ar
 class _C(NamedTuple):
     t: Type
     fn: Fn
+    py: str  # the same expression as Python source for the fast path (see Compiler.source)
     const: Any = _NC
-
-
-def _const(v: Any, t: Type) -> _C:
-    return _C(t, lambda a: v, v)
 
 
 def _top_var(name: str) -> Fn:
@@ -96,10 +93,23 @@ class Compiler:
 
     def __init__(self) -> None:
         self.scope: dict[str, Type] = {}
+        self.ns: dict[str, Any] = {}  # objects the generated Python source refers to
+
+    def k(self, obj: Any) -> str:
+        """A name for ``obj`` in the generated source (literals of plain types inline)."""
+        t = type(obj)
+        if obj is None or t in (bool, int, str) or (t is float and obj == obj and obj not in (_INF, -_INF)):
+            return repr(obj)
+        name = f"_k{len(self.ns)}"
+        self.ns[name] = obj
+        return name
+
+    def const(self, v: Any, t: Type) -> _C:
+        return _C(t, lambda a: v, self.k(v), v)
 
     def compile(self, n: Node) -> _C:
         if isinstance(n, Lit):
-            return _const(n.value, _lit_type(n.value))
+            return self.const(n.value, _lit_type(n.value))
         if isinstance(n, Ident):
             return self._ident(n)
         if isinstance(n, Select):
@@ -124,9 +134,9 @@ class Compiler:
     def _ident(self, n: Ident) -> _C:
         name = n.name
         if name in self.scope:
-            return _C(self.scope[name], lambda a: a.v[name])
+            return _C(self.scope[name], lambda a: a.v[name], f"v_{name}")
         if name in VARIABLES:
-            return _C(VARIABLES[name], _top_var(name))
+            return _C(VARIABLES[name], _top_var(name), _TOP_PY[name])
         if name in ("int", "uint", "double", "string", "bool", "bytes", "list", "map", "null_type"):
             raise CelSyntaxError(n.pos, "type values are not supported")
         raise CelSyntaxError(n.pos, f"undeclared reference to '{name}' (variables: {', '.join(VARIABLES)})")
@@ -138,7 +148,7 @@ class Compiler:
         if top is not None:
             default = _EMPTY[top]
             of = o.fn
-            return _C(o.t[2], lambda a: of(a).get(field, default))
+            return _C(o.t[2], lambda a: of(a).get(field, default), f"{o.py}.get({field!r}, {self.k(default)})")
         of = o.fn
         if is_map(o.t):
             if not assignable(o.t[1], STRING):
@@ -150,16 +160,10 @@ class Compiler:
                 except KeyError:
                     raise CelError(f"no such key: '{field}'") from None
 
-            return _C(o.t[2], sel)
+            return _C(o.t[2], sel, f"{o.py}[{field!r}]")
         if o.t == DYN:
 
-            def sel_dyn(a: Act) -> Any:
-                m = of(a)
-                if isinstance(m, dict):
-                    return lib.map_get(m, field)
-                raise CelError(f"type '{type_name(m)}' does not support field selection")
-
-            return _C(DYN, sel_dyn)
+            return _C(DYN, lambda a: _select_dyn(of(a), field), f"{self.k(_select_dyn)}({o.py}, {field!r})")
         raise CelSyntaxError(n.pos, f"type '{fmt(o.t)}' does not support field selection ('.{field}')")
 
     def _index(self, n: Index) -> _C:
@@ -173,19 +177,13 @@ class Compiler:
             default = _EMPTY[top]
             if k.const is not _NC:
                 key = k.const
-                return _C(o.t[2], lambda a: of(a).get(key, default))
-
-            def top_get(a: Act) -> Any:
-                key = kf(a)
-                if type(key) is not str:
-                    raise CelError(f"feature names are strings, not {type_name(key)}")
-                return of(a).get(key, default)
-
-            return _C(o.t[2], top_get)
+                return _C(o.t[2], lambda a: of(a).get(key, default), f"{o.py}.get({key!r}, {self.k(default)})")
+            return _C(o.t[2], lambda a: _top_get(of(a), kf(a), default),
+                      f"{self.k(_top_get)}({o.py}, {k.py}, {self.k(default)})")
         if is_list(o.t):
             if k.t not in (INT, UINT, DYN, DOUBLE):
                 raise CelSyntaxError(n.index.pos, f"list index must be int, not {fmt(k.t)}")
-            return _C(o.t[1], lambda a: lib.list_index(of(a), kf(a)))
+            return _C(o.t[1], lambda a: lib.list_index(of(a), kf(a)), f"{self.k(lib.list_index)}({o.py}, {k.py})")
         if is_map(o.t):
             if not comparable_eq(o.t[1], k.t):
                 raise CelSyntaxError(n.index.pos, f"map key must be {fmt(o.t[1])}, not {fmt(k.t)}")
@@ -198,19 +196,11 @@ class Compiler:
                     except KeyError:
                         raise CelError(f"no such key: {key!r}") from None
 
-                return _C(o.t[2], get_const)
-            return _C(o.t[2], lambda a: lib.map_get(of(a), kf(a)))
+                return _C(o.t[2], get_const, f"{o.py}[{key!r}]")
+            return _C(o.t[2], lambda a: lib.map_get(of(a), kf(a)), f"{self.k(lib.map_get)}({o.py}, {k.py})")
         if o.t == DYN:
 
-            def index_dyn(a: Act) -> Any:
-                c = of(a)
-                if isinstance(c, dict):
-                    return lib.map_get(c, kf(a))
-                if isinstance(c, list | tuple | set | frozenset):
-                    return lib.list_index(c, kf(a))
-                raise CelError(f"type '{type_name(c)}' does not support indexing")
-
-            return _C(DYN, index_dyn)
+            return _C(DYN, lambda a: _index_dyn(of(a), kf(a)), f"{self.k(_index_dyn)}({o.py}, {k.py})")
         raise CelSyntaxError(n.pos, f"type '{fmt(o.t)}' does not support indexing")
 
     # -- literals -------------------------------------------------------------------------------
@@ -222,9 +212,9 @@ class Compiler:
             t = join(t, i.t)
         lt = list_of(t)
         if all(i.const is not _NC for i in items):
-            return _const([i.const for i in items], lt)
+            return self.const([i.const for i in items], lt)
         fns = [i.fn for i in items]
-        return _C(lt, lambda a: [f(a) for f in fns])
+        return _C(lt, lambda a: [f(a) for f in fns], f"[{', '.join(i.py for i in items)}]")
 
     def _map(self, n: MapLit) -> _C:
         entries = [(self.compile(k), self.compile(v)) for k, v in n.entries]
@@ -241,21 +231,10 @@ class Compiler:
                 if lib.map_has(out, k.const):
                     raise CelSyntaxError(kn.pos, f"duplicate map key {k.const!r}")
                 out[k.const] = v.const
-            return _const(out, mt)
+            return self.const(out, mt)
         pairs = [(k.fn, v.fn) for k, v in entries]
-
-        def build(a: Act) -> dict[Any, Any]:
-            m: dict[Any, Any] = {}
-            for kf, vf in pairs:
-                key = kf(a)
-                if type(key) not in (int, UInt, str, bool):
-                    raise CelError(f"unsupported map key type {type_name(key)}")
-                if lib.map_has(m, key):
-                    raise CelError(f"duplicate map key {key!r}")
-                m[key] = vf(a)
-            return m
-
-        return _C(mt, build)
+        py = f"{self.k(_build_map)}(({''.join(f'({k.py}, {v.py}), ' for k, v in entries)}))"
+        return _C(mt, lambda a: _build_map([(kf(a), vf(a)) for kf, vf in pairs]), py)
 
     # -- calls ----------------------------------------------------------------------------------
 
@@ -311,7 +290,7 @@ class Compiler:
         consts = [a.const for a in all_args]
         if all(c is not _NC for c in consts):
             try:
-                return _const(impl(*consts), rt)
+                return self.const(impl(*consts), rt)
             except CelError as e:
                 if name in _FOLD_STRICT:
                     raise CelSyntaxError(n.pos, str(e)) from None
@@ -323,8 +302,10 @@ class Compiler:
             except CelError as e:
                 raise CelSyntaxError(n.args[-1].pos, str(e)) from None
             sf = all_args[0].fn
-            return _C(rt, lambda a: rx.search(sf(a)) is not None)
-        return _C(rt, _apply(impl, all_args))
+            search = rx.search
+            return _C(rt, lambda a: search(sf(a)) is not None, f"({self.k(search)}({all_args[0].py}) is not None)")
+        py = f"{self.k(impl)}({', '.join(a.py for a in all_args)})"
+        return _C(rt, _apply(impl, all_args), py)
 
     # -- operators with special rules -------------------------------------------------------------
 
@@ -338,13 +319,14 @@ class Compiler:
         left, right = (self._bool_operand(x) for x in n.args)
         lf, rf = left.fn, right.fn
         static = left.t == BOOL and right.t == BOOL
+        lp, rp = self._bool_py(left), self._bool_py(right)
         if n.name == "_&&_":
-            if static:
-                return _C(BOOL, _and_static(lf, rf))
-            return _C(BOOL, _logic_dyn(lf, rf, False))
-        if static:
-            return _C(BOOL, _or_static(lf, rf))
-        return _C(BOOL, _logic_dyn(lf, rf, True))
+            return _C(BOOL, _and_static(lf, rf) if static else _logic_dyn(lf, rf, False), f"({lp} and {rp})")
+        return _C(BOOL, _or_static(lf, rf) if static else _logic_dyn(lf, rf, True), f"({lp} or {rp})")
+
+    def _bool_py(self, c: _C) -> str:
+        """Python source that is ``c`` as a bool, raising (so the exact path runs) if it is not."""
+        return c.py if c.t == BOOL else f"{self.k(_as_bool)}({c.py})"
 
     def _cond(self, n: Call) -> _C:
         c = self._bool_operand(n.args[0])
@@ -359,7 +341,7 @@ class Compiler:
                 return ef(a)
             raise CelError(f"no matching overload for '_?_:_' applied to ({type_name(v)}, ...)")
 
-        return _C(join(t.t, e.t), cond)
+        return _C(join(t.t, e.t), cond, f"({t.py} if {self._bool_py(c)} else {e.py})")
 
     def _eq(self, n: Call) -> _C:
         left, right = self.compile(n.args[0]), self.compile(n.args[1])
@@ -372,17 +354,19 @@ class Compiler:
         eq = n.name == "_==_"
         if left.const is not _NC and right.const is not _NC:
             v = lib.cel_eq(left.const, right.const)
-            return _const(v if eq else not v, BOOL)
+            return self.const(v if eq else not v, BOOL)
         if plain:
+            py = f"({left.py} {'==' if eq else '!='} {right.py})"
             if right.const is not _NC:
                 c = right.const
-                return _C(BOOL, (lambda a: lf(a) == c) if eq else (lambda a: lf(a) != c))
+                return _C(BOOL, (lambda a: lf(a) == c) if eq else (lambda a: lf(a) != c), py)
             if left.const is not _NC:
                 c = left.const
-                return _C(BOOL, (lambda a: c == rf(a)) if eq else (lambda a: c != rf(a)))
-            return _C(BOOL, (lambda a: lf(a) == rf(a)) if eq else (lambda a: lf(a) != rf(a)))
+                return _C(BOOL, (lambda a: c == rf(a)) if eq else (lambda a: c != rf(a)), py)
+            return _C(BOOL, (lambda a: lf(a) == rf(a)) if eq else (lambda a: lf(a) != rf(a)), py)
         ce = lib.cel_eq
-        return _C(BOOL, (lambda a: ce(lf(a), rf(a))) if eq else (lambda a: not ce(lf(a), rf(a))))
+        py = f"{'' if eq else 'not '}{self.k(ce)}({left.py}, {right.py})"
+        return _C(BOOL, (lambda a: ce(lf(a), rf(a))) if eq else (lambda a: not ce(lf(a), rf(a))), f"({py})")
 
     def _in(self, n: Call) -> _C:
         x, c = self.compile(n.args[0]), self.compile(n.args[1])
@@ -398,10 +382,10 @@ class Compiler:
         if x.t == STRING and elem == STRING:
             if c.const is not _NC:
                 pool = frozenset(c.const)
-                return _C(BOOL, lambda a: xf(a) in pool)
-            return _C(BOOL, lambda a: xf(a) in cf(a))
+                return _C(BOOL, lambda a: xf(a) in pool, f"({x.py} in {self.k(pool)})")
+            return _C(BOOL, lambda a: xf(a) in cf(a), f"({x.py} in {c.py})")
         ci = lib.cel_in
-        return _C(BOOL, lambda a: ci(xf(a), cf(a)))
+        return _C(BOOL, lambda a: ci(xf(a), cf(a)), f"{self.k(ci)}({x.py}, {c.py})")
 
     def _has(self, n: Call) -> _C:
         if len(n.args) != 1 or not isinstance(n.args[0], Select):
@@ -411,14 +395,7 @@ class Compiler:
         if not (is_map(o.t) or o.t == DYN):
             raise CelSyntaxError(sel.pos, f"has() does not apply to type '{fmt(o.t)}'")
         of, field = o.fn, sel.field
-
-        def has(a: Act) -> bool:
-            m = of(a)
-            if isinstance(m, dict):
-                return field in m
-            raise CelError(f"has() does not apply to type '{type_name(m)}'")
-
-        return _C(BOOL, has)
+        return _C(BOOL, lambda a: _has(of(a), field), f"{self.k(_has)}({o.py}, {field!r})")
 
     def _macro(self, n: Call) -> _C:
         assert n.target is not None
@@ -450,17 +427,41 @@ class Compiler:
                 raise CelSyntaxError(bn.pos, f"{name}() needs a bool predicate, got {fmt(b.t)}")
         tf = target.fn
         static_list = is_list(target.t)
+        v = f"v_{var.name}"
+        ordered = name in ("map", "filter")  # these build lists: iterate flag sets sorted
+        charge = _charge_list if static_list and not ordered else (_charge_ordered if ordered else _charge_any)
+        it = f"{self.k(charge)}(A, {target.py})"
+        p = self._bool_py(bodies[0]) if name != "map" or len(bodies) == 2 else ""
         if name == "exists":
-            return _C(BOOL, _exists(tf, var.name, bodies[0].fn, static_list))
+            return _C(BOOL, _exists(tf, var.name, bodies[0].fn, charge), f"any({p} for {v} in {it})")
         if name == "all":
-            return _C(BOOL, _all(tf, var.name, bodies[0].fn, static_list))
+            return _C(BOOL, _all(tf, var.name, bodies[0].fn, charge), f"all({p} for {v} in {it})")
         if name == "exists_one":
-            return _C(BOOL, _exists_one(tf, var.name, bodies[0].fn, static_list))
+            return _C(BOOL, _exists_one(tf, var.name, bodies[0].fn, charge),
+                      f"(sum(1 for {v} in {it} if {p}) == 1)")
         if name == "filter":
-            return _C(list_of(vt), _map_filter(tf, var.name, bodies[0].fn, None, static_list))
+            return _C(list_of(vt), _map_filter(tf, var.name, bodies[0].fn, None, charge),
+                      f"[{v} for {v} in {it} if {p}]")
         if len(bodies) == 2:
-            return _C(list_of(bodies[1].t), _map_filter(tf, var.name, bodies[0].fn, bodies[1].fn, static_list))
-        return _C(list_of(bodies[0].t), _map_filter(tf, var.name, None, bodies[0].fn, static_list))
+            return _C(list_of(bodies[1].t), _map_filter(tf, var.name, bodies[0].fn, bodies[1].fn, charge),
+                      f"[{bodies[1].py} for {v} in {it} if {p}]")
+        return _C(list_of(bodies[0].t), _map_filter(tf, var.name, None, bodies[0].fn, charge),
+                  f"[{bodies[0].py} for {v} in {it}]")
+
+    def source(self, root: _C) -> Fn | None:
+        """The fast path: the whole expression as one Python function, or None if it won't build.
+
+        It assumes no CEL error happens. When one does (any exception), the caller re-runs the
+        exact closures, which apply CEL's error absorption. Without an error both evaluate the
+        same sub-expressions to the same values, so their results agree.
+        """
+        code = f"def _fast(A):\n    F = A.f\n    N = A.node\n    return {root.py}\n"
+        ns = dict(self.ns)
+        try:
+            exec(compile(code, "<cel>", "exec"), ns)  # noqa: S102 - our own generated source
+        except (SyntaxError, RecursionError, MemoryError, ValueError):
+            return None  # e.g. nesting beyond the Python parser's limit: closures only
+        return ns["_fast"]  # type: ignore[no-any-return]
 
 
 _OP_NAMES = {"_+_": "+", "_-_": "-", "_*_": "*", "_/_": "/", "_%_": "%", "-_": "-", "!_": "!",
@@ -593,34 +594,103 @@ def _logic_dyn(lf: Fn, rf: Fn, is_or: bool) -> Fn:
     return logic
 
 
-# -- macros ---------------------------------------------------------------------------------------
+# -- value helpers the generated source and the closures share -------------------------------------
+
+_INF = float("inf")
+_TOP_PY = {"flags": "F.flags", "attributes": "F.attributes", "instances": "F.instances", "node": "N"}
+
+
+def _select_dyn(m: Any, field: str) -> Any:
+    if isinstance(m, dict):
+        return lib.map_get(m, field)
+    raise CelError(f"type '{type_name(m)}' does not support field selection")
+
+
+def _top_get(features: dict[str, Any], key: Any, default: Any) -> Any:
+    if type(key) is not str:
+        raise CelError(f"feature names are strings, not {type_name(key)}")
+    return features.get(key, default)
+
+
+def _index_dyn(c: Any, key: Any) -> Any:
+    if isinstance(c, dict):
+        return lib.map_get(c, key)
+    if isinstance(c, list | tuple | set | frozenset):
+        return lib.list_index(c, key)
+    raise CelError(f"type '{type_name(c)}' does not support indexing")
+
+
+def _build_map(pairs: Any) -> dict[Any, Any]:
+    m: dict[Any, Any] = {}
+    for key, value in pairs:
+        if type(key) not in (int, UInt, str, bool):
+            raise CelError(f"unsupported map key type {type_name(key)}")
+        if lib.map_has(m, key):
+            raise CelError(f"duplicate map key {key!r}")
+        m[key] = value
+    return m
+
+
+def _as_bool(v: Any) -> bool:
+    if type(v) is not bool:
+        raise CelError(f"expected bool, got {type_name(v)}")
+    return v
+
+
+def _has(m: Any, field: str) -> bool:
+    if isinstance(m, dict):
+        return field in m
+    raise CelError(f"has() does not apply to type '{type_name(m)}'")
+
+
+# -- macros -----------------------------------------------------------------------------------------
+# Cost: a macro charges the size of the collection it iterates when it starts (nested macros
+# charge on every entry), against the per-expression step budget. Both paths charge the same.
 
 _ABSENT = object()
 
 
-def _iterable(c: Any) -> Any:
+def _spend(a: Act, n: int) -> None:
+    a.budget -= n
+    if a.budget < 0:
+        raise CostLimitExceeded("evaluation step limit exceeded")
+
+
+def _charge_list(a: Act, c: Any) -> Any:
+    """A statically typed list (or flag set): iterate as is."""
+    a.budget -= len(c)
+    if a.budget < 0:
+        raise CostLimitExceeded("evaluation step limit exceeded")
+    return c
+
+
+def _charge_any(a: Act, c: Any) -> Any:
+    """A map (iterate its keys) or a dyn value that must turn out to be a list or map."""
     if isinstance(c, dict):
-        return list(c)
-    if isinstance(c, list | tuple | set | frozenset):
-        return c
-    raise CelError(f"cannot iterate over {type_name(c)}")
+        c = list(c)
+    elif not isinstance(c, list | tuple | set | frozenset):
+        raise CelError(f"cannot iterate over {type_name(c)}")
+    _spend(a, len(c))
+    return c
 
 
-def _spend(a: Act) -> None:
-    raise CostLimitExceeded("evaluation step limit exceeded")
+def _charge_ordered(a: Act, c: Any) -> Any:
+    """For map() and filter(), which build lists: flag sets iterate in sorted order."""
+    c = _charge_any(a, c)
+    return sorted(c) if isinstance(c, set | frozenset) else c
 
 
-def _exists(tf: Fn, name: str, pf: Fn, static_list: bool) -> Fn:
+Charge = Callable[[Act, Any], Any]
+
+
+def _exists(tf: Fn, name: str, pf: Fn, charge: Charge) -> Fn:
     def exists(a: Act) -> Any:
-        coll = tf(a) if static_list else _iterable(tf(a))
+        coll = charge(a, tf(a))
         v = a.v
         saved = v.get(name, _ABSENT)
         err: BaseException | None = None
         try:
             for x in coll:
-                a.budget -= 1
-                if a.budget < 0:
-                    _spend(a)
                 v[name] = x
                 try:
                     r = pf(a)
@@ -644,17 +714,14 @@ def _exists(tf: Fn, name: str, pf: Fn, static_list: bool) -> Fn:
     return exists
 
 
-def _all(tf: Fn, name: str, pf: Fn, static_list: bool) -> Fn:
+def _all(tf: Fn, name: str, pf: Fn, charge: Charge) -> Fn:
     def all_(a: Act) -> Any:
-        coll = tf(a) if static_list else _iterable(tf(a))
+        coll = charge(a, tf(a))
         v = a.v
         saved = v.get(name, _ABSENT)
         err: BaseException | None = None
         try:
             for x in coll:
-                a.budget -= 1
-                if a.budget < 0:
-                    _spend(a)
                 v[name] = x
                 try:
                     r = pf(a)
@@ -678,17 +745,14 @@ def _all(tf: Fn, name: str, pf: Fn, static_list: bool) -> Fn:
     return all_
 
 
-def _exists_one(tf: Fn, name: str, pf: Fn, static_list: bool) -> Fn:
+def _exists_one(tf: Fn, name: str, pf: Fn, charge: Charge) -> Fn:
     def exists_one(a: Act) -> Any:
-        coll = tf(a) if static_list else _iterable(tf(a))
+        coll = charge(a, tf(a))
         v = a.v
         saved = v.get(name, _ABSENT)
         count = 0
         try:
             for x in coll:
-                a.budget -= 1
-                if a.budget < 0:
-                    _spend(a)
                 v[name] = x
                 r = pf(a)
                 if r is True:
@@ -705,19 +769,14 @@ def _exists_one(tf: Fn, name: str, pf: Fn, static_list: bool) -> Fn:
     return exists_one
 
 
-def _map_filter(tf: Fn, name: str, pf: Fn | None, mf: Fn | None, static_list: bool) -> Fn:
+def _map_filter(tf: Fn, name: str, pf: Fn | None, mf: Fn | None, charge: Charge) -> Fn:
     def map_filter(a: Act) -> list[Any]:
-        coll = tf(a) if static_list else _iterable(tf(a))
-        if isinstance(coll, set | frozenset):
-            coll = sorted(coll)  # results are lists: give them a stable order
+        coll = charge(a, tf(a))
         v = a.v
         saved = v.get(name, _ABSENT)
         out: list[Any] = []
         try:
             for x in coll:
-                a.budget -= 1
-                if a.budget < 0:
-                    _spend(a)
                 v[name] = x
                 if pf is not None:
                     r = pf(a)

@@ -14,12 +14,29 @@ ERROR = "<error>"
 
 
 def ours(src: str, features: Features | None = None, node_name: str = "n") -> Any:
-    """Value of ``src`` with our compiler, or ERROR on a runtime error. Compile errors raise."""
-    fn = Compiler().compile(parse(src)).fn
+    """Value of ``src`` with our compiler, or ERROR on a runtime error. Compile errors raise.
+
+    Runs both backends: the exact closures, and the generated fast path; where the fast path
+    completes (raises nothing) its value must be the exact one.
+    """
+    compiler = Compiler()
+    c = compiler.compile(parse(src))
+    fast = compiler.source(c)
+    assert fast is not None, f"no fast path for {src}"
+
+    def act() -> Act:
+        return Act(features or Features(), {"name": node_name}, DEFAULT_STEP_LIMIT)
+
     try:
-        return fn(Act(features or Features(), {"name": node_name}, DEFAULT_STEP_LIMIT))
+        exact = c.fn(act())
     except Exception:
-        return ERROR
+        exact = ERROR
+    try:
+        quick = fast(act())
+    except Exception:
+        return exact
+    assert same(quick, exact), f"{src}: fast path {quick!r}, exact {exact!r}"
+    return exact
 
 
 def celpy_value(src: str, activation: dict[str, Any] | None = None) -> Any:
