@@ -18,8 +18,6 @@ import threading
 import time
 from typing import Any
 
-import yaml
-
 from nfd.api.errors import ValidationError
 from nfd.api.features import Features
 from nfd.sources.base import DiscoveryContext, FeatureSource
@@ -81,6 +79,8 @@ class NvmlSource(FeatureSource):
         path = config.get("configFile") or ""
         if not path:
             return DevicePluginConfig()
+        import yaml
+
         cached = self._dp_cache.get(path)
         try:
             st = os.stat(path)
