@@ -142,3 +142,28 @@ def test_exists_absorbs_an_error_upstream_aborts_on() -> None:
     # all() has no true element to decide on, so the error surfaces like upstream's
     strict = ['instances["pci.device"].all(d, d.class != "0200" || int(d.sriov_totalvfs) > 7)']
     assert _outcome({"name": "c", "matchCEL": strict}, node, "n")[:2] == (False, True)
+
+
+def test_every_matchcel_in_the_docs_compiles() -> None:
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    from nfd.rules.cel import compile_expressions
+
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "cel.md").read_text()
+    found = 0
+    for block in re.findall(r"```yaml\n(.*?)```", doc, re.S):
+        obj = yaml.safe_load(block)
+        stack = [obj]
+        while stack:
+            o = stack.pop()
+            if isinstance(o, dict):
+                if "matchCEL" in o:
+                    compile_expressions(o["matchCEL"], path="docs")
+                    found += len(o["matchCEL"])
+                stack.extend(o.values())
+            elif isinstance(o, list):
+                stack.extend(o)
+    assert found >= 10
