@@ -1,0 +1,485 @@
+"""nfd-master as its own process, under its ServiceAccount, against the real kube-apiserver.
+
+Functional: rules -> labels, annotations, extended resources (capacity and allocatable), taints;
+rule change and delete; NodeFeature delete; hand-made labels; upstream's bookkeeping format.
+Faults, each watched from a Node watch that records every state the nodes pass through and
+asserts that no managed item ever disappeared: master restart, leader failover between two
+masters, worker NodeFeature delete-and-recreate, the apiserver stopped for 10 s mid-reconcile.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import ssl
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.harness import REPO_ROOT, HttpError, KubeCluster, ManagedProcess
+
+pytestmark = pytest.mark.e2e
+
+NS = "node-feature-discovery"
+NFD = "/apis/nfd.k8s-sigs.io/v1alpha1"
+FNS = "feature.node.kubernetes.io"
+FEATURE_LABELS = "nfd.node.kubernetes.io/feature-labels"
+FEATURE_ANNOTATIONS = "nfd.node.kubernetes.io/feature-annotations"
+EXTENDED_RESOURCES = "nfd.node.kubernetes.io/extended-resources"
+TAINTS = "nfd.node.kubernetes.io/taints"
+
+
+# -- helpers ----------------------------------------------------------------------------------------
+
+
+class NodeWatch:
+    """Records every state of the watched nodes from a raw watch (reconnecting across outages)."""
+
+    def __init__(self, kube: KubeCluster, nodes: list[str]) -> None:
+        self.kube = kube
+        self.nodes = set(nodes)
+        self.states: dict[str, list[dict[str, Any]]] = {n: [] for n in nodes}
+        self._stop = threading.Event()
+        self._ctx = ssl.create_default_context(cafile=kube.ca_file)
+        lst = kube.get("/api/v1/nodes")
+        self._rv = lst["metadata"]["resourceVersion"]
+        for obj in lst["items"]:
+            if obj["metadata"]["name"] in self.nodes:
+                self.states[obj["metadata"]["name"]].append(obj)
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            url = f"{self.kube.server}/api/v1/nodes?watch=1&allowWatchBookmarks=true&resourceVersion={self._rv}"
+            req = urllib.request.Request(url, headers={"Authorization": f"Bearer {self.kube.admin_token}"})
+            try:
+                with urllib.request.urlopen(req, context=self._ctx, timeout=5) as resp:
+                    for line in resp:
+                        if self._stop.is_set():
+                            return
+                        ev = json.loads(line)
+                        obj = ev["object"]
+                        rv = obj.get("metadata", {}).get("resourceVersion")
+                        if rv:
+                            self._rv = rv
+                        name = obj.get("metadata", {}).get("name")
+                        if ev["type"] in ("ADDED", "MODIFIED") and name in self.nodes:
+                            self.states[name].append(obj)
+            except Exception:
+                time.sleep(0.2)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def removals(self, node: str, items: Callable[[dict[str, Any]], set[str]]) -> list[str]:
+        """Items present in one observed state and missing from the next."""
+        out = []
+        seq = self.states[node]
+        for a, b in zip(seq, seq[1:], strict=False):
+            gone = items(a) - items(b)
+            out += sorted(gone)
+        return out
+
+
+def managed_items(node: dict[str, Any]) -> set[str]:
+    """Everything nfd manages on a node, as strings, read from its bookkeeping annotations."""
+    meta = node["metadata"]
+    anns = meta.get("annotations") or {}
+    labels = meta.get("labels") or {}
+    out: set[str] = set()
+    for name in filter(None, (anns.get(FEATURE_LABELS) or "").split(",")):
+        key = name if "/" in name else f"{FNS}/{name}"
+        if key in labels:
+            out.add(f"label {key}={labels[key]}")
+    for name in filter(None, (anns.get(FEATURE_ANNOTATIONS) or "").split(",")):
+        key = name if "/" in name else f"{FNS}/{name}"
+        if key in anns:
+            out.add(f"annotation {key}")
+    cap = (node.get("status") or {}).get("capacity") or {}
+    for name in filter(None, (anns.get(EXTENDED_RESOURCES) or "").split(",")):
+        key = name if "/" in name else f"{FNS}/{name}"
+        if key in cap:
+            out.add(f"resource {key}")
+    for t in (node.get("spec") or {}).get("taints") or []:
+        out.add(f"taint {t['key']}:{t['effect']}")
+    return out
+
+
+def wait_for(cond: Callable[[], Any], *, timeout: float = 60.0, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            last = cond()
+            if last:
+                return last
+        except HttpError as e:
+            last = e
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
+
+
+def nodefeature(name: str, node: str, *, flags: dict[str, list[str]] | None = None,
+                attrs: dict[str, dict[str, str]] | None = None, labels: dict[str, str] | None = None,
+                namespace: str = NS) -> dict[str, Any]:
+    return {
+        "apiVersion": "nfd.k8s-sigs.io/v1alpha1",
+        "kind": "NodeFeature",
+        "metadata": {"name": name, "namespace": namespace,
+                     "labels": {"nfd.node.kubernetes.io/node-name": node}},
+        "spec": {
+            "features": {
+                "flags": {k: {"elements": {e: {} for e in v}} for k, v in (flags or {}).items()},
+                "attributes": {k: {"elements": v} for k, v in (attrs or {}).items()},
+                "instances": {},
+            },
+            "labels": labels or {},
+        },
+    }
+
+
+def rule(name: str, rules: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeatureRule",
+            "metadata": {"name": name}, "spec": {"rules": rules}}
+
+
+class Env:
+    """One test's world: its nodes, NodeFeatures, rules and master processes."""
+
+    def __init__(self, kube: KubeCluster, tmp: Path) -> None:
+        self.kube = kube
+        self.tmp = tmp
+        self.tag = kube.unique_name("t")
+        self.rules: list[str] = []
+        self.nodes: list[str] = []
+        self.nfs: list[tuple[str, str]] = []
+        self.masters: list[ManagedProcess] = []
+        self.kubeconfig = kube.serviceaccount_kubeconfig(NS, "nfd-master")
+        self.config = tmp / "nfd-master.conf"
+        self.config.write_text("enableTaints: true\n")
+
+    def node(self, suffix: str, **kw: Any) -> str:
+        name = f"{self.tag}-{suffix}"
+        self.kube.create_node(name, **kw)
+        self.nodes.append(name)
+        return name
+
+    def put_nf(self, obj: dict[str, Any]) -> dict[str, Any]:
+        ns, name = obj["metadata"]["namespace"], obj["metadata"]["name"]
+        base = f"{NFD}/namespaces/{ns}/nodefeatures"
+        cur = self.kube.get_or_none(f"{base}/{name}")
+        if (ns, name) not in self.nfs:
+            self.nfs.append((ns, name))
+        if cur is None:
+            created: dict[str, Any] = self.kube.request("POST", base, body=obj)
+            return created
+        obj = json.loads(json.dumps(obj))
+        obj["metadata"]["resourceVersion"] = cur["metadata"]["resourceVersion"]
+        updated: dict[str, Any] = self.kube.request("PUT", f"{base}/{name}", body=obj)
+        return updated
+
+    def delete_nf(self, ns: str, name: str) -> None:
+        self.kube.request("DELETE", f"{NFD}/namespaces/{ns}/nodefeatures/{name}")
+
+    def put_rule(self, obj: dict[str, Any]) -> None:
+        name = obj["metadata"]["name"]
+        cur = self.kube.get_or_none(f"{NFD}/nodefeaturerules/{name}")
+        if name not in self.rules:
+            self.rules.append(name)
+        if cur is None:
+            self.kube.request("POST", f"{NFD}/nodefeaturerules", body=obj)
+        else:
+            obj = json.loads(json.dumps(obj))
+            obj["metadata"]["resourceVersion"] = cur["metadata"]["resourceVersion"]
+            self.kube.request("PUT", f"{NFD}/nodefeaturerules/{name}", body=obj)
+
+    def delete_rule(self, name: str) -> None:
+        self.kube.request("DELETE", f"{NFD}/nodefeaturerules/{name}")
+
+    def start_master(self, *extra: str, name: str | None = None) -> ManagedProcess:
+        argv = ["nfd-master", "-port=0", f"-config={self.config}", "-config-poll-interval=0.5s", *extra]
+        p = self.kube.start_process(argv, kubeconfig=self.kubeconfig, name=name,
+                                    env={"KUBERNETES_NAMESPACE": NS, "NODE_NAME": ""})
+        self.masters.append(p)
+        return p
+
+    def get_node(self, name: str) -> dict[str, Any]:
+        node: dict[str, Any] = self.kube.get(f"/api/v1/nodes/{name}")
+        return node
+
+    def labels(self, name: str) -> dict[str, str]:
+        return dict(self.get_node(name)["metadata"].get("labels") or {})
+
+    def close(self) -> None:
+        for p in self.masters:
+            p.stop()
+        for r in self.rules:
+            with contextlib.suppress(HttpError):
+                self.delete_rule(r)
+        for ns, name in self.nfs:
+            with contextlib.suppress(HttpError):
+                self.delete_nf(ns, name)
+        for n in self.nodes:
+            self.kube.delete_node(n)
+
+
+@pytest.fixture(scope="module")
+def rbac(kube: KubeCluster) -> KubeCluster:
+    kube.apply_manifest_dir(REPO_ROOT / "deploy" / "base" / "rbac")
+    kube.create_namespace("vendor-e2e", exist_ok=True)
+    return kube
+
+
+@pytest.fixture
+def env(rbac: KubeCluster, tmp_path: Path) -> Iterator[Env]:
+    e = Env(rbac, tmp_path)
+    try:
+        yield e
+    finally:
+        e.close()
+
+
+def base_rules(tag: str) -> list[dict[str, Any]]:
+    """Rules that only match nodes of this test (flag e2e.tag.<tag>)."""
+    mine = {"feature": "e2e.tag", "matchExpressions": {tag: {"op": "Exists"}}}
+    return [
+        {"name": "avx", "labels": {"cpu-avx": "true", "vendor.example.com/accel": "yes"},
+         "matchFeatures": [mine, {"feature": "cpu.cpuid", "matchExpressions": {"AVX": {"op": "Exists"}}}]},
+        {"name": "kernel", "labels": {"kernel-major": "@kernel.version.major"},
+         "annotations": {"kernel-full": "6.1.0-test"},
+         "extendedResources": {"widgets": "4", "vendor.example.com/gadgets": "@kernel.version.major"},
+         "matchFeatures": [mine, {"feature": "kernel.version", "matchExpressions": {"major": {"op": "Gt", "value": ["5"]}}}]},
+        {"name": "taint", "taints": [{"key": "example.com/special", "value": "true", "effect": "NoSchedule"}],
+         "matchFeatures": [mine, {"feature": "cpu.cpuid", "matchExpressions": {"AVX512F": {"op": "Exists"}}}]},
+    ]
+
+
+def features_for(tag: str, *, avx512: bool = True) -> dict[str, Any]:
+    flags = {"e2e.tag": [tag], "cpu.cpuid": ["AVX", "SSE4"] + (["AVX512F"] if avx512 else [])}
+    return {"flags": flags, "attrs": {"kernel.version": {"major": "6", "minor": "1"}}}
+
+
+def converged(env: Env, node: str, *, avx512: bool = True) -> bool:
+    n = env.get_node(node)
+    labels = n["metadata"].get("labels") or {}
+    anns = n["metadata"].get("annotations") or {}
+    cap = (n.get("status") or {}).get("capacity") or {}
+    alloc = (n.get("status") or {}).get("allocatable") or {}
+    taints = (n.get("spec") or {}).get("taints") or []
+    ok = (
+        labels.get(f"{FNS}/cpu-avx") == "true"
+        and labels.get(f"{FNS}/kernel-major") == "6"
+        and anns.get(f"{FNS}/kernel-full") == "6.1.0-test"
+        and cap.get(f"{FNS}/widgets") == "4" and alloc.get(f"{FNS}/widgets") == "4"
+        and cap.get("vendor.example.com/gadgets") == "6"
+    )
+    has_taint = any(t["key"] == "example.com/special" for t in taints)
+    return ok and has_taint == avx512
+
+
+def setup_world(env: Env, count: int = 2) -> list[str]:
+    nodes = [env.node(f"n{i}", labels={"kubernetes.io/hostname": f"n{i}", "admin/hand": "made"},
+                      capacity={"cpu": "8"}) for i in range(count)]
+    env.put_rule(rule(f"{env.tag}-rules", base_rules(env.tag)))
+    for n in nodes:
+        env.put_nf(nodefeature(n, n, labels={"worker-label": "w"}, **features_for(env.tag)))
+    return nodes
+
+
+# -- functional -------------------------------------------------------------------------------------
+
+
+def test_rules_to_labels_annotations_resources_taints(env: Env) -> None:
+    (node,) = setup_world(env, 1)
+    env.start_master()
+    wait_for(lambda: converged(env, node), what="node state from rules")
+    n = env.get_node(node)
+    anns = n["metadata"]["annotations"]
+    # upstream's bookkeeping format, exactly
+    assert anns[FEATURE_LABELS] == "cpu-avx,kernel-major,vendor.example.com/accel,worker-label"
+    assert anns[FEATURE_ANNOTATIONS] == "kernel-full"
+    assert anns[EXTENDED_RESOURCES] == "vendor.example.com/gadgets,widgets"
+    assert anns[TAINTS] == "example.com/special=true:NoSchedule"
+    assert n["metadata"]["labels"]["admin/hand"] == "made"
+
+    # rule change propagates; a dropped output is removed, hand-made labels stay
+    rules = base_rules(env.tag)
+    rules[0]["labels"] = {"cpu-avx": "v2"}
+    env.put_rule(rule(f"{env.tag}-rules", rules))
+    wait_for(lambda: env.labels(node).get(f"{FNS}/cpu-avx") == "v2", what="rule change")
+    wait_for(lambda: "vendor.example.com/accel" not in env.labels(node), what="dropped label removed")
+    assert env.labels(node)["admin/hand"] == "made"
+
+    # rule delete removes everything it produced (and only that)
+    env.delete_rule(f"{env.tag}-rules")
+    wait_for(lambda: f"{FNS}/cpu-avx" not in env.labels(node), what="rule delete")
+    n = wait_for(lambda: (lambda x: x if TAINTS not in x["metadata"]["annotations"] else None)(env.get_node(node)),
+                 what="taint annotation removed")
+    assert not [t for t in n["spec"].get("taints") or [] if t["key"].startswith("example.com/")]
+    assert f"{FNS}/widgets" not in n["status"]["capacity"]
+    assert f"{FNS}/widgets" not in (n["status"].get("allocatable") or {})
+    assert n["metadata"]["labels"][f"{FNS}/worker-label"] == "w"
+    assert n["metadata"]["labels"]["admin/hand"] == "made"
+    assert n["metadata"]["annotations"][FEATURE_LABELS] == "worker-label"
+
+
+def test_nodefeature_delete_removes_exactly_what_it_provided(env: Env) -> None:
+    (node,) = setup_world(env, 1)
+    env.put_nf(nodefeature("vendor-gpu", node, namespace="vendor-e2e", labels={"vendor.example.com/gpu": "true"}))
+    env.start_master()
+    wait_for(lambda: converged(env, node) and env.labels(node).get("vendor.example.com/gpu") == "true",
+             what="labels from two NodeFeatures")
+    env.delete_nf("vendor-e2e", "vendor-gpu")
+    wait_for(lambda: "vendor.example.com/gpu" not in env.labels(node), what="third-party label removed")
+    assert converged(env, node)
+    assert env.labels(node)[f"{FNS}/worker-label"] == "w"
+
+
+def test_invalid_rules_reported_and_skipped(env: Env) -> None:
+    (node,) = setup_world(env, 1)
+    env.put_rule(rule(f"{env.tag}-bad", [
+        # the CRD schema accepts these; the engine cannot evaluate them
+        {"name": "bad-op", "labels": {"bad": "1"},
+         "matchFeatures": [{"feature": "kernel.version", "matchExpressions": {"major": {"op": "Gt", "value": ["six"]}}}]},
+        {"name": "bad-template", "labelsTemplate": "{{ range .x }",
+         "matchFeatures": [{"feature": "cpu.cpuid", "matchExpressions": {"AVX": {"op": "Exists"}}}]},
+        {"name": "good", "labels": {"good": "1"}},
+    ]))
+    m = env.start_master()
+    wait_for(lambda: converged(env, node) and env.labels(node).get(f"{FNS}/good") == "1", what="good rules applied")
+    assert f"{FNS}/bad" not in env.labels(node)
+    log = m.wait_log("bad-op", timeout=10)
+    assert "bad-template" in log
+
+
+def test_upstream_bookkeeping_round_trip(env: Env) -> None:
+    """A node as upstream's master left it: stale owned items go, unowned ones stay."""
+    node = env.node("up", labels={f"{FNS}/stale": "true", f"{FNS}/cpu-avx": "old", "vendor.example.com/x": "1",
+                                  "admin/hand": "made"},
+                    annotations={FEATURE_LABELS: "cpu-avx,stale,vendor.example.com/x",
+                                 EXTENDED_RESOURCES: "old-res", TAINTS: "example.com/old=1:NoExecute",
+                                 "nfd.node.kubernetes.io/master.version": "v0.16.0"},
+                    capacity={"cpu": "8", f"{FNS}/old-res": "2"})
+    env.kube.request("PATCH", f"/api/v1/nodes/{node}", content_type="application/merge-patch+json",
+                     body={"spec": {"taints": [{"key": "example.com/old", "value": "1", "effect": "NoExecute"},
+                                               {"key": "admin/t", "effect": "NoSchedule"}]}})
+    env.put_rule(rule(f"{env.tag}-rules", base_rules(env.tag)))
+    env.put_nf(nodefeature(node, node, **features_for(env.tag, avx512=False)))
+    env.start_master()
+    wait_for(lambda: converged(env, node, avx512=False), what="converged")
+    n = wait_for(lambda: (lambda x: x if f"{FNS}/stale" not in x["metadata"]["labels"] else None)(env.get_node(node)),
+                 what="stale label removed")
+    labels, anns = n["metadata"]["labels"], n["metadata"]["annotations"]
+    assert labels[f"{FNS}/cpu-avx"] == "true"
+    assert "vendor.example.com/x" not in labels
+    assert labels["admin/hand"] == "made"
+    assert f"{FNS}/old-res" not in n["status"]["capacity"]
+    # the apiserver adds node.kubernetes.io/not-ready itself (no kubelet)
+    assert [t for t in n["spec"]["taints"] if not t["key"].startswith("node.kubernetes.io/")] == [
+        {"key": "admin/t", "effect": "NoSchedule"}
+    ]
+    assert TAINTS not in anns
+    assert "nfd.node.kubernetes.io/master.version" not in anns
+    assert anns[FEATURE_LABELS] == "cpu-avx,kernel-major,vendor.example.com/accel"
+
+
+# -- faults: nothing managed may disappear ------------------------------------------------------------
+
+
+def assert_no_removals(watch: NodeWatch, nodes: list[str]) -> None:
+    for n in nodes:
+        gone = watch.removals(n, managed_items)
+        assert not gone, f"node {n}: managed items removed during the fault: {gone}"
+        assert watch.states[n], f"no states observed for {n}"
+
+
+def test_master_restart_removes_nothing(env: Env) -> None:
+    nodes = setup_world(env, 3)
+    m = env.start_master()
+    for n in nodes:
+        wait_for(lambda n=n: converged(env, n), what=f"{n} converged")
+    watch = NodeWatch(env.kube, nodes)
+    try:
+        m.stop()
+        # while it is down a worker re-publishes and a rule changes
+        env.put_rule(rule(f"{env.tag}-extra", [{"name": "x", "labels": {"extra": "1"}}]))
+        m2 = env.start_master()
+        for n in nodes:
+            wait_for(lambda n=n: env.labels(n).get(f"{FNS}/extra") == "1", what="new master applied new rule")
+        m2.wait_log("queueing all", timeout=30)
+        time.sleep(1.0)
+    finally:
+        watch.stop()
+    assert_no_removals(watch, nodes)
+
+
+def test_leader_failover_removes_nothing(env: Env) -> None:
+    nodes = setup_world(env, 3)
+    a = env.start_master("-enable-leader-election", name="master-a")
+    a.wait_log("acting as leader", timeout=60)
+    b = env.start_master("-enable-leader-election", name="master-b")
+    b.wait_log("informer caches synced", timeout=60)
+    for n in nodes:
+        wait_for(lambda n=n: converged(env, n), what=f"{n} converged")
+    watch = NodeWatch(env.kube, nodes)
+    try:
+        a.kill()  # no lease release: b takes over after leaseDuration
+        b.wait_log("acting as leader", timeout=60)
+        rules = base_rules(env.tag)
+        rules[0]["labels"]["after-failover"] = "1"
+        env.put_rule(rule(f"{env.tag}-rules", rules))
+        for n in nodes:
+            wait_for(lambda n=n: env.labels(n).get(f"{FNS}/after-failover") == "1", what="standby took over")
+    finally:
+        watch.stop()
+    assert_no_removals(watch, nodes)
+
+
+def test_worker_nodefeature_delete_and_recreate_removes_nothing(env: Env) -> None:
+    nodes = setup_world(env, 2)
+    env.start_master()
+    for n in nodes:
+        wait_for(lambda n=n: converged(env, n), what=f"{n} converged")
+    watch = NodeWatch(env.kube, nodes)
+    try:
+        for n in nodes:
+            obj = env.kube.get(f"{NFD}/namespaces/{NS}/nodefeatures/{n}")
+            env.delete_nf(NS, n)
+            obj["metadata"] = {k: obj["metadata"][k] for k in ("name", "namespace", "labels")}
+            env.put_nf(obj)
+        time.sleep(8.0)  # past the delete grace period and a processing round
+        for n in nodes:
+            assert converged(env, n)
+    finally:
+        watch.stop()
+    assert_no_removals(watch, nodes)
+
+
+def test_apiserver_outage_mid_reconcile_removes_nothing(env: Env) -> None:
+    nodes = setup_world(env, 4)
+    m = env.start_master()
+    for n in nodes:
+        wait_for(lambda n=n: converged(env, n), what=f"{n} converged")
+    watch = NodeWatch(env.kube, nodes)
+    try:
+        rules = base_rules(env.tag)
+        rules[0]["labels"]["during-outage"] = "1"
+        env.put_rule(rule(f"{env.tag}-rules", rules))
+        env.kube.stop_apiserver()
+        time.sleep(10.0)
+        env.kube.start_apiserver()
+        for n in nodes:
+            wait_for(lambda n=n: env.labels(n).get(f"{FNS}/during-outage") == "1", timeout=90,
+                     what="reconcile finished after the outage")
+            assert converged(env, n)
+        assert m.running
+    finally:
+        watch.stop()
+    assert_no_removals(watch, nodes)
