@@ -82,14 +82,15 @@ class _Collector:
         count = int(self.call("nvmlDeviceGetCount"))
         gpus = tuple(self.gpu(i) for i in range(count))
         machine = self.host.machine_type()
-        if machine is None:
+        if machine is None:  # GFD: a read error gives "unknown"; an empty file gives ""
             self.warnings.append("nvml: machine type unreadable; gpu.machine=unknown")
+            machine = "unknown"
         vgpu = self.host.vgpu()
         return Snapshot(
             driver_version=driver,
             cuda_driver_version=cuda,
             nvml_version=_s(nvml_version) if nvml_version is not None else "",
-            machine_type=(machine or "").strip(),
+            machine_type=machine.strip(),
             gpus=gpus,
             vgpu=vgpu,
             warnings=tuple(self.warnings),

@@ -45,7 +45,7 @@ def gfd_labels(snap: Snapshot, settings: LabelSettings, *, warn: Warn = _nowarn)
     if settings.timestamp is not None:
         out[NS + "gfd.timestamp"] = str(settings.timestamp)
     if snap.gpus:
-        out[NS + "gpu.machine"] = sanitise(snap.machine_type) or "unknown"
+        out[NS + "gpu.machine"] = sanitise(snap.machine_type)
         out.update(version_labels(snap, warn))
         out[NS + "mig.capable"] = _bool(any(g.mig_capable for g in snap.gpus))
         out[NS + "mps.capable"] = _mps_capable(snap, settings.sharing, warn)

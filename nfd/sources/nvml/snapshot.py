@@ -113,7 +113,7 @@ class Snapshot:
     #: nvmlSystemGetCudaDriverVersion, e.g. 12040
     cuda_driver_version: int = 0
     nvml_version: str = ""
-    #: trimmed DMI product name; "" if unreadable (GFD then labels "unknown")
+    #: trimmed DMI product name; "unknown" if unreadable (as GFD)
     machine_type: str = ""
     gpus: tuple[Gpu, ...] = ()
     vgpu: Vgpu | None = None

@@ -316,9 +316,15 @@ def test_memory_zero_omits_memory_label_and_cc_zero_omits_arch_labels() -> None:
     assert labels["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-40GB"
 
 
-def test_machine_type_unknown_when_unreadable() -> None:
-    snap = dataclasses.replace(snap_of("a100-40gb"), machine_type="")
+def test_machine_type_unknown_when_unreadable_empty_when_empty(profile_doc) -> None:
+    doc = profile_doc("a100-40gb")
+    del doc["host"]["machineType"]  # the fake host then cannot read it
+    snap = snap_of(doc)
+    assert snap.machine_type == "unknown"
+    assert any("machine type unreadable" in w for w in snap.warnings)
     assert labels_of(snap)["nvidia.com/gpu.machine"] == "unknown"
+    doc["host"]["machineType"] = "  \n"  # an empty DMI file: GFD labels the empty string
+    assert labels_of(doc)["nvidia.com/gpu.machine"] == ""
 
 
 def test_clique_label_when_all_attached_gpus_agree() -> None:
