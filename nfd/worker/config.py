@@ -115,7 +115,9 @@ def _build(doc: Any) -> WorkerConfig:
     for key in doc:
         if key not in ("core", "sources"):
             log.info("config: unknown top-level key %r ignored", key)
-    core = doc.get("core") or {}
+    core = doc.get("core")
+    if core is None:
+        core = {}
     if not isinstance(core, dict):
         raise ValidationError("core", "must be an object")
     if "sleepInterval" in core:
@@ -149,7 +151,9 @@ def _build(doc: Any) -> WorkerConfig:
         if not isinstance(core["klog"], dict):
             raise ValidationError("core.klog", "must be an object")
         cfg.klog = dict(core["klog"])
-    raw_sources = doc.get("sources") or {}
+    raw_sources = doc.get("sources")
+    if raw_sources is None:
+        raw_sources = {}
     if not isinstance(raw_sources, dict):
         raise ValidationError("sources", "must be an object")
     cfg.raw_sources = raw_sources
