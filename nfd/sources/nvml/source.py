@@ -6,8 +6,8 @@ and labels (Snapshot + settings -> labels). What it adds is failure policy:
 - no NVML on the node (library or driver missing): the source is off, logged once at INFO,
   and NVML is quietly re-tried every cycle so a driver installed later is picked up;
 - NVML failing after a good pass (GPU lost, driver reload, ...): the last good features are
-  kept, the error is counted (``errors_total``, metric ``nfd_nvml_errors_total``) and the next
-  cycle retries. Labels are never wiped by a transient NVML error.
+  kept (marked ``nvml.system.stale=true``), the error is counted (``errors_total``, metric
+  ``nfd_nvml_errors_total``) and the next cycle retries. Labels are never wiped by an NVML error.
 """
 
 from __future__ import annotations
@@ -185,7 +185,12 @@ class NvmlSource(FeatureSource):
         else:
             log.debug("nvml: %s (again)", message)
         self._last_error_msg = message
-        return self._last.copy() if self._last is not None else Features()
+        if self._last is None:
+            return Features()
+        stale = self._last.copy()
+        # visible to rules (and operators), invisible to the GFD labels
+        stale.attributes.setdefault("nvml.system", {})["stale"] = "true"
+        return stale
 
     # -- labels -------------------------------------------------------------------------------
     def labels(self, features: Features, config: dict[str, Any], ctx: DiscoveryContext) -> dict[str, str]:

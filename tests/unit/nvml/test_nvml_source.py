@@ -14,6 +14,13 @@ from nfd.sources.base import DiscoveryContext
 from nfd.sources.nvml import NvmlSource
 
 
+def fresh(f):
+    """Features without the stale marker, to compare a kept result with the good one."""
+    g = f.copy()
+    g.attributes.get("nvml.system", {}).pop("stale", None)
+    return g
+
+
 def source_for(fake, **kw) -> NvmlSource:
     return NvmlSource(backend=fake, host=fake.host, **kw)
 
@@ -72,12 +79,14 @@ def test_gpu_lost_mid_run_keeps_last_good_and_recovers(caplog) -> None:
     fake.inject("nvmlDeviceGetName", "GPU_IS_LOST", device=3, times=2)
     for n in (1, 2):
         f = src.discover(ctx, cfg(src))
-        assert f == good
+        assert f.attributes["nvml.system"]["stale"] == "true"
+        assert fresh(f) == good
         assert src.labels(f, cfg(src), ctx) == good_labels
         assert src.errors_total == n
     assert "nvmlDeviceGetName (GPU 3)" in src.last_error
     assert info_lines(caplog, "keeping the last good GPU features") == 1  # repeats are not re-logged
-    assert src.discover(ctx, cfg(src)) == good
+    recovered = src.discover(ctx, cfg(src))
+    assert recovered == good and "stale" not in recovered.attributes["nvml.system"]
     assert info_lines(caplog, "NVML readable again") == 1
     assert fake.init_count == 0
 
@@ -88,7 +97,7 @@ def test_driver_unloaded_mid_run_is_an_error_not_absence(caplog) -> None:
     ctx = DiscoveryContext()
     good = src.discover(ctx, cfg(src))
     fake.inject("nvmlInit", "DRIVER_NOT_LOADED")
-    assert src.discover(ctx, cfg(src)) == good
+    assert fresh(src.discover(ctx, cfg(src))) == good
     assert src.errors_total == 1
     assert "nvmlInit" in src.last_error
 
@@ -134,7 +143,7 @@ def test_unresolved_mig_profiles_fail_single_and_mixed_only() -> None:
     mixed = cfg(src, migStrategy="mixed")
     good = src.discover(ctx, mixed)
     fake.inject("nvmlDeviceGetGpuInstanceById", "NO_PERMISSION")
-    assert src.discover(ctx, mixed) == good
+    assert fresh(src.discover(ctx, mixed)) == good
     assert "NVIDIA_MIG_MONITOR_DEVICES" in src.last_error
     # strategy none does not need profiles: a fresh pass succeeds
     f = src.discover(ctx, cfg(src, migStrategy="none"))
