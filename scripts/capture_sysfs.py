@@ -98,15 +98,19 @@ def capture(src_root: str, out: str) -> int:
             if os.path.isdir(path):
                 os.makedirs(os.path.join(out, os.path.relpath(path, src_root)), exist_ok=True)
     osrelease_path = os.path.join(src_root, "proc/sys/kernel/osrelease")
-    ver = open(osrelease_path).read().strip() if os.path.exists(osrelease_path) else ""
+    ver = ""
+    if os.path.exists(osrelease_path):
+        with open(osrelease_path) as f:
+            ver = f.read().strip()
     # kernel config: keep it compressed, as /proc/config.gz
     for rel in ("proc/config.gz", f"boot/config-{ver}"):
         src = os.path.join(src_root, rel)
         if os.path.isfile(src):
-            raw = gzip.open(src).read() if rel.endswith(".gz") else open(src, "rb").read()
+            with gzip.open(src) if rel.endswith(".gz") else open(src, "rb") as fin:
+                raw = fin.read()
             os.makedirs(os.path.join(out, "proc"), exist_ok=True)
-            with gzip.GzipFile(os.path.join(out, "proc/config.gz"), "wb", mtime=0) as f:
-                f.write(raw)
+            with gzip.GzipFile(os.path.join(out, "proc/config.gz"), "wb", mtime=0) as fout:
+                fout.write(raw)
             break
     builtin = os.path.join(src_root, f"lib/modules/{ver}/modules.builtin")
     if ver and os.path.isfile(builtin):
