@@ -576,3 +576,28 @@ def test_template_size_cap() -> None:
     assert ok.error is None and ok.output.labels == {"a": "b"}
     # without matchers templates are never expanded (upstream)
     assert run({"labelsTemplate": "a=b"}, f).output.labels == {}
+
+
+# -- matchCEL (our extension) --------------------------------------------------------------
+
+
+def test_match_cel_is_anded_and_explained() -> None:
+    f = feats({"cpu.cpuid": ["AVX"]}, {"kernel.version": {"major": "6"}})
+    base = {"labels": {"x": "1"}, "matchFeatures": [term("cpu.cpuid", {"AVX": me("Exists")})]}
+    ok = run({**base, "matchCEL": ["'AVX' in flags['cpu.cpuid']", "node.name == ''"]}, f)
+    assert ok.matched and ok.error is None
+    no = run({**base, "matchCEL": ["true", "int(attributes['kernel.version']['major']) > 6"]}, f)
+    assert not no.matched and no.error is None
+    assert "kernel.version" in (no.reason or "")
+    # matchCEL alone (no matchFeatures) also gates the rule
+    assert not run({"labels": {"x": "1"}, "matchCEL": ["false"]}, f).matched
+
+
+def test_match_cel_errors() -> None:
+    f = feats({"cpu.cpuid": ["AVX"]})
+    rs = compile_nodefeaturerule(nfr("c", {"name": "bad-syntax", "matchCEL": ["1 +"]}, {"name": "ok", "labels": {"a": "b"}}))
+    assert isinstance(rs.rules[0], BrokenRule) and "spec.rules[0].matchCEL[0]" in rs.rules[0].error
+    res = process_rule_sets([rs], f)
+    assert res.output.labels == {"a": "b"} and res.errors[0][0] == "bad-syntax"
+    rt = run({"labels": {"x": "1"}, "matchCEL": ["attributes['no.such']['x'] == 'y'"]}, f)
+    assert rt.error is not None and not rt.matched
