@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from nfd.rules.celc.compiler import VARIABLES, Act, Compiler, Fn
 from nfd.rules.celc.syntax import Call, CelSyntaxError, Index, ListLit, MapLit, Node, Select, parse
@@ -44,8 +45,13 @@ class Program:
     result_type: Type
 
 
+@lru_cache(maxsize=2048)
 def compile_program(source: str) -> Program:
-    """Compile one boolean expression; raise CelSyntaxError (with line:col where known)."""
+    """Compile one boolean expression; raise CelSyntaxError (with line:col where known).
+
+    Cached by source: programs are immutable (per-node state lives in ``Act``), and the master
+    recompiles every rule of a NodeFeatureRule whenever the object changes.
+    """
     if len(source) > MAX_SOURCE_CHARS:
         raise CelSyntaxError(None, f"expression is longer than {MAX_SOURCE_CHARS} characters")
     tree = parse(source)

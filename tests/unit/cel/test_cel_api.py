@@ -162,9 +162,11 @@ def test_step_limit_stops_runaway_expressions_and_resets_per_expression() -> Non
     limited = compile_expressions([expr], path="m", step_limit=5_000)
     with pytest.raises(CelEvalError, match="exceeded the limit of 5000 steps"):
         limited.evaluate(f, node_name="n")
-    cheap = 'flags["big.set"].exists(b, b == "f150")'  # 151 steps per expression
+    cheap = 'flags["big.set"].exists(b, b == "f150")'  # charges the set's size, 200, per expression
     m = compile_expressions([cheap] * 5, path="m", step_limit=200)
     assert m.evaluate(f, node_name="n") == (True, None)
+    with pytest.raises(CelEvalError, match="exceeded"):
+        compile_expressions([cheap], path="m", step_limit=199).evaluate(f, node_name="n")
 
 
 def test_step_limit_is_not_absorbed_by_or() -> None:

@@ -92,6 +92,10 @@ from nfd.rules.celc.values import UInt
         ("{'a': 1, 'b': 2}.filter(k, k > 'a')", ["b"]),
         ("[2, 1].exists_one(x, 1 / (x - 1) == 1)", ERROR),
         ("{1: 'a'}[1.0]", "a"),
+        # an error out of a macro is absorbed by || and && like any other (celpy raises here)
+        ("[1, 0].filter(x, 1 / x > 0).size() == 2 || true", True),
+        ("false && [1, 0].all(x, 1 / x > 0)", False),
+        ("[1, 0].map(x, 1 / x).size() == 2", ERROR),
         ("{1: 'a'}[1u]", "a"),
     ],
 )
