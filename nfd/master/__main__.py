@@ -193,7 +193,11 @@ async def amain(args: argparse.Namespace, cfg: MasterConfig, gates: dict[str, bo
         finally:
             await api.close()
 
+    from prometheus_client import disable_created_metrics
+
+    disable_created_metrics()  # upstream's Go client exports no *_created series
     metrics = MasterMetrics(version=__version__)
+    metrics.bind_api_counts(api.metrics)
     master = NfdMaster(api, config=cfg, options=opts, metrics=metrics)
     runner, port = await start_http(port=args.port, registry=metrics.registry)
     log.info("nfd-master %s: namespace %s, http server on port %d", __version__, ns, port)
@@ -204,6 +208,8 @@ async def amain(args: argparse.Namespace, cfg: MasterConfig, gates: dict[str, bo
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     loop.add_signal_handler(signal.SIGHUP, reload_now.set)
+    # Ours: SIGUSR1 forces a full re-evaluation of every node (what resyncPeriod does).
+    loop.add_signal_handler(signal.SIGUSR1, lambda: master.update_all_nodes("forced resync (SIGUSR1)"))
 
     async def watch_config() -> None:
         last = cfg_text

@@ -3,8 +3,24 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.registry import Collector
+
+
+class _ApiRequests(Collector):
+    """``nfd_master_api_requests_total{verb}`` read from the API client's own counter (ours)."""
+
+    def __init__(self, counts: Mapping[str, int]) -> None:
+        self.counts = counts
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        fam = CounterMetricFamily("nfd_master_api_requests", "Kubernetes API requests issued, by verb.", labels=["verb"])
+        for verb, n in sorted(self.counts.items()):
+            fam.add_metric([verb], float(n))
+        yield fam
 
 
 class MasterMetrics:
@@ -48,11 +64,11 @@ class MasterMetrics:
             "Number of NodeFeatureGroup update requests processed by the master.",
             registry=r,
         )
-        # Ours: API requests by verb, and writes skipped because the node was already right.
-        self.api_requests = Counter(
-            "nfd_master_api_requests", "Kubernetes API requests issued, by verb.", ["verb"], registry=r
-        )
+        # Ours: writes skipped because the node was already right.
         self.node_noop_updates = Counter(
             "nfd_master_node_noop_updates", "Node updates that needed no write.", registry=r
         )
         self.is_leader = Gauge("nfd_master_is_leader", "1 while this instance holds the lease.", registry=r)
+
+    def bind_api_counts(self, counts: Mapping[str, int]) -> None:
+        self.registry.register(_ApiRequests(counts))
