@@ -2,6 +2,7 @@
 
     nfd rules validate -f FILE [-f FILE ...]
     nfd rules dryrun -f RULES.yaml --nodefeature NF.yaml [-o text|json] [--raw]
+                     (NF.yaml: NodeFeature object(s), or ``nfd export features`` output)
                      [--config nfd-master.conf] [--enable-taints] [--disable-auto-prefix]
                      [--extra-label-ns NS,...] [--deny-label-ns NS,...] [--label-whitelist RE]
 
@@ -69,8 +70,19 @@ def load_documents(path: str) -> list[Any]:
     return out
 
 
+_FEATURE_KEYS = frozenset({"flags", "attributes", "instances"})
+
+
 def _objects(path: str, kinds: tuple[str, ...]) -> list[dict[str, Any]]:
     docs = load_documents(path)
+    if kinds == ("NodeFeature",):
+        # also accept bare features (``nfd export features`` output) as an anonymous NodeFeature
+        docs = [
+            {"kind": "NodeFeature", "metadata": {"name": ""}, "spec": {"features": d}}
+            if isinstance(d, dict) and "kind" not in d and d and set(d) <= _FEATURE_KEYS
+            else d
+            for d in docs
+        ]
     if not docs:
         raise InputError(f"{path}: no {' or '.join(kinds)} object found")
     for i, d in enumerate(docs):

@@ -222,15 +222,19 @@ class CompiledRule:
         vars_: dict[str, str] = {}
         if self.match_any:
             any_matched = False
+            whys: list[str] = []
             for m in self.match_any:
-                ok, data, _why = m.evaluate(fl, at, ins, collect)
+                ok, data, why = m.evaluate(fl, at, ins, collect)
                 if ok:
                     any_matched = True
                     if not collect:
                         break
                     self._expand(data, labels, vars_)
+                else:
+                    whys.append(why or "did not match")
             if not any_matched:
-                return RuleResult(self.name, False, RuleOutput(), "matchAny: no element matched")
+                detail = "; ".join(f"[{i}] {w}" for i, w in enumerate(whys))
+                return RuleResult(self.name, False, RuleOutput(), f"matchAny: no element matched ({detail})")
         if self.match_features is not None:
             ok, data, why = self.match_features.evaluate(fl, at, ins, collect)
             if not ok:

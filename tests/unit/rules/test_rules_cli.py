@@ -536,3 +536,33 @@ def test_cli_does_not_import_kubernetes_client(tmp_path: Path) -> None:
     )
     assert p.returncode == 0, p.stderr
     assert json.loads(p.stdout)["labels"][FNK + "from-nodefeature"] == "yes"
+
+
+def test_dryrun_accepts_exported_features(tmp_path: Path, capsys: Any) -> None:
+    rp, fp = tmp_path / "r.yaml", tmp_path / "features.json"
+    rp.write_text(
+        nfr(
+            "x",
+            """
+            - name: any
+              labels: {avx: "true"}
+              matchAny:
+                - matchFeatures: [{feature: cpu.cpuid, matchExpressions: {SSE9: {op: Exists}}}]
+                - matchFeatures: [{feature: cpu.cpuid, matchExpressions: {AVX: {op: Exists}}}]
+            - name: none
+              labels: {never: "true"}
+              matchAny:
+                - matchFeatures: [{feature: cpu.cpuid, matchExpressions: {SSE9: {op: Exists}}}]
+            """,
+        )
+    )
+    fp.write_text(
+        json.dumps({"flags": {"cpu.cpuid": {"elements": {"AVX": {}}}}, "attributes": {}, "instances": {}})
+    )
+    assert main(["dryrun", "-f", str(rp), "--nodefeature", str(fp)]) == 0
+    text = capsys.readouterr().out
+    assert "feature.node.kubernetes.io/avx=true" in text
+    assert (
+        'x/none: not matched: matchAny: no element matched ([0] matchFeatures[0] (cpu.cpuid): expression "SSE9"'
+        in text
+    )
