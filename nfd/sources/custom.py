@@ -220,14 +220,13 @@ def static_rules() -> list[Any]:
 def dropin_rules(ctx: DiscoveryContext) -> list[Any]:
     """Rules from ``custom.d``: sorted, one level of sub-directories, dot-files skipped; a file
     that fails to parse is skipped whole with a warning naming it."""
-    import yaml
-
     base = ctx.paths.custom_d()
     files: list[str] = []
     try:
         entries = sorted(os.scandir(base), key=lambda e: e.name)
     except OSError:
         return []
+    import yaml  # only when there is a custom.d to read
     for e in entries:
         if e.name.startswith("."):
             continue
