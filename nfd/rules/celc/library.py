@@ -245,7 +245,7 @@ def parse_int(s: str) -> int:
 
 
 def _int_from_double(d: float) -> int:
-    if math.isnan(d) or math.isinf(d) or not -(2.0**63) <= d < 2.0**63:
+    if math.isnan(d) or math.isinf(d) or not -(2.0**63) < d < 2.0**63:  # exclusive, like cel-go
         raise CelError("double out of int range")
     return int(d)
 
@@ -401,8 +401,13 @@ def _join(lst: Any, sep: str = "") -> str:
     return sep.join(items)
 
 
+# Go's unicode.IsSpace, which cel-go's trim() uses (str.strip() would also trim \x1c-\x1f)
+_GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
+            "\u2028\u2029\u202f\u205f\u3000"
+
+
 def _trim(s: str) -> str:
-    return s.strip(" \t\n\r\v\f\u0085\u00a0")
+    return s.strip(_GO_SPACE)
 
 
 def _size(v: Any) -> int:

@@ -63,6 +63,9 @@ from nfd.rules.celc.values import UInt
         ("['a', 'b'].join('-')", "a-b"),
         ("['a', 'b'].join()", "ab"),
         ("'  x \\t'.trim()", "x"),
+        ("'\\u2003x\\u3000'.trim()", "x"),  # Go's unicode.IsSpace
+        ("'\\x1cx'.trim()", "\x1cx"),  # not a space in Go, though Python's strip() removes it
+        ("int(-9223372036854775808.0)", ERROR),  # cel-go's range check is exclusive
         ("'aaa'.replace('a', 'b', 2)", "bba"),
         ("'hello'.indexOf('l')", 2),
         ("'hello'.lastIndexOf('l')", 3),
