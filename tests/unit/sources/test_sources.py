@@ -354,3 +354,36 @@ def test_hostpaths_layouts(tmp_path):
     assert pre.features_d() == "/etc/kubernetes/node-feature-discovery/features.d"
     assert HostPaths.detect(env={"NFD_HOST_ROOT": str(tmp_path)}).root == str(tmp_path)
     assert HostPaths.detect("/x", env={"NFD_HOST_ROOT": "/y"}).root == "/x"
+
+
+def test_permission_denied_warns_and_discovery_goes_on(tree, monkeypatch):
+    import builtins
+
+    root = tree("etc/os-release", "ID=x\n")
+    tree("sys/devices/virtual/dmi/id/sys_vendor", "Acme\n")
+    denied = os.path.join(root, "etc/os-release")
+    real_open = builtins.open
+
+    def fake_open(path, *a, **k):
+        if str(path) == denied:
+            raise PermissionError(13, "Permission denied", path)
+        return real_open(path, *a, **k)
+
+    monkeypatch.setattr(builtins, "open", fake_open)
+    f, _, ctx = run("system", root)
+    assert "system.osrelease" not in f.attributes
+    assert f.attributes["system.dmiid"] == {"sys_vendor": "Acme"}
+    assert any(denied in w and "Permission denied" in w for w in ctx.warnings)
+
+
+def test_export_does_not_import_cluster_libraries():
+    import subprocess
+    import sys
+
+    code = ("import sys, io, contextlib\nfrom nfd.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()) as out:\n    rc = main(['export', 'labels'])\n"
+            "assert rc == 0 and 'feature.node.kubernetes.io/' in out.getvalue()\n"
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('kubernetes', 'aiohttp', 'nfd.k8s'))\n"
+            "bad += [m for m in sys.modules if m.startswith('nfd.k8s')]\n"
+            "assert not bad, bad\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
