@@ -167,3 +167,37 @@ def test_every_matchcel_in_the_docs_compiles() -> None:
             elif isinstance(o, list):
                 stack.extend(o)
     assert found >= 10
+
+
+def test_backreference_through_rule_matched() -> None:
+    from nfd.rules.engine import compile_nodefeaturerule, process_rule_sets
+
+    nfr = {
+        "apiVersion": "nfd.k8s-sigs.io/v1alpha1",
+        "kind": "NodeFeatureRule",
+        "metadata": {"name": "chain"},
+        "spec": {"rules": [
+            {"name": "gpu", "labels": {"gpu.a100": "true"}, "vars": {"gpus": "1"},
+             "matchCEL": EXAMPLES["gpu-model"][1]},
+            {"name": "gpu-and-numa", "labels": {"gpu.numa": "true"},
+             "matchCEL": ['"gpu.a100" in attributes["rule.matched"] && attributes["rule.matched"]["gpu.a100"] == "true"',
+                          'int(attributes["rule.matched"]["gpus"]) == 1',
+                          '"node_count" in attributes["memory.numa"]'
+                          ' && int(attributes["memory.numa"]["node_count"]) > 1']},
+            {"name": "broken", "labels": {"broken": "true"},
+             "matchCEL": ['attributes["rule.matched"]["no-such-label"] == "x"']},
+        ]},
+    }
+    rs = compile_nodefeaturerule(nfr)
+    res = process_rule_sets([rs], NODES["gpu-a100"], node_name="gpu-a100")
+    assert res.output.labels == {"gpu.a100": "true", "gpu.numa": "true"}
+    # a runtime error fails that rule only, reported like other rule errors
+    assert [name for name, _ in res.errors] == ["broken"]
+    assert "no such key: 'no-such-label'" in res.errors[0][1]
+    # where the first rule did not match, the guarded lookup is false and the dry-run reason
+    # names the expression; the unguarded lookup of a missing label is an error
+    res = process_rule_sets([rs], NODES["gpu-t4"], node_name="gpu-t4")
+    assert res.output.labels == {}
+    assert res.results[1].error is None and res.results[1].reason is not None
+    assert res.results[1].reason.startswith("matchCEL: '\"gpu.a100\" in attributes[\"rule.matched\"]")
+    assert [name for name, _ in res.errors] == ["broken"]
