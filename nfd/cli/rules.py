@@ -166,7 +166,7 @@ def cmd_dryrun(args: argparse.Namespace) -> int:
     from nfd.rules.policy import apply_policy, merge_node_features
 
     try:
-        rule_objs = [o for f in args.files for o in _objects(f, ("NodeFeatureRule",))]
+        rule_objs = [(f, o) for f in args.files for o in _objects(f, ("NodeFeatureRule",))]
         nf_objs = _objects(args.nodefeature, ("NodeFeature",))
         config = _policy_config(args)
     except InputError as e:
@@ -186,7 +186,9 @@ def cmd_dryrun(args: argparse.Namespace) -> int:
     )
 
     rule_sets: list[CompiledRuleSet] = []
-    for obj in rule_objs:
+    files: dict[str, str] = {}  # rule set name -> file, for messages
+    for fname, obj in rule_objs:
+        files.setdefault(_obj_name(obj), fname)
         try:
             rule_sets.append(compile_nodefeaturerule(obj))
         except ValidationError as e:  # malformed spec: the whole object fails, like one bad rule
@@ -224,12 +226,18 @@ def cmd_dryrun(args: argparse.Namespace) -> int:
         json.dump(out, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        _print_text(out, res.results, rejected, raw=args.raw, node=node_name)
+        _print_text(out, res.results, rejected, raw=args.raw, node=node_name, files=files)
     return 1 if errors else 0
 
 
 def _print_text(
-    out: dict[str, Any], results: list[Any], rejected: list[Any], *, raw: bool, node: str
+    out: dict[str, Any],
+    results: list[Any],
+    rejected: list[Any],
+    *,
+    raw: bool,
+    node: str,
+    files: dict[str, str],
 ) -> None:
     w = sys.stdout.write
     w(f"Node {node!r}: {'raw rule output (before policy)' if raw else 'what nfd-master would apply'}\n")
@@ -252,9 +260,10 @@ def _print_text(
             w(f"  {r.kind} {r.key}: {r.reason}\n")
     w("Rules:\n")
     for r in results:
-        status = (
-            "ERROR: " + (r.error or "") if r.error else "matched" if r.matched else f"not matched: {r.reason}"
-        )
+        if r.error:
+            status = f"ERROR: {r.error} (in {files.get(r.rule_set, '?')})"
+        else:
+            status = "matched" if r.matched else f"not matched: {r.reason}"
         w(f"  {r.rule_set}/{r.name}: {status}\n")
 
 
