@@ -84,8 +84,8 @@ class MasterConfig:
     restrictions: Restrictions = field(default_factory=Restrictions)
     klog: dict[str, str] = field(default_factory=dict)
     # Ours: client-side rate limit of the API client (upstream leaves client-go defaults).
-    kube_api_qps: float = 50.0
-    kube_api_burst: int = 100
+    kube_api_qps: float = 200.0
+    kube_api_burst: int = 400
 
 
 @dataclass(slots=True)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from _master_fakeapi import merge_patch
+
 from nfd.master import bookkeeping as bk
 from nfd.master.nodeupdate import Desired, NodeState, plan_node_update
 
@@ -57,14 +59,10 @@ def run(obj: dict[str, Any], desired: Desired, **kw: Any) -> tuple[dict[str, Any
     new = apply_json_patch(new, plan.metadata_ops)
     if plan.taints_patch:
         tp = plan.taints_patch
+        assert not plan.metadata_ops  # folded into the guarded merge patch
         assert tp["metadata"]["resourceVersion"] == obj["metadata"]["resourceVersion"]
-        new.setdefault("spec", {})["taints"] = tp["spec"]["taints"]
-        anns = new["metadata"].setdefault("annotations", {})
-        for k, v in tp["metadata"]["annotations"].items():
-            if v is None:
-                anns.pop(k, None)
-            else:
-                anns[k] = v
+        new = merge_patch(new, tp)
+        new["metadata"].setdefault("annotations", {})
     return new, plan
 
 

@@ -1,0 +1,374 @@
+"""nfd-master at scale on the real kube-apiserver (the e2e harness's etcd + apiserver).
+
+Creates N Node objects and one realistic NodeFeature per node (tens of kB: ~100 cpuid flags,
+~1,000 kernel config attributes, 20 PCI devices, os-release...), 100 NodeFeatureRules' worth of
+rules (mixed operators, matchAny, templates, dynamic values, annotations, extended resources, one
+taint), then starts nfd-master as its own process under its ServiceAccount and prints:
+
+- time until every node carries exactly the expected state (checked against the expected
+  ``feature-labels`` annotation, computed offline with the same engine for each node profile);
+- API requests issued by the master, by verb (its nfd_master_api_requests_total);
+- the master's peak RSS (VmHWM);
+- time to propagate a changed rule to every node;
+- a forced full resync with nothing changed: its duration and the writes it issued (must be 0).
+
+Run: ``python benchmarks/bench_master_scale.py [--nodes 1000] [--upstream-rbac]``
+(``--nodes 5000`` is supported; it needs a few minutes to create the objects).
+By default the master may watch Nodes (ClusterRole nfd-master + nodes/watch); with
+``--upstream-rbac`` it runs with upstream's ClusterRole (no watch: it reads each Node).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import re
+import signal
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from nfd.k8s.client import ApiClient  # noqa: E402
+from nfd.k8s.creating import create  # noqa: E402
+from nfd.k8s.errors import AlreadyExists  # noqa: E402
+from nfd.k8s.patching import patch  # noqa: E402
+from nfd.k8s.resources import NODEFEATURERULES, NODEFEATURES, NODES  # noqa: E402
+from tests.e2e.build import ensure_built  # noqa: E402
+from tests.e2e.harness import KubeCluster  # noqa: E402
+
+NS = "node-feature-discovery"
+PROFILES = 4
+CPUID = [f"FLAG{i}" for i in range(100)] + ["AVX", "AVX2", "AVX512F", "SSE4", "SSE42", "VMX", "SGX"]
+
+
+def profile_features(p: int) -> dict[str, Any]:
+    rnd = random.Random(p)
+    flags = sorted(f for f in CPUID if rnd.random() < 0.8 or f in ("AVX", "SSE4"))
+    if p % 2 == 0 and "AVX512F" not in flags:
+        flags.append("AVX512F")
+    kconfig = {f"CONFIG_OPTION_{i}": rnd.choice(["y", "m", "n"]) for i in range(1000)}
+    pci = [
+        {"class": rnd.choice(["0200", "0300", "0302", "0108", "0604"]), "vendor": rnd.choice(["8086", "10de", "15b3", "1af4"]),
+         "device": f"{rnd.randrange(0x1000, 0xffff):04x}", "subsystem_vendor": "1028", "subsystem_device": "0000",
+         "sriov_totalvfs": str(rnd.choice([0, 8, 64]))}
+        for _ in range(20)
+    ]
+    return {
+        "flags": {"cpu.cpuid": flags, "kernel.loadedmodule": [f"mod_{i}" for i in range(60 + p)]},
+        "attributes": {
+            "cpu.model": {"vendor_id": "Intel" if p < 3 else "AMD", "family": "6", "id": str(100 + p)},
+            "kernel.version": {"full": f"6.{p}.0-generic", "major": "6", "minor": str(p), "revision": "0"},
+            "kernel.config": kconfig,
+            "system.osrelease": {"ID": "ubuntu", "VERSION_ID": f"22.0{p}", "VERSION_ID.major": "22"},
+            "memory.numa": {"is_numa": "true" if p % 2 else "false", "node_count": str(1 + p % 2)},
+        },
+        "instances": {"pci.device": pci},
+    }
+
+
+def nodefeature(node: str, p: int) -> dict[str, Any]:
+    f = profile_features(p)
+    attrs = dict(f["attributes"])
+    attrs["system.name"] = {"nodename": node}
+    return {
+        "apiVersion": "nfd.k8s-sigs.io/v1alpha1",
+        "kind": "NodeFeature",
+        "metadata": {"name": node, "namespace": NS, "labels": {"nfd.node.kubernetes.io/node-name": node}},
+        "spec": {
+            "features": {
+                "flags": {k: {"elements": {e: {} for e in v}} for k, v in f["flags"].items()},
+                "attributes": {k: {"elements": v} for k, v in attrs.items()},
+                "instances": {k: {"elements": [{"attributes": a} for a in v]} for k, v in f["instances"].items()},
+            },
+            "labels": {f"cpu-cpuid.{x}": "true" for x in f["flags"]["cpu.cpuid"][:20]},
+        },
+    }
+
+
+def make_rules(version: str = "v1") -> list[dict[str, Any]]:
+    """100 rules in 10 NodeFeatureRule objects."""
+    rnd = random.Random(42)
+    rules: list[dict[str, Any]] = []
+    for i in range(40):
+        a, b = rnd.sample(CPUID, 2)
+        rules.append({"name": f"cpuid-{i}", "labels": {f"cpu-combo-{i}": "true"},
+                      "matchFeatures": [{"feature": "cpu.cpuid", "matchExpressions": {
+                          a: {"op": "Exists"}, b: {"op": "Exists" if i % 3 else "DoesNotExist"}}}]})
+    for i in range(20):
+        keys = rnd.sample(range(1000), 3)
+        rules.append({"name": f"kconfig-{i}", "labels": {f"kconfig-{i}": "true"},
+                      "matchFeatures": [{"feature": "kernel.config", "matchExpressions": {
+                          f"CONFIG_OPTION_{k}": {"op": "In", "value": ["y", "m"]} for k in keys}}]})
+    for i in range(10):
+        rules.append({"name": f"pci-{i}", "labels": {f"pci-{i}.present": "true"},
+                      "matchFeatures": [{"feature": "pci.device", "matchExpressions": {
+                          "vendor": {"op": "In", "value": [["8086", "10de", "15b3", "1af4"][i % 4]]},
+                          "class": {"op": "InRegexp", "value": ["^0[23]"]}}}]})
+    for i in range(10):
+        rules.append({"name": f"kver-{i}", "labels": {f"kernel-ge-6.{i % 4}": "true"},
+                      "matchFeatures": [{"feature": "kernel.version", "matchExpressions": {
+                          "major": {"op": "Ge", "value": ["6"]}, "minor": {"op": "Ge", "value": [str(i % 4)]},
+                          "full": {"op": "Gt", "value": ["5.4.0"], "type": "version"}}}]})
+    for i in range(10):
+        rules.append({"name": f"any-{i}", "labels": {f"any-{i}": "true"},
+                      "matchAny": [
+                          {"matchFeatures": [{"feature": "cpu.model", "matchExpressions": {"id": {"op": "In", "value": [str(100 + i % 5)]}}}]},
+                          {"matchFeatures": [{"feature": "memory.numa", "matchExpressions": {"is_numa": {"op": "IsTrue"}}}]},
+                      ]})
+    for i in range(5):
+        rules.append({"name": f"tmpl-{i}",
+                      "labelsTemplate": "{{ range .pci.device }}vendor-{{ .vendor }}-" + str(i) + "=present\n{{ end }}",
+                      "matchFeatures": [{"feature": "pci.device", "matchExpressions": {"class": {"op": "In", "value": ["0300", "0302"]}}}]})
+    rules.append({"name": "dyn", "labels": {"os-version": "@system.osrelease.VERSION_ID"},
+                  "annotations": {"kernel-full": "@kernel.version.full"}})
+    rules.append({"name": "er", "extendedResources": {"numa-nodes": "@memory.numa.node_count"},
+                  "matchFeatures": [{"feature": "memory.numa", "matchExpressions": {"node_count": {"op": "Gt", "value": ["0"]}}}]})
+    rules.append({"name": "taint", "taints": [{"key": "example.com/avx512", "value": "true", "effect": "PreferNoSchedule"}],
+                  "matchFeatures": [{"feature": "cpu.cpuid", "matchExpressions": {"AVX512F": {"op": "Exists"}}}]})
+    rules.append({"name": "changeable", "labels": {"rules-version": version}})
+    rules.append({"name": "chained", "labels": {"chained": "true"},
+                  "matchFeatures": [{"feature": "rule.matched", "matchExpressions": {"rules-version": {"op": "Exists"}}}]})
+    assert len(rules) == 100, len(rules)
+    return [
+        {"apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeatureRule",
+         "metadata": {"name": f"bench-rules-{j:02d}"}, "spec": {"rules": rules[j * 10:(j + 1) * 10]}}
+        for j in range(10)
+    ]
+
+
+def expected_annotations(rule_objs: list[dict[str, Any]], *, enable_taints: bool) -> dict[int, str]:
+    """Per profile: the feature-labels annotation the master must write (same engine, offline)."""
+    from nfd.master.bookkeeping import encode_names
+    from nfd.master.config import MasterConfig
+    from nfd.master.nodefeatures import compact_nodefeature, merge_node_features
+    from nfd.master.pipeline import RuleBook, compute_desired, policy_config
+
+    book = RuleBook()
+    for o in rule_objs:
+        assert book.upsert(o) is None
+    policy = policy_config(MasterConfig(enable_taints=enable_taints))
+    out = {}
+    for p in range(PROFILES):
+        merged = merge_node_features([compact_nodefeature(nodefeature("x", p))], node_name="x", master_namespace=NS)
+        desired, _ = compute_desired(merged, rule_sets=book.ordered(), policy=policy, node_name="x")
+        out[p] = encode_names(desired.labels)
+    return out
+
+
+async def bulk(coros: list[Any], *, parallel: int = 32) -> None:
+    sem = asyncio.Semaphore(parallel)
+
+    async def one(c: Any) -> None:
+        async with sem:
+            await c
+
+    await asyncio.gather(*(one(c) for c in coros))
+
+
+async def populate(kube: KubeCluster, n: int, rule_objs: list[dict[str, Any]]) -> None:
+    api = await ApiClient.from_kubeconfig(kube.kubeconfig, qps=0, burst=1)
+
+    async def mk_node(i: int) -> None:
+        name = f"bench-{i:05d}"
+        body = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}}}
+        try:
+            await create(api, NODES, body=body)
+        except AlreadyExists:
+            pass
+        await patch(api, NODES, name=name, subresource="status", patch_type="merge",
+                    body={"status": {"capacity": {"cpu": "64", "memory": "256Gi", "pods": "110"},
+                                     "allocatable": {"cpu": "64", "memory": "256Gi", "pods": "110"}}})
+
+    async def mk_nf(i: int) -> None:
+        name = f"bench-{i:05d}"
+        try:
+            await create(api, NODEFEATURES, body=nodefeature(name, i % PROFILES), namespace=NS)
+        except AlreadyExists:
+            pass
+
+    t0 = time.monotonic()
+    await bulk([mk_node(i) for i in range(n)])
+    await bulk([mk_nf(i) for i in range(n)])
+    for o in rule_objs:
+        try:
+            await create(api, NODEFEATURERULES, body=o)
+        except AlreadyExists:
+            pass
+    print(f"created {n} nodes, {n} NodeFeatures (~{len(json.dumps(nodefeature('bench-00000', 0))) // 1024} kB each), "
+          f"{sum(len(o['spec']['rules']) for o in rule_objs)} rules in {time.monotonic() - t0:.1f}s", flush=True)
+    await api.close()
+
+
+def node_states(kube: KubeCluster) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    cont = None
+    while True:
+        params: dict[str, Any] = {"limit": 1000, "labelSelector": "kubernetes.io/hostname"}
+        if cont:
+            params["continue"] = cont
+        page = kube.admin.request("GET", "/api/v1/nodes", params=params, timeout=120)
+        items += [i for i in page["items"] if i["metadata"]["name"].startswith("bench-")]
+        cont = page["metadata"].get("continue")
+        if not cont:
+            return items
+
+
+def count_done(kube: KubeCluster, check: Any) -> tuple[int, int]:
+    nodes = node_states(kube)
+    return sum(1 for n in nodes if check(n)), len(nodes)
+
+
+def wait_all(kube: KubeCluster, n: int, check: Any, *, timeout: float, what: str) -> float:
+    t0 = time.monotonic()
+    last = -1
+    while True:
+        done, total = count_done(kube, check)
+        if done != last:
+            print(f"  {what}: {done}/{n} nodes at {time.monotonic() - t0:.1f}s", flush=True)
+            last = done
+        if done >= n:
+            return time.monotonic() - t0
+        if time.monotonic() - t0 > timeout:
+            raise SystemExit(f"{what}: only {done}/{n} nodes after {timeout}s")
+        time.sleep(1.0)
+
+
+def scrape(port: int) -> dict[str, float]:
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        k, _, v = line.rpartition(" ")
+        out[k] = float(v)
+    return out
+
+
+def api_verbs(m: dict[str, float]) -> dict[str, int]:
+    out = {}
+    for k, v in m.items():
+        mm = re.match(r'nfd_master_api_requests_total\{verb="(\w+)"\}', k)
+        if mm:
+            out[mm.group(1)] = int(v)
+    return out
+
+
+def peak_rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--nodes", type=int, default=1000)
+    ap.add_argument("--parallelism", type=int, default=10)
+    ap.add_argument("--qps", type=float, default=None, help="master -kube-api-qps (default: its own default)")
+    ap.add_argument("--upstream-rbac", action="store_true", help="no nodes/watch permission")
+    ap.add_argument("--timeout", type=float, default=900)
+    args = ap.parse_args()
+    n = args.nodes
+
+    from nfd.master.bookkeeping import FEATURE_LABELS
+
+    rule_objs = make_rules("v1")
+    expected = expected_annotations(rule_objs, enable_taints=True)
+    tmp = Path(tempfile.mkdtemp(prefix="nfd-bench-master-"))
+    print(f"starting kube-apiserver + etcd in {tmp}", flush=True)
+    kube = KubeCluster.start(binary=ensure_built(), tmpdir=tmp)
+    try:
+        kube.apply_manifest_dir(REPO / "deploy" / "base" / "rbac")
+        if not args.upstream_rbac:
+            kube.apply_objects([
+                {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                 "metadata": {"name": "nfd-master-watch-nodes"},
+                 "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["watch"]}]},
+                {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                 "metadata": {"name": "nfd-master-watch-nodes"},
+                 "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "nfd-master-watch-nodes"},
+                 "subjects": [{"kind": "ServiceAccount", "name": "nfd-master", "namespace": NS}]},
+            ])
+        asyncio.run(populate(kube, n, rule_objs))
+        conf = tmp / "nfd-master.conf"
+        conf.write_text("enableTaints: true\nresyncPeriod: 0\n")
+        kc = kube.serviceaccount_kubeconfig(NS, "nfd-master", expiration_s=86400)
+        port = int(os.environ.get("BENCH_PORT", "0")) or __import__("tests.e2e.harness", fromlist=["free_port"]).free_port()
+        argv = ["nfd-master", f"-port={port}", f"-config={conf}", f"-nfd-api-parallelism={args.parallelism}"]
+        if args.qps:
+            argv += [f"-kube-api-qps={args.qps}", f"-kube-api-burst={int(args.qps * 2)}"]
+
+        def initial_ok(node: dict[str, Any]) -> bool:
+            p = int(node["metadata"]["name"].split("-")[1]) % PROFILES
+            return (node["metadata"].get("annotations") or {}).get(FEATURE_LABELS) == expected[p]
+
+        t_start = time.monotonic()
+        master = kube.start_process(argv, kubeconfig=kc, env={"KUBERNETES_NAMESPACE": NS}, name="bench-master")
+        master.wait_log("informer caches synced", timeout=args.timeout)
+        t_sync = time.monotonic() - t_start
+        t_first = wait_all(kube, n, initial_ok, timeout=args.timeout, what="first reconcile")
+        t_first_total = time.monotonic() - t_start
+        time.sleep(2.0)
+        m1 = scrape(port)
+        verbs1 = api_verbs(m1)
+        rss1 = peak_rss_mib(master.pid)
+
+        # a changed rule, to every node
+        api_before = verbs1
+        t0 = time.monotonic()
+        changed = [o for o in make_rules("v2") if any(r["name"] == "changeable" for r in o["spec"]["rules"])][0]
+        cur = kube.get(f"/apis/nfd.k8s-sigs.io/v1alpha1/nodefeaturerules/{changed['metadata']['name']}")
+        changed["metadata"]["resourceVersion"] = cur["metadata"]["resourceVersion"]
+        kube.request("PUT", f"/apis/nfd.k8s-sigs.io/v1alpha1/nodefeaturerules/{changed['metadata']['name']}", body=changed)
+        t_prop = wait_all(
+            kube, n, lambda nd: (nd["metadata"].get("labels") or {}).get("feature.node.kubernetes.io/rules-version") == "v2",
+            timeout=args.timeout, what="rule change")
+        _ = t0
+        time.sleep(2.0)
+        m2 = scrape(port)
+        verbs2 = api_verbs(m2)
+
+        # forced full resync with nothing changed
+        req_before = m2.get("nfd_master_node_update_requests_total", 0.0)
+        t0 = time.monotonic()
+        os.kill(master.pid, signal.SIGUSR1)
+        while scrape(port).get("nfd_master_node_update_requests_total", 0.0) < req_before + n:
+            if time.monotonic() - t0 > args.timeout:
+                raise SystemExit("forced resync did not finish")
+            time.sleep(0.2)
+        t_resync = time.monotonic() - t0
+        time.sleep(1.0)
+        m3 = scrape(port)
+        verbs3 = api_verbs(m3)
+        rss3 = peak_rss_mib(master.pid)
+        writes = {v: verbs3.get(v, 0) - verbs2.get(v, 0) for v in ("PATCH", "UPDATE", "CREATE", "DELETE")}
+
+        print()
+        print(f"nfd-master scale benchmark: {n} nodes, 100 rules, parallelism {args.parallelism}, "
+              f"node watch {'off (upstream RBAC)' if args.upstream_rbac else 'on'}")
+        print(f"  caches synced after start:           {t_sync:8.1f} s")
+        print(f"  first full reconcile (after start):  {t_first_total:8.1f} s  (after sync: {t_first:.1f} s)")
+        print(f"  API requests, first reconcile:       {dict(sorted(verbs1.items()))}")
+        print(f"  rule change propagated to all nodes: {t_prop:8.1f} s")
+        print(f"  API requests, rule change:           "
+              f"{ {k: verbs2.get(k, 0) - api_before.get(k, 0) for k in sorted(verbs2) if verbs2.get(k, 0) != api_before.get(k, 0)} }")
+        print(f"  forced no-op resync:                 {t_resync:8.1f} s, writes {writes} "
+              f"(noop updates {int(m3.get('nfd_master_node_noop_updates_total', 0) - m2.get('nfd_master_node_noop_updates_total', 0))})")
+        print(f"  master peak RSS:                     {max(rss1, rss3):8.1f} MiB")
+        master.stop()
+        return 0 if sum(writes.values()) == 0 else 1
+    finally:
+        kube.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
