@@ -190,3 +190,24 @@ def test_upstream_pci_fixture_custom_config():
     f = src.discover(ctx, cfg)
     assert src.labels(f, cfg, ctx) == {"0c80.present": "true"}
     assert any("0000:00:1f.2" in w and "incomplete" in w for w in ctx.warnings)
+
+
+def test_export_with_worker_config(tmp_path):
+    conf = tmp_path / "nfd-worker.conf"
+    conf.write_text("core:\n  labelWhiteList: '^(pci|usb)-'\nsources:\n  pci:\n    deviceLabelFields: [vendor, device]\n"
+                    "  usb:\n    deviceClassWhitelist: ['03']\n")
+    out = subprocess.run(
+        [sys.executable, "-m", "nfd.cli", "export", "labels", "--sources", "pci,usb", "-o", "json",
+         "--host-root", fixture_root("hybrid-cpu"), "--config", str(conf)],
+        capture_output=True, text=True, check=True,
+    ).stdout
+    assert json.loads(out) == {
+        "feature.node.kubernetes.io/pci-8086_4680.present": "true",
+        "feature.node.kubernetes.io/usb-03_046d_c52b.present": "true",
+    }
+    conf.write_text("sources:\n  pci:\n    deviceLabelFields: vendor\n")
+    bad = subprocess.run(
+        [sys.executable, "-m", "nfd.cli", "export", "labels", "--host-root", fixture_root("hybrid-cpu"),
+         "--config", str(conf)], capture_output=True, text=True,
+    )
+    assert bad.returncode == 2 and "sources.pci.deviceLabelFields" in bad.stderr
