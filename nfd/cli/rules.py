@@ -73,7 +73,11 @@ def load_documents(path: str) -> list[Any]:
 _FEATURE_KEYS = frozenset({"flags", "attributes", "instances"})
 
 
-def _objects(path: str, kinds: tuple[str, ...]) -> list[dict[str, Any]]:
+# other NFD kinds that may share a file with the ones a command reads; they are skipped
+_NFD_KINDS = frozenset({"NodeFeature", "NodeFeatureRule", "NodeFeatureGroup"})
+
+
+def _objects(path: str, kinds: tuple[str, ...], *, skip_other_nfd: bool = False) -> list[dict[str, Any]]:
     docs = load_documents(path)
     if kinds == ("NodeFeature",):
         # also accept bare features (``nfd export features`` output) as an anonymous NodeFeature
@@ -83,15 +87,18 @@ def _objects(path: str, kinds: tuple[str, ...]) -> list[dict[str, Any]]:
             else d
             for d in docs
         ]
-    if not docs:
-        raise InputError(f"{path}: no {' or '.join(kinds)} object found")
+    out = []
     for i, d in enumerate(docs):
         kind = d.get("kind") if isinstance(d, dict) else None
-        if kind not in kinds:
+        if kind in kinds:
+            out.append(d)
+        elif not (skip_other_nfd and kind in _NFD_KINDS):
             raise InputError(
                 f"{path}: document {i + 1} is not a {' or '.join(kinds)} object (kind: {kind!r})"
             )
-    return docs
+    if not out:
+        raise InputError(f"{path}: no {' or '.join(kinds)} object found")
+    return out
 
 
 def _obj_name(obj: dict[str, Any]) -> str:
@@ -166,8 +173,10 @@ def cmd_dryrun(args: argparse.Namespace) -> int:
     from nfd.rules.policy import apply_policy, merge_node_features
 
     try:
-        rule_objs = [(f, o) for f in args.files for o in _objects(f, ("NodeFeatureRule",))]
-        nf_objs = _objects(args.nodefeature, ("NodeFeature",))
+        rule_objs = [
+            (f, o) for f in args.files for o in _objects(f, ("NodeFeatureRule",), skip_other_nfd=True)
+        ]
+        nf_objs = _objects(args.nodefeature, ("NodeFeature",), skip_other_nfd=True)
         config = _policy_config(args)
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -433,7 +433,8 @@ def test_policy_flags(tmp_path: Path, capsys: Any) -> None:
     [
         ("a: [unclosed", NODEFEATURE, "not valid YAML"),
         ("kind: ConfigMap\n", NODEFEATURE, "not a NodeFeatureRule"),
-        (nfr("x", "- name: a"), "kind: NodeFeatureRule\n", "not a NodeFeature"),
+        (nfr("x", "- name: a"), "kind: NodeFeatureRule\n", "no NodeFeature object"),
+        (nfr("x", "- name: a"), "kind: Pod\n", "not a NodeFeature"),
         (nfr("x", "- name: a"), "", "no NodeFeature"),
         (nfr("x", "- name: a"), "kind: NodeFeature\nspec: {features: {flags: x}}\n", "spec.features.flags"),
     ],
@@ -566,3 +567,15 @@ def test_dryrun_accepts_exported_features(tmp_path: Path, capsys: Any) -> None:
         'x/none: not matched: matchAny: no element matched ([0] matchFeatures[0] (cpu.cpuid): expression "SSE9"'
         in text
     )
+
+
+def test_dryrun_one_file_with_rules_and_nodefeature(tmp_path: Path, capsys: Any) -> None:
+    p = tmp_path / "both.yaml"
+    p.write_text(nfr("x", '- name: r\n  labels: {a: "1"}') + "---\n" + NODEFEATURE)
+    assert main(["dryrun", "-f", str(p), "--nodefeature", str(p), "-o", "json", "--raw"]) == 0
+    assert json.loads(capsys.readouterr().out)["labels"] == {"a": "1"}
+    # a NodeFeature alone is no rules file
+    nf = tmp_path / "nf.yaml"
+    nf.write_text(NODEFEATURE)
+    assert main(["dryrun", "-f", str(nf), "--nodefeature", str(nf)]) == 2
+    assert "no NodeFeatureRule object found" in capsys.readouterr().err
