@@ -349,8 +349,30 @@ def evaluate_rule(rule: CompiledRule | BrokenRule, features: Features, *, node_n
         return RuleResult(rule.name, False, RuleOutput(), None, f"{rule.path}: {e}")
 
 
-class _Backref(dict[str, str]):
-    """The rule.matched map owned by one processing pass (a copy of any input one)."""
+class BackrefWriter:
+    """Feeds rule outputs into ``rule.matched`` of a features view, copying any existing set
+    on first use so that the caller's objects are never modified."""
+
+    __slots__ = ("attrs", "cur")
+
+    def __init__(self, view: Features) -> None:
+        self.attrs = view.attributes
+        self.cur: dict[str, str] | None = None
+
+    def feed(self, labels: dict[str, str], vars_: dict[str, str]) -> None:
+        cur = self.cur
+        if cur is None:
+            cur = self.cur = dict(self.attrs.get(RULE_BACKREF_FEATURE) or {})
+            self.attrs[RULE_BACKREF_FEATURE] = cur
+        if labels:
+            cur.update(labels)
+        if vars_:
+            cur.update(vars_)
+
+
+def features_view(features: Features) -> Features:
+    """Features sharing the caller's element data, with its own attribute map (for rule.matched)."""
+    return Features(flags=features.flags, attributes=dict(features.attributes), instances=features.instances)
 
 
 def _merge_prefixed(acc: dict[str, str], new: dict[str, str], ns: str | None) -> None:
@@ -379,7 +401,8 @@ def process_rule_sets(
 
     ``auto_prefix``: how ``master_output`` names are built (False = DisableAutoPrefix gate).
     """
-    view = Features(flags=features.flags, attributes=dict(features.attributes), instances=features.instances)
+    view = features_view(features)
+    backref = BackrefWriter(view)
     out = RuleOutput()
     master = RuleOutput()
     ns = DEFAULT_LABEL_NS if auto_prefix else None
@@ -406,17 +429,5 @@ def process_rule_sets(
                 master.vars.update(o.vars)
                 master.taints.extend(o.taints)
             if feed_back:
-                _feed(view, o.labels, o.vars)
+                backref.feed(o.labels, o.vars)
     return ProcessResult(output=out, results=results, errors=errors, features=view, master_output=master)
-
-
-def _feed(view: Features, labels: dict[str, str], vars_: dict[str, str]) -> None:
-    attrs = view.attributes
-    cur = attrs.get(RULE_BACKREF_FEATURE)
-    if not isinstance(cur, _Backref):
-        cur = _Backref(cur or {})
-        attrs[RULE_BACKREF_FEATURE] = cur
-    if labels:
-        cur.update(labels)
-    if vars_:
-        cur.update(vars_)

@@ -8,19 +8,20 @@ caller) and feeds nothing back.
 from __future__ import annotations
 
 from nfd.api.features import Features
-from nfd.rules.engine import CompiledRuleSet, RuleResult, _feed, evaluate_rule
+from nfd.rules.engine import BackrefWriter, CompiledRuleSet, RuleResult, evaluate_rule, features_view
 
 
 def evaluate_group(group: CompiledRuleSet, features: Features, *, node_name: str = "") -> list[RuleResult]:
     """Every group rule's result for one node (caller's features untouched)."""
-    view = Features(flags=features.flags, attributes=dict(features.attributes), instances=features.instances)
+    view = features_view(features)
+    backref = BackrefWriter(view)
     results = []
     for rule in group.rules:
         res = evaluate_rule(rule, view, node_name=node_name)
         res.rule_set = group.name
         results.append(res)
         if res.error is None:
-            _feed(view, {}, res.output.vars)
+            backref.feed({}, res.output.vars)
     return results
 
 

@@ -595,9 +595,34 @@ def test_match_cel_is_anded_and_explained() -> None:
 
 def test_match_cel_errors() -> None:
     f = feats({"cpu.cpuid": ["AVX"]})
-    rs = compile_nodefeaturerule(nfr("c", {"name": "bad-syntax", "matchCEL": ["1 +"]}, {"name": "ok", "labels": {"a": "b"}}))
+    rs = compile_nodefeaturerule(
+        nfr("c", {"name": "bad-syntax", "matchCEL": ["1 +"]}, {"name": "ok", "labels": {"a": "b"}})
+    )
     assert isinstance(rs.rules[0], BrokenRule) and "spec.rules[0].matchCEL[0]" in rs.rules[0].error
     res = process_rule_sets([rs], f)
     assert res.output.labels == {"a": "b"} and res.errors[0][0] == "bad-syntax"
     rt = run({"labels": {"x": "1"}, "matchCEL": ["attributes['no.such']['x'] == 'y'"]}, f)
     assert rt.error is not None and not rt.matched
+
+
+def test_existing_rule_matched_is_copied_not_mutated() -> None:
+    f = feats(attrs={"rule.matched": {"pre": "true"}})
+    rs = compile_nodefeaturerule(
+        nfr(
+            "a",
+            {
+                "name": "r",
+                "labels": {"x": "1"},
+                "matchFeatures": [term("rule.matched", {"pre": me("IsTrue")})],
+            },
+        )
+    )
+    res = process_rule_sets([rs], f)
+    assert res.output.labels == {"x": "1"}
+    assert res.features.attributes["rule.matched"] == {"pre": "true", "x": "1"}
+    assert f.attributes["rule.matched"] == {"pre": "true"}
+    again = process_rule_sets([rs], res.features)
+    assert again.output.labels == {"x": "1"} and res.features.attributes["rule.matched"] == {
+        "pre": "true",
+        "x": "1",
+    }
