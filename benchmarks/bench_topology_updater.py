@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import statistics
@@ -214,10 +215,9 @@ class FakeApiServer:
             self.requests["WATCH pods"] += 1
             resp = web.StreamResponse()
             await resp.prepare(request)
-            try:
+            with contextlib.suppress(asyncio.CancelledError, ConnectionError):
                 await asyncio.sleep(3600)
-            finally:
-                return resp
+            return resp
         if request.method == "GET" and path == "/api/v1/pods":
             self.requests["LIST pods"] += 1
             assert q.get("fieldSelector") == f"spec.nodeName={NODE}", q
@@ -273,9 +273,9 @@ async def main_async(args: argparse.Namespace) -> None:
     kubeconfig = os.path.join(tmp, "kubeconfig")
     with open(kubeconfig, "w") as f:
         f.write(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:%d\n"
+            f"apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:{port}\n"
             "users:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\n"
-            "current-context: x\n" % port
+            "current-context: x\n"
         )
     kcfg = os.path.join(tmp, "kubelet.yaml")
     with open(kcfg, "w") as f:
@@ -311,7 +311,8 @@ async def main_async(args: argparse.Namespace) -> None:
         while time.monotonic() - t0 < args.seconds:
             await asyncio.sleep(0.5)
             if proc.poll() is not None:
-                raise SystemExit(f"updater exited with {proc.returncode}:\n" + open(log_path).read()[-3000:])
+                with open(log_path) as f:
+                    raise SystemExit(f"updater exited with {proc.returncode}:\n" + f.read()[-3000:])
             if api.nrt is None:
                 continue
             if started_cpu is None:
@@ -345,8 +346,7 @@ async def main_async(args: argparse.Namespace) -> None:
         await runner.cleanup()
     half = samples[len(samples) // 2 :]
     print(
-        "nfd-topology-updater footprint (2 sockets, 144 CPUs, 8 GPUs, %d pods, %.1f kB/pod JSON)"
-        % (args.pods, avg_pod_kb)
+        f"nfd-topology-updater footprint (2 sockets, 144 CPUs, 8 GPUs, {args.pods} pods, {avg_pod_kb:.1f} kB/pod JSON)"
     )
     print(
         f"  RSS steady (median, 2nd half): {statistics.median(half):.1f} MiB   peak: {max(samples):.1f} MiB   samples: {len(samples)}"
