@@ -1,0 +1,559 @@
+"""Compile parse trees into nested Python closures that execute with Go text/template semantics.
+
+Every node becomes a closure taking (state, dot); nothing is re-parsed or re-inspected per
+execution. Errors carry the node so the message can name `NAME:LINE:COL` and the failing
+action like Go's `executing "NAME" at <...>`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from . import funcs as K
+from .errors import BreakLoop, ContinueLoop, ExecError, FuncError, TemplateError
+from .funcs import GO_TYPE, Func
+from .nodes import (
+    ActionNode,
+    BoolNode,
+    BranchNode,
+    BreakNode,
+    ChainNode,
+    CommandNode,
+    ContinueNode,
+    DotNode,
+    FieldNode,
+    IdentifierNode,
+    ListNode,
+    NilNode,
+    Node,
+    NumberNode,
+    PipeNode,
+    StringNode,
+    TemplateNode,
+    TextNode,
+    VariableNode,
+)
+from .values import is_true, print_value, sorted_keys, type_name
+
+MAX_EXEC_DEPTH = 100  # Go allows 100000 nested {{template}} calls; Python's stack does not.
+
+Value = Any
+Eval = Callable[["State", Value], Value]
+Walk = Callable[["State", Value], None]
+Cmd = Callable[["State", Value, Value], Value]
+
+
+class _Missing:
+    """No piped value (Go's missingVal)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+MISSING: Any = _Missing()
+
+
+class State:
+    __slots__ = ("out", "vars", "name", "depth", "templates")
+
+    def __init__(self, name: str, templates: Mapping[str, Walk], root: Value) -> None:
+        self.out: list[str] = []
+        self.vars: list[list[Any]] = [["$", root]]
+        self.name = name
+        self.depth = 0
+        self.templates = templates
+
+
+def _var_value(st: State, name: str, node: Node) -> Value:
+    for entry in reversed(st.vars):
+        if entry[0] == name:
+            return entry[1]
+    raise ExecError(node, f"undefined variable: {name}")
+
+
+def _set_var(st: State, name: str, value: Value, node: Node) -> None:
+    for entry in reversed(st.vars):
+        if entry[0] == name:
+            entry[1] = value
+            return
+    raise ExecError(node, f"undefined variable: {name}")
+
+
+def _field(recv: Value, name: str, node: Node, has_args: bool, recv_type: str) -> Value:
+    """One step of a field chain: a map key lookup (missingkey=error)."""
+    if isinstance(recv, dict):
+        if has_args:
+            raise ExecError(node, f"{name} is not a method but has arguments")
+        try:
+            return recv[name]
+        except KeyError:
+            raise ExecError(node, f'map has no entry for key "{name}"') from None
+    if recv is None:
+        raise ExecError(node, f"nil pointer evaluating {recv_type}.{name}")
+    raise ExecError(node, f"can't evaluate field {name} in type {recv_type}")
+
+
+def _field_chain(recv: Value, names: list[str], node: Node, has_args: bool, recv_type: str) -> Value:
+    last = len(names) - 1
+    for i, name in enumerate(names):
+        if type(recv) is dict and not (has_args and i == last):
+            try:
+                recv = recv[name]
+                recv_type = "interface {}"
+                continue
+            except KeyError:
+                pass
+        recv = _field(recv, name, node, has_args and i == last, recv_type)
+        recv_type = "interface {}"
+    return recv
+
+
+def _validate(value: Value, kind: str, node: Node) -> Value:
+    """Go's validateType for a computed value passed to a parameter of the given kind."""
+    if kind == K.ANY:
+        return value
+    if value is None:
+        if kind in (K.LIST, K.MAP, K.STRS):
+            return value
+        raise ExecError(node, f"invalid value; expected {GO_TYPE[kind]}")
+    ok: bool
+    if kind == K.STR:
+        ok = isinstance(value, str)
+    elif kind == K.INT:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif kind == K.FLOAT:
+        ok = isinstance(value, float)
+    elif kind == K.BOOL:
+        ok = isinstance(value, bool)
+    elif kind == K.LIST:
+        ok = isinstance(value, (list, tuple))
+    elif kind == K.MAP:
+        ok = isinstance(value, dict)
+    elif kind == K.STRS:
+        ok = isinstance(value, (list, tuple)) and all(isinstance(x, str) for x in value)
+    else:  # pragma: no cover - registry bug
+        ok = False
+    if not ok:
+        raise ExecError(node, f"wrong type for value; expected {GO_TYPE[kind]}; got {type_name(value)}")
+    return value
+
+
+def ideal_constant(n: NumberNode) -> Value:
+    """An untyped number constant as interface{}: float only when written like one."""
+    text = n.text.lower()
+    is_hex_int = text.lstrip("+-").startswith("0x") and "p" not in text
+    if n.is_float and not is_hex_int and not n.is_char and any(c in n.text for c in ".eEpP"):
+        return n.float_val
+    if n.is_int:
+        return n.int_val
+    return n.float_val
+
+
+class Compiler:
+    def __init__(self, funcs: Mapping[str, Func], trees: Mapping[str, ListNode]) -> None:
+        self.funcs = funcs
+        self.trees = trees
+        self.compiled: dict[str, Walk] = {}
+
+    def compile_all(self) -> dict[str, Walk]:
+        for name, tree in self.trees.items():
+            self.compiled[name] = self.block(tree)
+        return self.compiled
+
+    # --- statements ---------------------------------------------------
+    def block(self, lst: ListNode) -> Walk:
+        parts = [self.node(n) for n in lst.nodes]
+        # Merge adjacent constant text for fewer calls.
+        if not parts:
+            return lambda st, dot: None
+        if len(parts) == 1:
+            return parts[0]
+
+        def walk_list(st: State, dot: Value) -> None:
+            for p in parts:
+                p(st, dot)
+
+        return walk_list
+
+    def node(self, n: Node) -> Walk:
+        if isinstance(n, TextNode):
+            text = n.text
+
+            def walk_text(st: State, dot: Value) -> None:
+                st.out.append(text)
+
+            return walk_text
+        if isinstance(n, ActionNode):
+            return self.action(n)
+        if isinstance(n, BranchNode):
+            if n.kind == "range":
+                return self.range(n)
+            return self.if_or_with(n)
+        if isinstance(n, TemplateNode):
+            return self.template(n)
+        if isinstance(n, BreakNode):
+
+            def walk_break(st: State, dot: Value) -> None:
+                raise BreakLoop
+
+            return walk_break
+        if isinstance(n, ContinueNode):
+
+            def walk_continue(st: State, dot: Value) -> None:
+                raise ContinueLoop
+
+            return walk_continue
+        raise TemplateError(f"template: unknown node {n!r}")  # pragma: no cover
+
+    def action(self, n: ActionNode) -> Walk:
+        pipe = self.pipeline(n.pipe)
+        if n.pipe.decl:
+
+            def walk_decl(st: State, dot: Value) -> None:
+                pipe(st, dot)
+
+            return walk_decl
+
+        def walk_action(st: State, dot: Value) -> None:
+            v = pipe(st, dot)
+            st.out.append(v if type(v) is str else print_value(v))
+
+        return walk_action
+
+    def if_or_with(self, n: BranchNode) -> Walk:
+        pipe = self.pipeline(n.pipe)
+        body = self.block(n.body)
+        else_body = self.block(n.else_body) if n.else_body is not None else None
+        is_with = n.kind == "with"
+
+        def walk_if(st: State, dot: Value) -> None:
+            mark = len(st.vars)
+            val = pipe(st, dot)
+            if is_true(val):
+                body(st, val if is_with else dot)
+            elif else_body is not None:
+                else_body(st, dot)
+            del st.vars[mark:]
+
+        return walk_if
+
+    def range(self, n: BranchNode) -> Walk:
+        pipe = self.pipeline(n.pipe)
+        body = self.block(n.body)
+        else_body = self.block(n.else_body) if n.else_body is not None else None
+        decl = [d.ident[0] for d in n.pipe.decl]
+        is_assign = n.pipe.is_assign
+        ndecl = len(decl)
+
+        def walk_range(st: State, dot: Value) -> None:
+            mark = len(st.vars)
+            val = pipe(st, dot)
+            inner = len(st.vars)
+            items: Any
+            if isinstance(val, (list, tuple)):
+                items = enumerate(val) if val else None
+            elif isinstance(val, dict):
+                items = [(k, val[k]) for k in sorted_keys(val)] if val else None
+            elif isinstance(val, int) and not isinstance(val, bool):
+                if ndecl > 1:
+                    raise ExecError(n, f"can't use {val} to iterate over more than one variable")
+                items = [(i, i) for i in range(val)] if val > 0 else None
+            elif val is None:
+                items = None
+            else:
+                raise ExecError(n, f"range can't iterate over {print_value(val)}")
+            if items is not None:
+                vars_ = st.vars
+                try:
+                    for index, elem in items:
+                        if ndecl:
+                            if is_assign:
+                                if ndecl > 1:
+                                    _set_var(st, decl[0], index, n)
+                                    _set_var(st, decl[1], elem, n)
+                                else:
+                                    _set_var(st, decl[0], elem, n)
+                            else:
+                                vars_[inner - 1][1] = elem
+                                if ndecl > 1:
+                                    vars_[inner - 2][1] = index
+                        try:
+                            body(st, elem)
+                        except ContinueLoop:
+                            pass
+                        del vars_[inner:]
+                except BreakLoop:
+                    pass
+            elif else_body is not None:
+                else_body(st, dot)
+            del st.vars[mark:]
+
+        return walk_range
+
+    def template(self, n: TemplateNode) -> Walk:
+        name = n.name
+        pipe = self.pipeline(n.pipe) if n.pipe is not None else None
+
+        def walk_template(st: State, dot: Value) -> None:
+            tmpl = st.templates.get(name)
+            if tmpl is None:
+                raise ExecError(n, f'template "{name}" not defined')
+            if st.depth >= MAX_EXEC_DEPTH:
+                raise ExecError(n, f"exceeded maximum template depth ({MAX_EXEC_DEPTH})")
+            new_dot = pipe(st, dot) if pipe is not None else None
+            saved = (st.vars, st.name)
+            st.vars = [["$", new_dot]]
+            st.name = name
+            st.depth += 1
+            try:
+                tmpl(st, new_dot)
+            finally:
+                st.vars, st.name = saved
+                st.depth -= 1
+
+        return walk_template
+
+    # --- expressions --------------------------------------------------
+    def pipeline(self, pipe: PipeNode) -> Eval:
+        cmds = [self.command(c, has_final=i > 0) for i, c in enumerate(pipe.cmds)]
+        decl = [d.ident[0] for d in pipe.decl]
+        is_assign = pipe.is_assign
+        if len(cmds) == 1 and not decl:
+            only = cmds[0]
+
+            def eval_pipe1(st: State, dot: Value) -> Value:
+                return only(st, dot, MISSING)
+
+            return eval_pipe1
+
+        def eval_pipe(st: State, dot: Value) -> Value:
+            value = MISSING
+            for c in cmds:
+                value = c(st, dot, value)
+            for name in decl:
+                if is_assign:
+                    _set_var(st, name, value, pipe)
+                else:
+                    st.vars.append([name, value])
+            return value
+
+        return eval_pipe
+
+    def command(self, cmd: CommandNode, *, has_final: bool) -> Cmd:
+        first = cmd.args[0]
+        has_args = len(cmd.args) > 1 or has_final
+        if isinstance(first, FieldNode):
+            names = first.ident
+
+            if has_args:
+
+                def eval_field_args(st: State, dot: Value, final: Value) -> Value:
+                    return _field_chain(dot, names, first, True, "interface {}")
+
+                return eval_field_args
+            if len(names) == 1:
+                key = names[0]
+
+                def eval_field1(st: State, dot: Value, final: Value) -> Value:
+                    if type(dot) is dict:
+                        try:
+                            return dot[key]
+                        except KeyError:
+                            pass
+                    return _field(dot, key, first, False, "interface {}")
+
+                return eval_field1
+
+            def eval_field(st: State, dot: Value, final: Value) -> Value:
+                return _field_chain(dot, names, first, False, "interface {}")
+
+            return eval_field
+        if isinstance(first, ChainNode):
+            base = self.arg(first.node, K.ANY)
+            fields = first.fields
+            base_is_call = isinstance(first.node, (IdentifierNode, PipeNode))
+
+            def eval_chain(st: State, dot: Value, final: Value) -> Value:
+                recv = base(st, dot)
+                rtype = type_name(recv) if base_is_call else "interface {}"
+                return _field_chain(recv, fields, first, has_args, rtype)
+
+            return eval_chain
+        if isinstance(first, IdentifierNode):
+            return self.call(first, cmd, cmd.args[1:], has_final)
+        if isinstance(first, VariableNode):
+            name = first.ident[0]
+            rest = first.ident[1:]
+            if not rest:
+                self_err = self._not_a_function(cmd, has_args)
+                if self_err is not None:
+                    return self_err
+
+                def eval_var(st: State, dot: Value, final: Value) -> Value:
+                    return _var_value(st, name, first)
+
+                return eval_var
+
+            def eval_var_chain(st: State, dot: Value, final: Value) -> Value:
+                return _field_chain(_var_value(st, name, first), rest, first, has_args, "interface {}")
+
+            return eval_var_chain
+        err = self._not_a_function(cmd, has_args)
+        if err is not None:
+            return err
+        if isinstance(first, PipeNode):
+            inner = self.pipeline(first)
+            return lambda st, dot, final: inner(st, dot)
+        if isinstance(first, BoolNode):
+            b = first.value
+            return lambda st, dot, final: b
+        if isinstance(first, DotNode):
+            return lambda st, dot, final: dot
+        if isinstance(first, NumberNode):
+            c = ideal_constant(first)
+            return lambda st, dot, final: c
+        if isinstance(first, StringNode):
+            s = first.text
+            return lambda st, dot, final: s
+        if isinstance(first, NilNode):
+            return _raiser(first, "nil is not a command")
+        raise TemplateError(f"template: can't evaluate command {first}")  # pragma: no cover
+
+    def _not_a_function(self, cmd: CommandNode, has_args: bool) -> Cmd | None:
+        if has_args:
+            return _raiser(cmd.args[0], f"can't give argument to non-function {cmd.args[0]}")
+        return None
+
+    def arg(self, n: Node, kind: str) -> Eval:
+        """Go's evalArg: compute an argument and check it against the parameter kind."""
+        if isinstance(n, DotNode):
+            if kind == K.ANY:
+                return lambda st, dot: dot
+            return lambda st, dot: _validate(dot, kind, n)
+        if isinstance(n, NilNode):
+            if kind in (K.ANY, K.LIST, K.MAP, K.STRS):
+                return lambda st, dot: None
+            return _raiser2(n, f"cannot assign nil to {GO_TYPE[kind]}")
+        if isinstance(n, (FieldNode, VariableNode, PipeNode, IdentifierNode, ChainNode)):
+            cmd = self.command(CommandNode(n.pos, [n]), has_final=False)
+            if kind == K.ANY:
+                return lambda st, dot: cmd(st, dot, MISSING)
+            return lambda st, dot: _validate(cmd(st, dot, MISSING), kind, n)
+        # Literal constants.
+        if kind == K.ANY:
+            if isinstance(n, BoolNode):
+                b = n.value
+                return lambda st, dot: b
+            if isinstance(n, NumberNode):
+                c = ideal_constant(n)
+                return lambda st, dot: c
+            if isinstance(n, StringNode):
+                s = n.text
+                return lambda st, dot: s
+        elif kind == K.STR:
+            if isinstance(n, StringNode):
+                s = n.text
+                return lambda st, dot: s
+            return _raiser2(n, f"expected string; found {n}")
+        elif kind == K.INT:
+            if isinstance(n, NumberNode) and n.is_int:
+                i = n.int_val
+                return lambda st, dot: i
+            return _raiser2(n, f"expected integer; found {n}")
+        elif kind == K.FLOAT:
+            if isinstance(n, NumberNode) and n.is_float:
+                f = n.float_val
+                return lambda st, dot: f
+            return _raiser2(n, f"expected float; found {n}")
+        elif kind == K.BOOL:
+            if isinstance(n, BoolNode):
+                b = n.value
+                return lambda st, dot: b
+            return _raiser2(n, f"expected bool; found {n}")
+        return _raiser2(n, f"can't handle {n} for arg of type {GO_TYPE[kind]}")
+
+    def call(self, ident: IdentifierNode, cmd: Node, args: list[Node], has_final: bool) -> Cmd:
+        name = ident.name
+        f = self.funcs.get(name)
+        if f is None:
+            return _raiser(ident, f'"{name}" is not a defined function')
+        nin = len(args) + (1 if has_final else 0)
+        nparams = len(f.params)
+        if f.variadic is not None:
+            if nin < nparams:
+                return _raiser(ident, f"wrong number of args for {name}: want at least {nparams} got {len(args)}")
+        elif nin != nparams:
+            return _raiser(ident, f"wrong number of args for {name}: want {nparams} got {nin}")
+
+        def kind_at(i: int) -> str:
+            if i < nparams:
+                return f.params[i]
+            assert f.variadic is not None
+            return f.variadic
+
+        fn = f.fn
+        if f.builtin and name in ("and", "or"):
+            evals = [self.arg(a, K.ANY) for a in args]
+            want = name == "or"
+
+            def eval_andor(st: State, dot: Value, final: Value) -> Value:
+                v: Value = None
+                for e in evals:
+                    v = e(st, dot)
+                    if is_true(v) == want:
+                        return v
+                if final is not MISSING:
+                    v = final
+                return v
+
+            return eval_andor
+        evals = [self.arg(a, kind_at(i)) for i, a in enumerate(args)]
+        final_kind = kind_at(nin - 1) if has_final else K.ANY
+
+        def invoke(argv: list[Value]) -> Value:
+            try:
+                return fn(*argv)
+            except ExecError:
+                raise
+            except FuncError as e:
+                raise ExecError(cmd, f"error calling {name}: {e}") from None
+            except RecursionError:
+                raise ExecError(cmd, f"error calling {name}: value too deeply nested") from None
+            except Exception as e:  # a function "panicked": Go reports it the same way
+                raise ExecError(cmd, f"error calling {name}: {e}") from None
+
+        if not has_final:
+            if not evals:
+                return lambda st, dot, final: invoke([])
+            if len(evals) == 1:
+                e0 = evals[0]
+                return lambda st, dot, final: invoke([e0(st, dot)])
+
+            def eval_call(st: State, dot: Value, final: Value) -> Value:
+                return invoke([e(st, dot) for e in evals])
+
+            return eval_call
+
+        def eval_call_final(st: State, dot: Value, final: Value) -> Value:
+            argv = [e(st, dot) for e in evals]
+            argv.append(final if final_kind == K.ANY else _validate(final, final_kind, cmd))
+            return invoke(argv)
+
+        return eval_call_final
+
+
+def _raiser(node: Node, msg: str) -> Cmd:
+    def fail(st: State, dot: Value, final: Value) -> Value:
+        raise ExecError(node, msg)
+
+    return fail
+
+
+def _raiser2(node: Node, msg: str) -> Eval:
+    def fail(st: State, dot: Value) -> Value:
+        raise ExecError(node, msg)
+
+    return fail

@@ -1,0 +1,300 @@
+"""Go's fmt.Sprint/Sprintln/Sprintf for plain values (verbs v s q d b o O x X c U e E f F g G t T %)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .values import format_float_g, format_value, go_quote, sorted_keys, type_name
+
+
+def sprint(*args: Any) -> str:
+    """fmt.Sprint: a space between operands when neither side is a string."""
+    out = []
+    prev_str = False
+    for i, a in enumerate(args):
+        is_str = isinstance(a, str)
+        if i > 0 and not is_str and not prev_str:
+            out.append(" ")
+        out.append(format_value(a))
+        prev_str = is_str
+    return "".join(out)
+
+
+def sprintln(*args: Any) -> str:
+    return " ".join(format_value(a) for a in args) + "\n"
+
+
+class _Spec:
+    __slots__ = ("minus", "plus", "sharp", "space", "zero", "width", "prec", "verb")
+
+    def __init__(self) -> None:
+        self.minus = self.plus = self.sharp = self.space = self.zero = False
+        self.width: int | None = None
+        self.prec: int | None = None
+        self.verb = ""
+
+
+def _pad(s: str, sp: _Spec, *, numeric: bool = False) -> str:
+    if sp.width is None or len(s) >= sp.width:
+        return s
+    fill = sp.width - len(s)
+    if sp.minus:
+        return s + " " * fill
+    if sp.zero:
+        if numeric and s[:1] in "+- ":
+            return s[0] + "0" * fill + s[1:]
+        return "0" * fill + s
+    return " " * fill + s
+
+
+def _bad(sp: _Spec, v: Any) -> str:
+    if v is None:
+        return f"%!{sp.verb}(<nil>)"
+    return f"%!{sp.verb}({type_name(v)}={format_value(v)})"
+
+
+def _fmt_int(v: int, sp: _Spec) -> str:
+    verb = sp.verb
+    if verb == "c":
+        return _pad(chr(v) if 0 <= v <= 0x10FFFF else "\ufffd", sp)
+    if verb == "q":
+        ch = chr(v) if 0 <= v <= 0x10FFFF else "\ufffd"
+        q = go_quote(ch)[1:-1].replace("'", "\\'").replace('\\"', '"')
+        return _pad("'" + q + "'", sp)
+    if verb == "U":
+        s = f"U+{v:04X}" if v >= 0 else f"-U+{-v:04X}"
+        if sp.sharp and 0 <= v <= 0x10FFFF and chr(v).isprintable():
+            s += f" '{chr(v)}'"
+        return _pad(s, sp)
+    neg = v < 0
+    a = -v if neg else v
+    if verb in ("d", "v"):
+        digits = str(a)
+        prefix = ""
+    elif verb == "x":
+        digits, prefix = format(a, "x"), "0x" if sp.sharp else ""
+    elif verb == "X":
+        digits, prefix = format(a, "X"), "0X" if sp.sharp else ""
+    elif verb == "o":
+        digits, prefix = format(a, "o"), "0" if sp.sharp else ""
+    elif verb == "O":
+        digits, prefix = format(a, "o"), "0o"
+    elif verb == "b":
+        digits, prefix = format(a, "b"), "0b" if sp.sharp else ""
+    else:
+        return _bad(sp, v)
+    if sp.prec is not None:
+        digits = digits.zfill(sp.prec) if sp.prec > 0 else ("" if a == 0 else digits)
+        if prefix == "0" and digits.startswith("0"):
+            prefix = ""
+    elif prefix == "0" and digits == "0":
+        prefix = ""
+    sign = "-" if neg else ("+" if sp.plus else (" " if sp.space else ""))
+    body = prefix + digits
+    if sp.zero and not sp.minus and sp.width is not None and sp.prec is None:
+        fill = sp.width - len(sign) - len(body)
+        if fill > 0:
+            body = prefix + "0" * fill + digits
+    return _pad(sign + body, sp)
+
+
+def _fmt_float(v: float, sp: _Spec) -> str:
+    verb = sp.verb
+    if verb not in "veEfFgGb" and verb != "x" and verb != "X":
+        return _bad(sp, v)
+    if math.isinf(v) or math.isnan(v):
+        s = "NaN" if math.isnan(v) else ("+Inf" if v > 0 else "-Inf")
+        if s == "+Inf" and not sp.plus:
+            s = " Inf" if sp.space else "Inf"
+        if s == "NaN" and sp.plus:
+            s = "+NaN"
+        z = sp.zero
+        sp.zero = False
+        try:
+            return _pad(s, sp)
+        finally:
+            sp.zero = z
+    if verb in ("v", "g", "G") and sp.prec is None:
+        s = format_float_g(v, upper=verb == "G")
+    elif verb in ("v", "g", "G"):
+        s = format(v, f".{sp.prec}{'G' if verb == 'G' else 'g'}")
+        if sp.sharp and "." not in s:
+            s += "."
+    elif verb in ("e", "E", "f", "F"):
+        prec = 6 if sp.prec is None else sp.prec
+        s = format(v, f"{'#' if sp.sharp else ''}.{prec}{verb.lower() if verb == 'F' else verb}")
+    elif verb in ("x", "X"):
+        s = v.hex()
+        if verb == "X":
+            s = s.upper()
+    else:
+        return _bad(sp, v)
+    if not s.startswith("-"):
+        if sp.plus:
+            s = "+" + s
+        elif sp.space:
+            s = " " + s
+    return _pad(s, sp, numeric=True)
+
+
+def _fmt_str(v: str, sp: _Spec) -> str:
+    verb = sp.verb
+    if verb in ("s", "v"):
+        s = v if sp.prec is None else v[: sp.prec]
+        return _pad(s, sp)
+    if verb == "q":
+        s = v if sp.prec is None else v[: sp.prec]
+        if sp.sharp and "`" not in s and all(c == "\t" or c.isprintable() for c in s):
+            return _pad("`" + s + "`", sp)
+        return _pad(go_quote(s, ascii_only=sp.plus), sp)
+    if verb in ("x", "X"):
+        b = v.encode("utf-8")
+        if sp.prec is not None:
+            b = b[: sp.prec]
+        parts = [format(c, "02x" if verb == "x" else "02X") for c in b]
+        pre = ("0x" if verb == "x" else "0X") if sp.sharp else ""
+        if sp.space:
+            return _pad(" ".join(pre + p for p in parts), sp)
+        return _pad(pre + "".join(parts), sp)
+    return _bad(sp, v)
+
+
+def format_verb(v: Any, sp: _Spec) -> str:
+    verb = sp.verb
+    if verb == "T":
+        return _pad(type_name(v) if v is not None else "<nil>", sp)
+    if v is None:
+        if verb == "v":
+            return _pad("<nil>", sp)
+        return _bad(sp, v)
+    if isinstance(v, bool):
+        if verb in ("t", "v"):
+            return _pad("true" if v else "false", sp)
+        return _bad(sp, v)
+    if isinstance(v, int):
+        return _fmt_int(v, sp)
+    if isinstance(v, float):
+        return _fmt_float(v, sp)
+    if isinstance(v, str):
+        return _fmt_str(v, sp)
+    if isinstance(v, (list, tuple)):
+        if sp.sharp and verb == "v":
+            return "[]interface {}{" + ", ".join(_go_syntax(x) for x in v) + "}"
+        inner = _Spec()
+        for attr in _Spec.__slots__:
+            setattr(inner, attr, getattr(sp, attr))
+        return "[" + " ".join(format_verb(x, inner) for x in v) + "]"
+    if isinstance(v, dict):
+        if sp.sharp and verb == "v":
+            return _go_syntax(v)
+        return "map[" + " ".join(f"{format_verb(k, sp)}:{format_verb(v[k], sp)}" for k in sorted_keys(v)) + "]"
+    return _pad(str(v), sp)
+
+
+def _go_syntax(v: Any) -> str:
+    """%#v, for the shapes templates handle."""
+    if v is None:
+        return "interface {}(nil)"
+    if isinstance(v, str):
+        return go_quote(v)
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return format_float_g(v)
+    if isinstance(v, (list, tuple)):
+        return "[]interface {}{" + ", ".join(_go_syntax(x) for x in v) + "}"
+    if isinstance(v, dict):
+        return (
+            "map[string]interface {}{"
+            + ", ".join(f"{go_quote(str(k))}:{_go_syntax(v[k])}" for k in sorted_keys(v))
+            + "}"
+        )
+    return str(v)
+
+
+def sprintf(fmt: str, *args: Any) -> str:
+    out: list[str] = []
+    n = len(fmt)
+    i = 0
+    argn = 0
+    nargs = len(args)
+    while i < n:
+        j = fmt.find("%", i)
+        if j < 0:
+            out.append(fmt[i:])
+            break
+        out.append(fmt[i:j])
+        i = j + 1
+        sp = _Spec()
+        while i < n and fmt[i] in "#0+- ":
+            c = fmt[i]
+            if c == "#":
+                sp.sharp = True
+            elif c == "0":
+                sp.zero = not sp.minus
+            elif c == "+":
+                sp.plus = True
+            elif c == "-":
+                sp.minus = True
+                sp.zero = False
+            else:
+                sp.space = True
+            i += 1
+        bad_width = bad_prec = False
+        if i < n and fmt[i] == "*":
+            i += 1
+            if argn < nargs and isinstance(args[argn], int) and not isinstance(args[argn], bool):
+                w = args[argn]
+                if w < 0:
+                    sp.minus, sp.zero, w = True, False, -w
+                sp.width = w
+            else:
+                bad_width = True
+            argn += 1
+        else:
+            st = i
+            while i < n and fmt[i].isdigit():
+                i += 1
+            if i > st:
+                sp.width = int(fmt[st:i])
+        if i < n and fmt[i] == ".":
+            i += 1
+            if i < n and fmt[i] == "*":
+                i += 1
+                if argn < nargs and isinstance(args[argn], int) and not isinstance(args[argn], bool):
+                    sp.prec = args[argn] if args[argn] >= 0 else None
+                else:
+                    bad_prec = True
+                argn += 1
+            else:
+                st = i
+                while i < n and fmt[i].isdigit():
+                    i += 1
+                sp.prec = int(fmt[st:i]) if i > st else 0
+        if bad_width:
+            out.append("%!(BADWIDTH)")
+        if bad_prec:
+            out.append("%!(BADPREC)")
+        if i >= n:
+            out.append("%!(NOVERB)")
+            break
+        verb = fmt[i]
+        i += 1
+        sp.verb = verb
+        if verb == "%":
+            out.append("%")
+            continue
+        if argn >= nargs:
+            out.append(f"%!{verb}(MISSING)")
+            continue
+        out.append(format_verb(args[argn], sp))
+        argn += 1
+    if argn < nargs:
+        extra = ", ".join(
+            "<nil>" if a is None else f"{type_name(a)}={format_value(a)}" for a in args[argn:]
+        )
+        out.append(f"%!(EXTRA {extra})")
+    return "".join(out)

@@ -1,0 +1,330 @@
+"""Tokenizer for Go text/template source, following text/template/parse's lexer rules.
+
+Tokens are produced eagerly into a list; a lexing error becomes an ERROR token that
+ends the stream, so the parser reports it where Go's parser would.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+LEFT_DELIM = "{{"
+RIGHT_DELIM = "}}"
+LEFT_COMMENT = "/*"
+RIGHT_COMMENT = "*/"
+SPACE_CHARS = " \t\r\n"
+
+# Token kinds.
+ERROR = "error"
+EOF = "EOF"
+TEXT = "text"
+LDELIM = "{{"
+RDELIM = "}}"
+SPACE = "space"
+BOOL = "bool"
+CHAR = "char"  # a single printable ASCII character such as ','
+CHARCONST = "charconst"
+ASSIGN = "="
+DECLARE = ":="
+FIELD = "field"
+IDENT = "identifier"
+LPAREN = "("
+RPAREN = ")"
+NUMBER = "number"
+PIPE = "|"
+RAWSTRING = "rawstring"
+STRING = "string"
+VARIABLE = "variable"
+DOT = "."
+NIL = "nil"
+# Keywords.
+BLOCK = "block"
+BREAK = "break"
+CONTINUE = "continue"
+DEFINE = "define"
+ELSE = "else"
+END = "end"
+IF = "if"
+RANGE = "range"
+TEMPLATE = "template"
+WITH = "with"
+
+KEYWORDS = {
+    "block": BLOCK,
+    "break": BREAK,
+    "continue": CONTINUE,
+    "define": DEFINE,
+    "else": ELSE,
+    "end": END,
+    "if": IF,
+    "range": RANGE,
+    "nil": NIL,
+    "template": TEMPLATE,
+    "with": WITH,
+}
+KEYWORD_KINDS = frozenset(KEYWORDS.values()) - {NIL}
+
+
+class Token(NamedTuple):
+    kind: str
+    val: str
+    pos: int  # character offset into the source
+
+    def describe(self) -> str:
+        """Go's item.String(), used in `unexpected X in Y` messages."""
+        if self.kind == EOF:
+            return "EOF"
+        if self.kind == ERROR:
+            return self.val
+        if self.kind in KEYWORD_KINDS:
+            return f"<{self.val}>"
+        from .values import go_quote
+
+        if len(self.val) > 10:
+            return go_quote(self.val[:10]) + "..."
+        return go_quote(self.val)
+
+
+def _is_alnum(c: str) -> bool:
+    return c == "_" or c.isalpha() or c.isdecimal()
+
+
+def _go_char_desc(c: str) -> str:
+    """Go's %#U: U+002F '/'."""
+    code = ord(c)
+    if c.isprintable():
+        return f"U+{code:04X} '{c}'"
+    return f"U+{code:04X}"
+
+
+def _has_left_trim(s: str, i: int) -> bool:
+    return i + 1 < len(s) and s[i] == "-" and s[i + 1] in SPACE_CHARS
+
+
+def _has_right_trim(s: str, i: int) -> bool:
+    return i + 1 < len(s) and s[i] in SPACE_CHARS and s[i + 1] == "-"
+
+
+def _at_right_delim(s: str, i: int) -> tuple[bool, bool]:
+    if _has_right_trim(s, i) and s.startswith(RIGHT_DELIM, i + 2):
+        return True, True
+    if s.startswith(RIGHT_DELIM, i):
+        return True, False
+    return False, False
+
+
+def _left_trim_len(s: str, i: int) -> int:
+    j = i
+    while j < len(s) and s[j] in SPACE_CHARS:
+        j += 1
+    return j - i
+
+
+def lex(src: str) -> list[Token]:
+    """Split template source into tokens, ending with EOF or ERROR."""
+    toks: list[Token] = []
+    emit = toks.append
+    n = len(src)
+    pos = 0
+
+    def at_terminator(i: int) -> bool:
+        if i >= n:
+            return True
+        c = src[i]
+        if c in SPACE_CHARS or c in ".,|:)(":
+            return True
+        return src.startswith(RIGHT_DELIM, i)
+
+    while True:
+        # Text up to the next action.
+        x = src.find(LEFT_DELIM, pos)
+        if x < 0:
+            if pos < n:
+                emit(Token(TEXT, src[pos:], pos))
+            emit(Token(EOF, "", n))
+            return toks
+        end = x
+        if _has_left_trim(src, x + 2):
+            while end > pos and src[end - 1] in SPACE_CHARS:
+                end -= 1
+        if end > pos:
+            emit(Token(TEXT, src[pos:end], pos))
+        pos = x + 2
+        after = 2 if _has_left_trim(src, pos) else 0
+        if src.startswith(LEFT_COMMENT, pos + after):
+            pos += after + 2
+            y = src.find(RIGHT_COMMENT, pos)
+            if y < 0:
+                emit(Token(ERROR, "unclosed comment", pos))
+                return toks
+            pos = y + 2
+            delim, trim = _at_right_delim(src, pos)
+            if not delim:
+                emit(Token(ERROR, "comment ends before closing delimiter", pos))
+                return toks
+            pos += (2 if trim else 0) + 2
+            if trim:
+                pos += _left_trim_len(src, pos)
+            continue
+        emit(Token(LDELIM, LEFT_DELIM, x))
+        pos += after
+        paren = 0
+        # Inside the action.
+        while True:
+            delim, trim = _at_right_delim(src, pos)
+            if delim:
+                if paren != 0:
+                    emit(Token(ERROR, "unclosed left paren", pos))
+                    return toks
+                if trim:
+                    pos += 2
+                emit(Token(RDELIM, RIGHT_DELIM, pos))
+                pos += 2
+                if trim:
+                    pos += _left_trim_len(src, pos)
+                break
+            if pos >= n:
+                emit(Token(ERROR, "unclosed action", pos))
+                return toks
+            start = pos
+            c = src[pos]
+            if c in SPACE_CHARS:
+                j = pos
+                while j < n and src[j] in SPACE_CHARS:
+                    j += 1
+                # A space belonging to a trim-marked right delimiter is not ours.
+                if _has_right_trim(src, j - 1) and src.startswith(RIGHT_DELIM, j + 1):
+                    j -= 1
+                    if j == pos:
+                        continue
+                emit(Token(SPACE, src[pos:j], pos))
+                pos = j
+                continue
+            pos += 1
+            if c == "=":
+                emit(Token(ASSIGN, "=", start))
+            elif c == ":":
+                if pos < n and src[pos] == "=":
+                    pos += 1
+                    emit(Token(DECLARE, ":=", start))
+                else:
+                    emit(Token(ERROR, "expected :=", start))
+                    return toks
+            elif c == "|":
+                emit(Token(PIPE, "|", start))
+            elif c == '"' or c == "'":
+                kind, unterminated = (
+                    (STRING, "unterminated quoted string") if c == '"' else (CHARCONST, "unterminated character constant")
+                )
+                while True:
+                    if pos >= n or src[pos] == "\n":
+                        emit(Token(ERROR, unterminated, start))
+                        return toks
+                    ch = src[pos]
+                    pos += 1
+                    if ch == "\\":
+                        if pos >= n or src[pos] == "\n":
+                            emit(Token(ERROR, unterminated, start))
+                            return toks
+                        pos += 1
+                    elif ch == c:
+                        break
+                emit(Token(kind, src[start:pos], start))
+            elif c == "`":
+                y = src.find("`", pos)
+                if y < 0:
+                    emit(Token(ERROR, "unterminated raw quoted string", start))
+                    return toks
+                pos = y + 1
+                emit(Token(RAWSTRING, src[start:pos], start))
+            elif c == "$" or (c == "." and not (pos < n and "0" <= src[pos] <= "9")):
+                if at_terminator(pos):
+                    emit(Token(VARIABLE if c == "$" else DOT, c, start))
+                    continue
+                while pos < n and _is_alnum(src[pos]):
+                    pos += 1
+                if not at_terminator(pos):
+                    emit(Token(ERROR, f"bad character {_go_char_desc(src[pos])}", pos))
+                    return toks
+                emit(Token(VARIABLE if c == "$" else FIELD, src[start:pos], start))
+            elif c in "+-." or "0" <= c <= "9":
+                pos = _scan_number(src, start)
+                if pos < 0:
+                    end_bad = -pos
+                    emit(Token(ERROR, f"bad number syntax: {_q(src[start:end_bad])}", start))
+                    return toks
+                emit(Token(NUMBER, src[start:pos], start))
+            elif _is_alnum(c):
+                while pos < n and _is_alnum(src[pos]):
+                    pos += 1
+                word = src[start:pos]
+                if not at_terminator(pos):
+                    emit(Token(ERROR, f"bad character {_go_char_desc(src[pos])}", pos))
+                    return toks
+                kw = KEYWORDS.get(word)
+                if kw is not None:
+                    emit(Token(kw, word, start))
+                elif word in ("true", "false"):
+                    emit(Token(BOOL, word, start))
+                else:
+                    emit(Token(IDENT, word, start))
+            elif c == "(":
+                paren += 1
+                emit(Token(LPAREN, c, start))
+            elif c == ")":
+                paren -= 1
+                if paren < 0:
+                    emit(Token(ERROR, "unexpected right paren", start))
+                    return toks
+                emit(Token(RPAREN, c, start))
+            elif c.isascii() and c.isprintable():
+                emit(Token(CHAR, c, start))
+            else:
+                emit(Token(ERROR, f"unrecognized character in action: {_go_char_desc(c)}", start))
+                return toks
+
+
+def _q(s: str) -> str:
+    from .values import go_quote
+
+    return go_quote(s)
+
+
+def _scan_number(src: str, i: int) -> int:
+    """Go's scanNumber: returns the end offset, or -(end) for bad syntax."""
+    n = len(src)
+
+    def accept(chars: str) -> bool:
+        nonlocal i
+        if i < n and src[i] in chars:
+            i += 1
+            return True
+        return False
+
+    def accept_run(chars: str) -> None:
+        nonlocal i
+        while i < n and src[i] in chars:
+            i += 1
+
+    accept("+-")
+    digits = "0123456789_"
+    if accept("0"):
+        if accept("xX"):
+            digits = "0123456789abcdefABCDEF_"
+        elif accept("oO"):
+            digits = "01234567_"
+        elif accept("bB"):
+            digits = "01_"
+    accept_run(digits)
+    if accept("."):
+        accept_run(digits)
+    if len(digits) == 11 and accept("eE"):
+        accept("+-")
+        accept_run("0123456789_")
+    if len(digits) == 23 and accept("pP"):
+        accept("+-")
+        accept_run("0123456789_")
+    accept("i")
+    if i < n and _is_alnum(src[i]):
+        return -(i + 1)
+    return i

@@ -1,0 +1,151 @@
+"""Go literal syntax: string/char unquoting and integer/float constants (strconv semantics)."""
+
+from __future__ import annotations
+
+import re
+
+_SIMPLE_ESCAPES = {"a": 7, "b": 8, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11, "\\": 92}
+_HEX = "0123456789abcdefABCDEF"
+
+INT64_MIN = -(1 << 63)
+INT64_MAX = (1 << 63) - 1
+
+
+class LiteralError(ValueError):
+    pass
+
+
+def _unescape(body: str, quote: str) -> list[int | str]:
+    """Decode escapes; yields code points (str) and raw bytes (int) like Go does."""
+    out: list[int | str] = []
+    i = 0
+    n = len(body)
+    while i < n:
+        c = body[i]
+        if c == quote and quote != "`":
+            raise LiteralError("invalid syntax")
+        if c != "\\":
+            out.append(c)
+            i += 1
+            continue
+        i += 1
+        if i >= n:
+            raise LiteralError("invalid syntax")
+        e = body[i]
+        i += 1
+        if e in _SIMPLE_ESCAPES:
+            out.append(chr(_SIMPLE_ESCAPES[e]))
+        elif e in "'\"":
+            if e != quote:
+                raise LiteralError("invalid syntax")
+            out.append(e)
+        elif e in "xuU":
+            width = {"x": 2, "u": 4, "U": 8}[e]
+            h = body[i : i + width]
+            if len(h) != width or any(ch not in _HEX for ch in h):
+                raise LiteralError("invalid syntax")
+            i += width
+            v = int(h, 16)
+            if e == "x":
+                out.append(v)
+            else:
+                if v > 0x10FFFF or 0xD800 <= v <= 0xDFFF:
+                    raise LiteralError("invalid syntax")
+                out.append(chr(v))
+        elif e in "01234567":
+            o = body[i - 1 : i + 2]
+            if len(o) != 3 or any(ch not in "01234567" for ch in o):
+                raise LiteralError("invalid syntax")
+            v = int(o, 8)
+            if v > 255:
+                raise LiteralError("invalid syntax")
+            i += 2
+            out.append(v)
+        else:
+            raise LiteralError("invalid syntax")
+    return out
+
+
+def _join(parts: list[int | str]) -> str:
+    if all(isinstance(p, str) for p in parts):
+        return "".join(parts)  # type: ignore[arg-type]
+    buf = bytearray()
+    for p in parts:
+        if isinstance(p, int):
+            buf.append(p)
+        else:
+            buf += p.encode("utf-8")
+    return buf.decode("utf-8", "replace")
+
+
+def unquote(text: str) -> str:
+    """strconv.Unquote for "..." and `...` literals."""
+    if len(text) < 2 or text[0] != text[-1] or text[0] not in "\"`":
+        raise LiteralError("invalid syntax")
+    body = text[1:-1]
+    if text[0] == "`":
+        if "`" in body:
+            raise LiteralError("invalid syntax")
+        return body.replace("\r", "")
+    if "\n" in body:
+        raise LiteralError("invalid syntax")
+    return _join(_unescape(body, '"'))
+
+
+def unquote_char(text: str) -> int:
+    """A Go rune literal 'x' to its code point."""
+    if len(text) < 3 or text[0] != "'" or text[-1] != "'":
+        raise LiteralError("malformed character constant")
+    parts = _unescape(text[1:-1], "'")
+    if len(parts) != 1:
+        raise LiteralError("malformed character constant")
+    p = parts[0]
+    return p if isinstance(p, int) else ord(p)
+
+
+_DEC_RE = re.compile(r"[0-9]+(_[0-9]+)*\Z")
+_OCT_RE = re.compile(r"_?[0-7]+(_[0-7]+)*\Z")
+
+
+def parse_int(text: str) -> int | None:
+    """strconv.ParseInt(text, 0, 64); None when it does not parse or overflows."""
+    s = text
+    neg = False
+    if s[:1] in "+-":
+        neg = s[0] == "-"
+        s = s[1:]
+    if not s:
+        return None
+    try:
+        low = s[:2].lower()
+        if low in ("0x", "0o", "0b"):
+            if s.endswith("_") or "__" in s:
+                return None
+            v = int(s, 0)
+        elif s[0] == "0" and len(s) > 1:
+            if not _OCT_RE.match(s[1:]):
+                return None
+            v = int(s[1:].replace("_", ""), 8)
+        else:
+            if not _DEC_RE.match(s):
+                return None
+            v = int(s.replace("_", ""))
+    except ValueError:
+        return None
+    if neg:
+        v = -v
+    if v < INT64_MIN or v > INT64_MAX:
+        return None
+    return v
+
+
+def parse_float(text: str) -> float | None:
+    """strconv.ParseFloat(text, 64) for the number syntax the lexer admits."""
+    s = text.replace("_", "") if "_" in text else text
+    try:
+        if s.lower().lstrip("+-").startswith("0x"):
+            sign = -1.0 if s.startswith("-") else 1.0
+            return sign * float.fromhex(s.lstrip("+-"))
+        return float(s)
+    except (ValueError, OverflowError):
+        return None

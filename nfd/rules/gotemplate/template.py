@@ -1,0 +1,81 @@
+"""The compiled template object: parse once, execute many times."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .compiler import Compiler, State, Walk
+from .errors import ExecError, TemplateError
+from .funcmap import FORBIDDEN, FUNCS
+from .funcs import Func
+from .nodes import ListNode, Node
+from .parser import parse_trees
+
+MAX_TEMPLATE_SIZE = 65536  # bytes; upstream NFD rejects larger templates
+
+
+class _FuncNames:
+    """Function names the parser accepts; forbidden Sprig names are reported as undefined."""
+
+    def __init__(self, funcs: Mapping[str, Func]) -> None:
+        self.funcs = funcs
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.funcs and name not in FORBIDDEN
+
+
+class Template:
+    """A parsed and compiled Go text/template (with Sprig functions, missingkey=error)."""
+
+    __slots__ = ("name", "source", "_trees", "_compiled", "_main")
+
+    def __init__(self, name: str, source: str, trees: dict[str, ListNode], compiled: dict[str, Walk]) -> None:
+        self.name = name
+        self.source = source
+        self._trees = trees
+        self._compiled = compiled
+        self._main = compiled[name]
+
+    def execute(self, data: Any) -> str:
+        """Run the template on plain data (dicts, lists, scalars); raises TemplateError."""
+        st = State(self.name, self._compiled, data)
+        try:
+            self._main(st, data)
+        except ExecError as e:
+            raise TemplateError(self._format(e, st.name)) from None
+        except RecursionError:
+            raise TemplateError(f"template: {self.name}: execution too deeply nested") from None
+        return "".join(st.out)
+
+    def defined_templates(self) -> list[str]:
+        return sorted(self._trees)
+
+    def _format(self, e: ExecError, tmpl_name: str) -> str:
+        node: Node | None = e.node
+        if node is None:
+            return f"template: {tmpl_name}: {e.message}"
+        pos = node.pos
+        src = self.source
+        nl = src.rfind("\n", 0, pos)
+        col = len(src[nl + 1 : pos].encode("utf-8"))
+        line = src.count("\n", 0, pos) + 1
+        ctx = str(node)
+        if len(ctx) > 20:
+            ctx = ctx[:20] + "..."
+        return f'template: {self.name}:{line}:{col}: executing "{tmpl_name}" at <{ctx}>: {e.message}'
+
+
+def parse(src: str, *, name: str = "") -> Template:
+    """Parse and compile template source; raises TemplateError on any syntax problem."""
+    size = len(src.encode("utf-8"))
+    if size > MAX_TEMPLATE_SIZE:
+        raise TemplateError(
+            f"template: {name}: template size {size} bytes exceeds the maximum of {MAX_TEMPLATE_SIZE} bytes"
+        )
+    try:
+        trees = parse_trees(src, name, _FuncNames(FUNCS))
+    except RecursionError:
+        raise TemplateError(f"template: {name}: template nested too deeply") from None
+    compiled = Compiler(FUNCS, trees).compile_all()
+    return Template(name, src, trees, compiled)

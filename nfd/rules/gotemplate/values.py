@@ -1,0 +1,185 @@
+"""Go value semantics for plain Python data: truth, kinds, type names and `%v` printing.
+
+Data is JSON-like: None (nil), bool, int, float, str, list, dict. Go distinctions that
+Python lacks (int vs int64, []string vs []interface{}) collapse to the Go types that
+template data and Sprig results most often have.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+def is_true(v: Any) -> bool:
+    """Go template truth: false, 0, nil, and empty string/list/map are false."""
+    if v is None:
+        return False
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, (int, float)):
+        return v != 0
+    if isinstance(v, (str, list, tuple, dict)):
+        return len(v) > 0
+    return True
+
+
+def type_name(v: Any) -> str:
+    """The Go type name `%T` would print for a value of this shape."""
+    if v is None:
+        return "<nil>"
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, int):
+        return "int"
+    if isinstance(v, float):
+        return "float64"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, (list, tuple)):
+        return "[]interface {}"
+    if isinstance(v, dict):
+        return "map[string]interface {}"
+    return type(v).__name__
+
+
+def kind_name(v: Any) -> str:
+    """reflect.Kind name as Sprig's kindOf reports it."""
+    if v is None:
+        return "invalid"
+    if isinstance(v, bool):
+        return "bool"
+    if isinstance(v, int):
+        return "int"
+    if isinstance(v, float):
+        return "float64"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, (list, tuple)):
+        return "slice"
+    if isinstance(v, dict):
+        return "map"
+    return "struct"
+
+
+def _shortest_digits(f: float) -> tuple[str, int]:
+    """Shortest round-trip decimal digits and decimal-point position (Go's digs.d, digs.dp)."""
+    r = repr(abs(f))
+    mant, _, exp = r.partition("e")
+    e = int(exp) if exp else 0
+    intpart, _, frac = mant.partition(".")
+    digits = (intpart + frac).lstrip("0")
+    dp = len(intpart) + e
+    if not digits:
+        return "0", 1
+    # Leading zeros stripped from the integer part shift the decimal point.
+    lead = len(intpart + frac) - len((intpart + frac).lstrip("0"))
+    dp -= lead
+    digits = digits.rstrip("0") or "0"
+    return digits, dp
+
+
+def format_float_g(f: float, *, upper: bool = False) -> str:
+    """Go's strconv.FormatFloat(f, 'g', -1, 64): shortest digits, %e when exp < -4 || exp >= 6."""
+    if math.isnan(f):
+        return "NaN"
+    if math.isinf(f):
+        return "+Inf" if f > 0 else "-Inf"
+    sign = "-" if f < 0 or (f == 0 and math.copysign(1.0, f) < 0) else ""
+    if f == 0:
+        return sign + "0"
+    digits, dp = _shortest_digits(f)
+    exp = dp - 1
+    if exp < -4 or exp >= 6:
+        mant = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        es = "-" if exp < 0 else "+"
+        ae = abs(exp)
+        return f"{sign}{mant}{'E' if upper else 'e'}{es}{ae:02d}"
+    if dp <= 0:
+        return sign + "0." + "0" * (-dp) + digits
+    if dp >= len(digits):
+        return sign + digits + "0" * (dp - len(digits))
+    return sign + digits[:dp] + "." + digits[dp:]
+
+
+def format_value(v: Any) -> str:
+    """fmt's `%v` for a value (strings raw, nil as <nil>, maps with sorted keys)."""
+    if isinstance(v, str):
+        return v
+    if v is None:
+        return "<nil>"
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return format_float_g(v)
+    if isinstance(v, (list, tuple)):
+        return "[" + " ".join(format_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "map[" + " ".join(f"{format_value(k)}:{format_value(v[k])}" for k in sorted_keys(v)) + "]"
+    return str(v)
+
+
+def sorted_keys(d: dict[Any, Any]) -> list[Any]:
+    """Map keys in Go's fmt/range order (strings byte-wise, numbers numerically)."""
+    try:
+        return sorted(d)
+    except TypeError:
+        return sorted(d, key=lambda k: (type(k).__name__, str(k)))
+
+
+def print_value(v: Any) -> str:
+    """What an action `{{ pipeline }}` writes: like %v but a nil result is `<no value>`."""
+    if isinstance(v, str):
+        return v
+    if v is None:
+        return "<no value>"
+    return format_value(v)
+
+
+def go_quote(s: str, *, ascii_only: bool = False) -> str:
+    """strconv.Quote: a double-quoted Go string literal."""
+    out = ['"']
+    for ch in s:
+        c = ord(ch)
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif ch == "\a":
+            out.append("\\a")
+        elif ch == "\b":
+            out.append("\\b")
+        elif ch == "\f":
+            out.append("\\f")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\v":
+            out.append("\\v")
+        elif c < 0x20 or c == 0x7F:
+            out.append(f"\\x{c:02x}")
+        elif ascii_only and c >= 0x80 or not ch.isprintable() and c >= 0x80:
+            if 0xD800 <= c <= 0xDFFF:
+                out.append("\\ufffd")
+            elif c > 0xFFFF:
+                out.append(f"\\U{c:08x}")
+            else:
+                out.append(f"\\u{c:04x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def go_len(v: Any) -> int:
+    """len() as Go counts it: bytes for strings."""
+    if isinstance(v, str):
+        return len(v.encode("utf-8", "surrogateescape")) if not v.isascii() else len(v)
+    return len(v)
