@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from nfd.rules.celc import library as lib
+from nfd.rules.celc.library import as_list
 from nfd.rules.celc.syntax import Call, CelSyntaxError, Ident, Index, ListLit, Lit, MapLit, Node, Select
 from nfd.rules.celc.types import (
     BOOL,
@@ -400,9 +401,15 @@ class Compiler:
     def _macro(self, n: Call) -> _C:
         assert n.target is not None
         name = n.name
+        if len(n.args) >= 3 and isinstance(n.args[1], Ident) and name in lib.MACROS2:
+            return self._macro2(n)
+        if name == "existsOne":
+            name = "exists_one"
         var = n.args[0]
         assert isinstance(var, Ident)
         want = 3 if name == "map" and len(n.args) == 3 else 2
+        if name in ("transformList", "transformMap"):
+            raise CelSyntaxError(n.pos, f"{name}() takes two variable names")
         if len(n.args) != want:
             raise CelSyntaxError(n.pos, f"{name}() takes a variable name and an expression")
         target = self.compile(n.target)
@@ -447,6 +454,60 @@ class Compiler:
                       f"[{bodies[1].py} for {v} in {it} if {p}]")
         return _C(list_of(bodies[0].t), _map_filter(tf, var.name, None, bodies[0].fn, charge),
                   f"[{bodies[0].py} for {v} in {it}]")
+
+    def _macro2(self, n: Call) -> _C:
+        """``all/exists/existsOne(i, v, p)``, ``transformList/transformMap(i, v, [p,] t)``."""
+        assert n.target is not None
+        name = "exists_one" if n.name == "existsOne" else n.name
+        first, second = n.args[0], n.args[1]
+        assert isinstance(first, Ident) and isinstance(second, Ident)
+        transform = name in ("transformList", "transformMap")
+        if len(n.args) not in ((3, 4) if transform else (3,)):
+            raise CelSyntaxError(n.pos, f"{name}() takes two variable names and an expression")
+        if first.name == second.name:
+            raise CelSyntaxError(second.pos, f"{name}() needs two different variable names")
+        target = self.compile(n.target)
+        if is_list(target.t):
+            kt, vt = INT, target.t[1]
+        elif is_map(target.t):
+            kt, vt = target.t[1], target.t[2]
+        elif target.t == DYN:
+            kt = vt = DYN
+        else:
+            raise CelSyntaxError(n.pos, f"{n.name}() applies to lists and maps, not {fmt(target.t)}")
+        saved = {x: self.scope.get(x, _NC) for x in (first.name, second.name)}
+        self.scope[first.name], self.scope[second.name] = kt, vt
+        try:
+            bodies = [self.compile(b) for b in n.args[2:]]
+        finally:
+            for x, old in saved.items():
+                if old is _NC:
+                    del self.scope[x]
+                else:
+                    self.scope[x] = old
+        preds = bodies[:-1] if transform else bodies
+        for b, bn in zip(preds, n.args[2:], strict=False):
+            if b.t not in (BOOL, DYN):
+                raise CelSyntaxError(bn.pos, f"{n.name}() needs a bool predicate, got {fmt(b.t)}")
+        names = (first.name, second.name)
+        tf = target.fn
+        it = f"{self.k(_charge_pairs)}(A, {target.py})"
+        loop = f"for v_{first.name}, v_{second.name} in {it}"
+        pf = preds[0].fn if preds else None
+        p = self._bool_py(preds[0]) if preds else ""
+        if name == "exists":
+            return _C(BOOL, _exists(tf, names, bodies[0].fn, _charge_pairs), f"any({p} {loop})")
+        if name == "all":
+            return _C(BOOL, _all(tf, names, bodies[0].fn, _charge_pairs), f"all({p} {loop})")
+        if name == "exists_one":
+            return _C(BOOL, _exists_one(tf, names, bodies[0].fn, _charge_pairs), f"(sum(1 {loop} if {p}) == 1)")
+        t = bodies[-1]
+        cond = f" if {p}" if preds else ""
+        if name == "transformList":
+            return _C(list_of(t.t), _map_filter(tf, names, pf, t.fn, _charge_pairs),
+                      f"[{t.py} {loop}{cond}]")
+        return _C(map_of(kt, t.t), _transform_map(tf, names, pf, t.fn),
+                  f"{{v_{first.name}: {t.py} {loop}{cond}}}")
 
     def source(self, root: _C) -> Fn | None:
         """The fast path: the whole expression as one Python function, or None if it won't build.
@@ -680,18 +741,54 @@ def _charge_ordered(a: Act, c: Any) -> Any:
     return sorted(c) if isinstance(c, set | frozenset) else c
 
 
+def _charge_pairs(a: Act, c: Any) -> Any:
+    """Two-variable comprehensions: (index, element) of a list, (key, value) of a map."""
+    if isinstance(c, dict):
+        pairs: Any = list(c.items())
+    elif isinstance(c, list | tuple | set | frozenset):
+        pairs = list(enumerate(as_list(c)))
+    else:
+        raise CelError(f"cannot iterate over {type_name(c)}")
+    _spend(a, len(pairs))
+    return pairs
+
+
 Charge = Callable[[Act, Any], Any]
+Names = str | tuple[str, str]
 
 
-def _exists(tf: Fn, name: str, pf: Fn, charge: Charge) -> Fn:
+class _Bind:
+    """Saves, binds and restores the macro variable(s) in ``act.v``."""
+
+    __slots__ = ("names", "v", "saved")
+
+    def __init__(self, names: Names, v: dict[str, Any]) -> None:
+        self.names = names
+        self.v = v
+        self.saved = [(n, v.get(n, _ABSENT)) for n in ((names,) if isinstance(names, str) else names)]
+
+    def set(self, x: Any) -> None:
+        if isinstance(self.names, str):
+            self.v[self.names] = x
+        else:
+            self.v[self.names[0]], self.v[self.names[1]] = x
+
+    def restore(self) -> None:
+        for n, old in self.saved:
+            if old is _ABSENT:
+                self.v.pop(n, None)
+            else:
+                self.v[n] = old
+
+
+def _exists(tf: Fn, names: Names, pf: Fn, charge: Charge) -> Fn:
     def exists(a: Act) -> Any:
         coll = charge(a, tf(a))
-        v = a.v
-        saved = v.get(name, _ABSENT)
+        b = _Bind(names, a.v)
         err: BaseException | None = None
         try:
             for x in coll:
-                v[name] = x
+                b.set(x)
                 try:
                     r = pf(a)
                 except Exception as e:
@@ -703,10 +800,7 @@ def _exists(tf: Fn, name: str, pf: Fn, charge: Charge) -> Fn:
                 if r is not False and err is None:
                     err = CelError(f"exists() predicate returned {type_name(r)}, not bool")
         finally:
-            if saved is _ABSENT:
-                v.pop(name, None)
-            else:
-                v[name] = saved
+            b.restore()
         if err is not None:
             raise err
         return False
@@ -714,15 +808,14 @@ def _exists(tf: Fn, name: str, pf: Fn, charge: Charge) -> Fn:
     return exists
 
 
-def _all(tf: Fn, name: str, pf: Fn, charge: Charge) -> Fn:
+def _all(tf: Fn, names: Names, pf: Fn, charge: Charge) -> Fn:
     def all_(a: Act) -> Any:
         coll = charge(a, tf(a))
-        v = a.v
-        saved = v.get(name, _ABSENT)
+        b = _Bind(names, a.v)
         err: BaseException | None = None
         try:
             for x in coll:
-                v[name] = x
+                b.set(x)
                 try:
                     r = pf(a)
                 except Exception as e:
@@ -734,10 +827,7 @@ def _all(tf: Fn, name: str, pf: Fn, charge: Charge) -> Fn:
                 if r is not True and err is None:
                     err = CelError(f"all() predicate returned {type_name(r)}, not bool")
         finally:
-            if saved is _ABSENT:
-                v.pop(name, None)
-            else:
-                v[name] = saved
+            b.restore()
         if err is not None:
             raise err
         return True
@@ -745,51 +835,60 @@ def _all(tf: Fn, name: str, pf: Fn, charge: Charge) -> Fn:
     return all_
 
 
-def _exists_one(tf: Fn, name: str, pf: Fn, charge: Charge) -> Fn:
+def _exists_one(tf: Fn, names: Names, pf: Fn, charge: Charge) -> Fn:
     def exists_one(a: Act) -> Any:
         coll = charge(a, tf(a))
-        v = a.v
-        saved = v.get(name, _ABSENT)
+        b = _Bind(names, a.v)
         count = 0
         try:
             for x in coll:
-                v[name] = x
+                b.set(x)
                 r = pf(a)
                 if r is True:
                     count += 1
                 elif r is not False:
                     raise CelError(f"exists_one() predicate returned {type_name(r)}, not bool")
         finally:
-            if saved is _ABSENT:
-                v.pop(name, None)
-            else:
-                v[name] = saved
+            b.restore()
         return count == 1
 
     return exists_one
 
 
-def _map_filter(tf: Fn, name: str, pf: Fn | None, mf: Fn | None, charge: Charge) -> Fn:
+def _filtered(a: Act, b: _Bind, coll: Any, pf: Fn | None) -> Any:
+    """Yield the elements of ``coll`` (bound as the macro variables) that pass ``pf``."""
+    for x in coll:
+        b.set(x)
+        if pf is not None:
+            r = pf(a)
+            if r is False:
+                continue
+            if r is not True:
+                raise CelError(f"filter predicate returned {type_name(r)}, not bool")
+        yield x
+
+
+def _map_filter(tf: Fn, names: Names, pf: Fn | None, mf: Fn | None, charge: Charge) -> Fn:
     def map_filter(a: Act) -> list[Any]:
         coll = charge(a, tf(a))
-        v = a.v
-        saved = v.get(name, _ABSENT)
-        out: list[Any] = []
+        b = _Bind(names, a.v)
         try:
-            for x in coll:
-                v[name] = x
-                if pf is not None:
-                    r = pf(a)
-                    if r is False:
-                        continue
-                    if r is not True:
-                        raise CelError(f"filter predicate returned {type_name(r)}, not bool")
-                out.append(mf(a) if mf is not None else x)
+            if mf is None:
+                return list(_filtered(a, b, coll, pf))
+            return [mf(a) for _ in _filtered(a, b, coll, pf)]
         finally:
-            if saved is _ABSENT:
-                v.pop(name, None)
-            else:
-                v[name] = saved
-        return out
+            b.restore()
 
     return map_filter
+
+
+def _transform_map(tf: Fn, names: Names, pf: Fn | None, mf: Fn) -> Fn:
+    def transform_map(a: Act) -> dict[Any, Any]:
+        coll = _charge_pairs(a, tf(a))
+        b = _Bind(names, a.v)
+        try:
+            return {x[0]: mf(a) for x in _filtered(a, b, coll, pf)}
+        finally:
+            b.restore()
+
+    return transform_map

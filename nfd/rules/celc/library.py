@@ -562,6 +562,8 @@ FUNCTIONS: dict[str, list[Overload]] = {
 UNSUPPORTED_FUNCTIONS = {"type": "type() is not supported", "timestamp": "timestamps are not supported",
                          "duration": "durations are not supported"}
 
-MACROS = {"all", "exists", "exists_one", "map", "filter"}
+MACROS = {"all", "exists", "exists_one", "existsOne", "map", "filter", "transformList", "transformMap"}
+# Kubernetes' two-variable comprehensions: (index, element) for lists, (key, value) for maps
+MACROS2 = {"all", "exists", "exists_one", "existsOne", "transformList", "transformMap"}
 
 NULL_T = NULL

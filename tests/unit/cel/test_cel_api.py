@@ -49,6 +49,9 @@ def _eval(expr: str, f: Features | None = None, node: str = "node-1") -> tuple[b
         ('{"a": 1, "a": 2}.size() == 2', "1:10", "duplicate map key"),
         ("x.all(y, true)", "1:1", "undeclared reference to 'x'"),
         ("[1].all(y, y)", "1:12", "needs a bool predicate"),
+        ("[1].all(i, i, true)", "1:12", "two different variable names"),
+        ("[1].transformList(i, true)", "1:5", "takes two variable names"),
+        ("'ab'.exists(i, v, true)", "1:6", "applies to lists and maps, not string"),
         ("9223372036854775808 > 0", "1:1", "out of range"),
         ("type(1) == int", "1:1", "not supported"),
         ("has(node)", "1:1", "has() takes a field selection"),
@@ -112,6 +115,9 @@ def test_size_limits() -> None:
         ('node.name == "node-1"', True),
         ('has(node.name) && node.name.endsWith("-1")', True),
         ("attributes.exists(k, k == 'kernel.version')", True),
+        ('attributes["rule.matched"].exists(k, v, k == "gpu" && v == "true")', True),
+        ('instances["pci.device"].exists(i, d, i == 1 && d.vendor == "10de")', True),
+        ('flags["cpu.cpuid"].transformList(i, f, f.lowerAscii())[0] == "avx"', True),
     ],
 )
 def test_variables(expr: str, want: bool) -> None:

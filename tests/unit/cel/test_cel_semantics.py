@@ -95,6 +95,16 @@ from nfd.rules.celc.values import UInt
         ("{'a': 1, 'b': 2}.filter(k, k > 'a')", ["b"]),
         ("[2, 1].exists_one(x, 1 / (x - 1) == 1)", ERROR),
         ("{1: 'a'}[1.0]", "a"),
+        # two-variable comprehensions (Kubernetes' CEL): (index, element) and (key, value)
+        ("[10, 20].all(i, v, v == (i + 1) * 10)", True),
+        ("{'a': 'x', 'b': 'y'}.exists(k, v, k == 'b' && v == 'y')", True),
+        ("{'a': 'x', 'b': 'x'}.existsOne(k, v, v == 'x')", False),
+        ("[1, 2].existsOne(x, x == 2)", True),
+        ("['a', 'b'].transformList(i, v, v + string(i))", ["a0", "b1"]),
+        ("['a', 'b'].transformList(i, v, i > 0, v)", ["b"]),
+        ("{'a': 1, 'b': 2}.transformMap(k, v, v * 10)", {"a": 10, "b": 20}),
+        ("{'a': 1, 'b': 2}.transformMap(k, v, k != 'a', v)", {"b": 2}),
+        ("[1, 2].exists(i, v, [3].exists(i, w, i == 0 && w == 3) && v == 2)", True),
         # an error out of a macro is absorbed by || and && like any other (celpy raises here)
         ("[1, 0].filter(x, 1 / x > 0).size() == 2 || true", True),
         ("false && [1, 0].all(x, 1 / x > 0)", False),
