@@ -8,8 +8,8 @@ Safety rules (stronger than upstream, which trusts its informer cache):
 - Every delete carries ``uid`` and ``resourceVersion`` preconditions from the listing, so an
   object that was recreated or updated since (e.g. by the worker of a node that just joined)
   is refused by the API server (409) and left alone.
-- A node DELETED event is confirmed with a GET of the node (404 required) before its objects
-  are deleted, so a node deleted and re-registered under the same name keeps its objects.
+- A node DELETED event is confirmed with a LIST of that node name (empty answer required)
+  before its objects are deleted, so a node deleted and re-registered under the same name keeps its objects.
 - Nothing is deleted before the node cache has synced, and an API outage only postpones work.
 """
 
@@ -233,22 +233,30 @@ class GarbageCollector:
         """Delete the NRT and NodeFeatures of a deleted node once the deletion is confirmed."""
         async with self._lock:
             try:
-                if await fetching.get(self.api, NODES, name=node) is not None:
-                    log.info("node %s was deleted and exists again: its objects are kept", node)
-                    return []
+                # a LIST with a name field selector: nfd-gc may list nodes but not get them
+                items, _rv = await fetching.list_objects(
+                    self.api,
+                    NODES,
+                    field_selector=f"metadata.name={node}",
+                    metadata_only=True,
+                    transform=_metadata,
+                )
             except (ApiError, ApiUnavailable) as e:
                 log.error(
                     "cannot confirm deletion of node %s, its objects are left to the next sweep: %s", node, e
                 )
                 return []
+            if items:
+                log.info("node %s was deleted and exists again: its objects are kept", node)
+                return []
             report = SweepReport()
             await self._delete(Target(policy.NODERESOURCETOPOLOGY, "", node, node), report)
             try:
-                items = await self._list(NODEFEATURES, label_selector=f"{NODE_NAME_LABEL}={node}")
+                nfs = await self._list(NODEFEATURES, label_selector=f"{NODE_NAME_LABEL}={node}")
             except (ApiError, ApiUnavailable) as e:
                 log.error("failed to list NodeFeature objects of deleted node %s: %s", node, e)
                 return report.deleted
-            for t in map(policy.nodefeature_target, items or []):
+            for t in map(policy.nodefeature_target, nfs or []):
                 if t.node == node:
                     await self._delete(t, report)
             return report.deleted

@@ -119,6 +119,11 @@ class GcFakeApi:
         self, objs: dict[tuple[str, str], dict[str, Any]], ns: str, q: dict[str, Any]
     ) -> dict[str, Any]:
         items = [o for (ons, _n), o in sorted(objs.items()) if not ns or ons == ns]
+        fsel = q.get("fieldSelector")
+        if fsel:
+            k, _, v = fsel.partition("=")
+            assert k == "metadata.name", fsel
+            items = [o for o in items if o["metadata"]["name"] == v]
         sel = q.get("labelSelector")
         if sel:
             k, _, v = sel.partition("=")

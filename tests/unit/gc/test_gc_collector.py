@@ -171,7 +171,7 @@ def test_node_delete_event_removes_its_objects_after_confirmation() -> None:
 def test_node_delete_event_for_recreated_node_keeps_objects() -> None:
     api = seeded()
     gc = make(api)
-    assert asyncio.run(gc.node_deleted("live-1")) == []  # GET says the node exists again
+    assert asyncio.run(gc.node_deleted("live-1")) == []  # the confirming LIST finds it again
     assert "live-1" in api.names(NF) and "live-1" in api.names(NRT)
 
 
@@ -179,5 +179,6 @@ def test_node_delete_event_during_outage_deletes_nothing() -> None:
     api = seeded()
     del api.store[NODES][("", "live-1")]
     api.fail = lambda m, p, q: m == "GET" and p.startswith(NODES)
+    assert not [e for e in api.log if e[0] == "GET" and e[1].startswith(NODES + "/")]
     assert asyncio.run(make(api).node_deleted("live-1")) == []
     assert "live-1" in api.names(NRT)
