@@ -6,4 +6,7 @@ cd "$(dirname "$0")/.."
 python3 -m pip install -q -e '.[test]'
 python3 -m ruff check nfd
 python3 -m mypy nfd
-python3 -m pytest -q -p no:cacheprovider tests "$@"
+# Build (or reuse) the e2e kube-apiserver; prints the build time when it builds. Without Go
+# this only notes it, and pytest reports the e2e tests as skipped.
+python3 -m tests.e2e.build --if-go
+python3 -m pytest -q -rs -p no:cacheprovider tests "$@"

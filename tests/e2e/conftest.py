@@ -2,6 +2,8 @@
 
 - `kube` (session): a started KubeCluster with crds/ installed.
 - `namespace` (function): a fresh namespace name; its objects are deleted afterwards.
+- `make_node` (function): make_node(name=None, *, labels=None, capacity=None) -> Node dict;
+  the nodes it made are deleted afterwards.
 
 Every test under tests/e2e is marked `e2e`. Without Go (or with NFD_E2E=0) they are
 all skipped with the reason. The apiserver binary is built (if needed) once after
@@ -12,9 +14,9 @@ from __future__ import annotations
 
 import os
 import sys
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -71,9 +73,7 @@ def kube() -> Iterator[KubeCluster]:
     if _build_error is not None:
         pytest.fail(f"cannot build the test kube-apiserver: {_build_error}", pytrace=False)
     binary = _binary if _binary is not None else ensure_built()
-    start = time.monotonic()
     cluster = KubeCluster.start(binary=binary)
-    cluster.started_in_s = time.monotonic() - start  # type: ignore[attr-defined]
     try:
         yield cluster
     finally:
@@ -88,3 +88,18 @@ def namespace(kube: KubeCluster) -> Iterator[str]:
         yield name
     finally:
         kube.delete_namespace(name)
+
+
+@pytest.fixture
+def make_node(kube: KubeCluster) -> Iterator[Callable[..., dict[str, Any]]]:
+    made: list[str] = []
+
+    def make(name: str | None = None, *, labels: dict[str, str] | None = None,
+             capacity: dict[str, str] | None = None) -> dict[str, Any]:
+        node = kube.create_node(name or kube.unique_name("node"), labels=labels, capacity=capacity)
+        made.append(node["metadata"]["name"])
+        return node
+
+    yield make
+    for name in made:
+        kube.delete_node(name)

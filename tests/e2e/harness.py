@@ -33,7 +33,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +116,28 @@ class RestClient:
 
     def get(self, path: str, **params: Any) -> Any:
         return self.request("GET", path, params=params or None)
+
+
+def wait_until(fn: Callable[[], Any], *, timeout: float = 30.0, interval: float = 0.1,
+               message: str = "condition") -> Any:
+    """Poll `fn` until it returns something truthy and return that; TimeoutError otherwise.
+
+    Exceptions from `fn` count as "not yet" (the last one is chained to the TimeoutError).
+    """
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    last_exc: BaseException | None = None
+    while True:
+        try:
+            last = fn()
+            last_exc = None
+            if last:
+                return last
+        except Exception as e:  # retried until the deadline
+            last_exc = e
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{message} not met within {timeout}s (last value: {last!r})") from last_exc
+        time.sleep(interval)
 
 
 def free_port() -> int:
@@ -357,6 +379,7 @@ class KubeCluster:
         self._discovery: dict[str, list[dict[str, Any]]] = {}
         self._counter = 0
         self._admin: RestClient | None = None
+        self.started_in_s = 0.0  # wall time of start(): etcd + apiserver + CRDs
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -364,6 +387,7 @@ class KubeCluster:
     def start(cls, *, binary: str | Path, crds_dir: str | Path | None = DEFAULT_CRDS_DIR,
               tmpdir: str | Path | None = None) -> KubeCluster:
         """Start etcd and the apiserver and install the CRDs; stops everything on failure."""
+        began = time.monotonic()
         tmp = Path(tmpdir) if tmpdir else Path(tempfile.mkdtemp(prefix="nfd-e2e-"))
         cluster = cls(binary=binary, tmpdir=tmp)
         try:
@@ -373,6 +397,7 @@ class KubeCluster:
         except BaseException:
             cluster.close()
             raise
+        cluster.started_in_s = time.monotonic() - began
         return cluster
 
     def _setup(self) -> None:
@@ -761,6 +786,10 @@ class KubeCluster:
     @property
     def processes(self) -> list[ManagedProcess]:
         return list(self._processes)
+
+    def wait_until(self, fn: Callable[[], Any], *, timeout: float = 30.0, interval: float = 0.1,
+                   message: str = "condition") -> Any:
+        return wait_until(fn, timeout=timeout, interval=interval, message=message)
 
     def unique_name(self, prefix: str) -> str:
         return f"{prefix}-{secrets.token_hex(4)}"
