@@ -782,13 +782,19 @@ class _Bind:
 
 
 def _exists(tf: Fn, names: Names, pf: Fn, charge: Charge) -> Fn:
+    one = isinstance(names, str)
+
     def exists(a: Act) -> Any:
         coll = charge(a, tf(a))
-        b = _Bind(names, a.v)
+        v = a.v
+        b = _Bind(names, v)
         err: BaseException | None = None
         try:
             for x in coll:
-                b.set(x)
+                if one:
+                    v[names] = x  # type: ignore[index]
+                else:
+                    v[names[0]], v[names[1]] = x
                 try:
                     r = pf(a)
                 except Exception as e:
@@ -809,13 +815,19 @@ def _exists(tf: Fn, names: Names, pf: Fn, charge: Charge) -> Fn:
 
 
 def _all(tf: Fn, names: Names, pf: Fn, charge: Charge) -> Fn:
+    one = isinstance(names, str)
+
     def all_(a: Act) -> Any:
         coll = charge(a, tf(a))
-        b = _Bind(names, a.v)
+        v = a.v
+        b = _Bind(names, v)
         err: BaseException | None = None
         try:
             for x in coll:
-                b.set(x)
+                if one:
+                    v[names] = x  # type: ignore[index]
+                else:
+                    v[names[0]], v[names[1]] = x
                 try:
                     r = pf(a)
                 except Exception as e:
