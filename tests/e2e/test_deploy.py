@@ -1,0 +1,205 @@
+"""deploy/ as users install it: `kustomize build` of every overlay and `helm template` of the
+chart with several value sets, each object accepted by the real apiserver (server-side dry
+run), and every container's command line accepted by the nfd process it starts.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.e2e.harness import HttpError
+from tests.e2e.tools import (
+    CHART_DIR,
+    DEPLOY_DIR,
+    REPO_ROOT,
+    AuditedCluster,
+    helm_bin,
+    helm_template,
+    install_kube,
+    kustomize_bin,
+    kustomize_build,
+)
+
+__all__ = ["helm_bin", "install_kube", "kustomize_bin"]  # fixtures
+
+pytestmark = pytest.mark.e2e
+
+NS = "node-feature-discovery"
+OVERLAYS = sorted(p.name for p in (DEPLOY_DIR / "overlays").iterdir() if p.is_dir())
+WORKLOAD_KINDS = {"Deployment", "DaemonSet", "Job"}
+
+# Value sets a user would write: defaults, everything on, and a minimal one.
+HELM_VALUES: dict[str, dict[str, Any]] = {
+    "defaults": {},
+    "everything": {
+        "priorityClassName": "system-node-critical",
+        "featureGates": {"NodeFeatureGroupAPI": True},
+        "imagePullSecrets": [{"name": "regcred"}],
+        "master": {"replicaCount": 2, "instance": "blue", "extraLabelNs": ["vendor.example.com"],
+                   "denyLabelNs": ["denied.example.com"], "enableTaints": True, "resyncPeriod": "2h",
+                   "nfdApiParallelism": 5, "config": {"restrictions": {"allowOverwrite": False}},
+                   "extraArgs": ["-v=2"], "extraEnvs": [{"name": "EXTRA", "value": "1"}],
+                   "nodeSelector": {"kubernetes.io/os": "linux"}},
+        "worker": {"ownerRefs": ["node", "pod"], "mountUsrSrc": True,
+                   "config": {"core": {"sleepInterval": "30s"}},
+                   "tolerations": [{"operator": "Exists"}], "nodeSelector": {"kubernetes.io/os": "linux"}},
+        "topologyUpdater": {"enable": True, "updateInterval": "30s", "podSetFingerprint": False},
+        "gc": {"interval": "30m"},
+    },
+    "master-only": {"worker": {"enable": False}, "gc": {"enable": False}, "postDeleteCleanup": False},
+}
+
+
+def _pod_specs(objs: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    return [(f"{o['kind']}/{o['metadata']['name']}", o["spec"]["template"]["spec"])
+            for o in objs if o["kind"] in WORKLOAD_KINDS]
+
+
+def _dry_run(kube: AuditedCluster, objs: list[dict[str, Any]], *, skip_kinds: frozenset[str] = frozenset()) -> int:
+    """Server-side dry-run apply of every object; failures name the object."""
+    errors = []
+    count = 0
+    for obj in objs:
+        if obj["kind"] in skip_kinds:
+            continue
+        ns = (obj.get("metadata") or {}).get("namespace")
+        if ns:
+            kube.create_namespace(ns, exist_ok=True)
+        try:
+            kube.apply_objects([obj], dry_run=True)
+            count += 1
+        except (HttpError, KeyError) as e:
+            errors.append(f"{obj['kind']}/{obj['metadata'].get('name')}: {e}")
+    assert not errors, "rejected by the apiserver:\n" + "\n".join(errors)
+    return count
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_kustomize_overlay_accepted_by_apiserver(overlay: str, kustomize_bin: Path,
+                                                 install_kube: AuditedCluster) -> None:
+    objs = kustomize_build(kustomize_bin, DEPLOY_DIR / "overlays" / overlay)
+    assert objs, f"overlay {overlay} renders nothing"
+    # The Prometheus operator's PodMonitor is not served without the operator's CRDs.
+    applied = _dry_run(install_kube, objs, skip_kinds=frozenset({"PodMonitor"}))
+    namespaced = [o for o in objs if o["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding",
+                                                        "CustomResourceDefinition", "ValidatingAdmissionPolicy",
+                                                        "ValidatingAdmissionPolicyBinding")]
+    assert all(o["metadata"].get("namespace") == NS for o in namespaced), \
+        [f"{o['kind']}/{o['metadata']['name']}" for o in namespaced if o["metadata"].get("namespace") != NS]
+    assert applied == len([o for o in objs if o["kind"] != "PodMonitor"])
+
+
+@pytest.mark.parametrize("values", sorted(HELM_VALUES))
+def test_helm_rendering_accepted_by_apiserver(values: str, helm_bin: Path, install_kube: AuditedCluster,
+                                              tmp_path: Path) -> None:
+    objs = helm_template(helm_bin, namespace="nfd-helm", values=HELM_VALUES[values], include_crds=True,
+                         tmpdir=tmp_path)
+    _dry_run(install_kube, objs)
+    for o in objs:
+        if o["kind"] not in ("ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition",
+                             "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"):
+            assert o["metadata"].get("namespace") == "nfd-helm", f"{o['kind']}/{o['metadata']['name']}"
+
+
+def test_helm_values_reach_the_objects(helm_bin: Path, tmp_path: Path) -> None:
+    objs = helm_template(helm_bin, values=HELM_VALUES["everything"], tmpdir=tmp_path)
+    by = {(o["kind"], o["metadata"]["name"]): o for o in objs}
+    master = by[("Deployment", "nfd-node-feature-discovery-master")]
+    args = master["spec"]["template"]["spec"]["containers"][0]["args"]
+    for expected in ("-enable-leader-election", "-instance=blue", "-extra-label-ns=vendor.example.com",
+                     "-deny-label-ns=denied.example.com", "-enable-taints", "-resync-period=2h",
+                     "-nfd-api-parallelism=5", "-feature-gates=NodeFeatureGroupAPI=true", "-v=2"):
+        assert expected in args
+    assert master["spec"]["replicas"] == 2
+    worker = by[("DaemonSet", "nfd-node-feature-discovery-worker")]
+    wspec = worker["spec"]["template"]["spec"]
+    assert "-owner-refs=node,pod" in wspec["containers"][0]["args"]
+    assert wspec["tolerations"] == [{"operator": "Exists"}]
+    assert {m["mountPath"] for m in wspec["containers"][0]["volumeMounts"]} >= {"/host-usr/src", "/host-sys"}
+    # ownerRefs=node needs (and only then gets) read access to Nodes
+    assert ("ClusterRole", "nfd-node-feature-discovery-worker-node") in by
+    assert ("DaemonSet", "nfd-node-feature-discovery-topology-updater") in by
+    assert yaml.safe_load(by[("ConfigMap", "nfd-node-feature-discovery-master-conf")]["data"]["nfd-master.conf"]) \
+        == {"restrictions": {"allowOverwrite": False}}
+    for name, spec in _pod_specs(objs):
+        if "prune" not in name:
+            assert spec.get("priorityClassName") == "system-node-critical", name
+
+    default = helm_template(helm_bin, tmpdir=tmp_path)
+    names = {(o["kind"], o["metadata"]["name"]) for o in default}
+    assert ("ClusterRole", "nfd-node-feature-discovery-worker-node") not in names
+    assert ("DaemonSet", "nfd-node-feature-discovery-topology-updater") not in names
+
+    minimal = helm_template(helm_bin, values=HELM_VALUES["master-only"], tmpdir=tmp_path)
+    kinds = {(o["kind"], o["metadata"]["name"]) for o in minimal}
+    assert not [k for k in kinds if "worker" in k[1] or "-gc" in k[1] or "prune" in k[1]], kinds
+
+
+def test_chart_crds_are_the_repository_crds(helm_bin: Path, tmp_path: Path) -> None:
+    rendered = [o for o in helm_template(helm_bin, include_crds=True, tmpdir=tmp_path)
+                if o["kind"] == "CustomResourceDefinition"]
+    repo: list[dict[str, Any]] = []
+    for f in sorted((REPO_ROOT / "crds").glob("*.yaml")):
+        repo += [d for d in yaml.safe_load_all(f.read_text())
+                 if isinstance(d, dict) and d.get("kind") == "CustomResourceDefinition"]
+    key = lambda o: o["metadata"]["name"]  # noqa: E731
+    assert sorted(rendered, key=key) == sorted(repo, key=key)
+    assert len(rendered) == 4
+    assert {p.name for p in (CHART_DIR / "crds").iterdir()} == \
+        {p.name for p in (REPO_ROOT / "crds").glob("*.yaml") if p.name != "kustomization.yaml"}
+
+
+def _console_scripts() -> set[str]:
+    data = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
+    return set(data["project"]["scripts"])
+
+
+def test_every_container_command_line_is_accepted(kustomize_bin: Path, helm_bin: Path, tmp_path: Path) -> None:
+    """Flags in the manifests are flags the processes accept (parse, print -version, exit 0)."""
+    rendered: list[dict[str, Any]] = []
+    for overlay in OVERLAYS:
+        rendered += kustomize_build(kustomize_bin, DEPLOY_DIR / "overlays" / overlay)
+    for values in HELM_VALUES.values():
+        rendered += helm_template(helm_bin, values=values, tmpdir=tmp_path)
+    scripts = _console_scripts()
+    seen: set[tuple[str, ...]] = set()
+    for name, spec in _pod_specs(rendered):
+        for c in spec["containers"]:
+            argv = tuple(c["command"] + c.get("args", []))
+            assert argv[0] in scripts, f"{name}: {argv[0]} is not an nfd entry point"
+            seen.add(argv)
+    assert {a[0] for a in seen} >= {"nfd-master", "nfd-worker", "nfd-gc", "nfd-topology-updater"}
+    bindir = Path(sys.executable).parent
+    for argv in sorted(seen):
+        proc = subprocess.run([str(bindir / argv[0]), *argv[1:], "-version"], capture_output=True, text=True,
+                              timeout=60, check=False)
+        assert proc.returncode == 0, f"{' '.join(argv)}: {proc.stderr.strip()[-500:]}"
+
+
+def test_pods_run_as_upstream_and_least_privileged(kustomize_bin: Path) -> None:
+    objs = kustomize_build(kustomize_bin, DEPLOY_DIR / "overlays" / "master-worker-topologyupdater")
+    for name, spec in _pod_specs(objs):
+        for c in spec["containers"]:
+            sc = c.get("securityContext") or {}
+            assert sc.get("allowPrivilegeEscalation") is False, name
+            assert sc.get("readOnlyRootFilesystem") is True, name
+            assert (sc.get("capabilities") or {}).get("drop") == ["ALL"], name
+            for m in c.get("volumeMounts") or []:
+                vol = next(v for v in spec.get("volumes") or [] if v["name"] == m["name"])
+                if "hostPath" in vol and vol["hostPath"].get("type") != "Socket":
+                    assert m.get("readOnly") is True, f"{name}: host path {vol['hostPath']['path']} writable"
+        user = (spec.get("securityContext") or {}).get("runAsUser")
+        cuser = {(c.get("securityContext") or {}).get("runAsUser") for c in spec["containers"]}
+        if "topology-updater" not in name:  # needs the kubelet's socket, as upstream
+            assert 0 not in cuser and (user in (None, 65534)), name
+    dockerfile = (REPO_ROOT / "Dockerfile").read_text()
+    assert "USER 65534" in dockerfile
+    for src in ("pyproject.toml", "nfd", "crds"):
+        assert (REPO_ROOT / src).exists()
