@@ -26,7 +26,7 @@ from nfd.rules.celc import (
     Program,
     compile_program,
 )
-from nfd.rules.celc.compiler import Fn
+from nfd.rules.celc.runtime import Fn
 from nfd.rules.celc.values import type_name
 
 __all__ = ["CelEvalError", "CelMatcher", "compile_expressions"]

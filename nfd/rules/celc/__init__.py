@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from nfd.rules.celc.compiler import VARIABLES, Act, Compiler, Fn
+from nfd.rules.celc.compiler import VARIABLES, Compiler
+from nfd.rules.celc.runtime import Act, Fn
 from nfd.rules.celc.syntax import Call, CelSyntaxError, Index, ListLit, MapLit, Node, Select, parse
 from nfd.rules.celc.types import BOOL, DYN, Type, fmt
 from nfd.rules.celc.values import CelError, CostLimitExceeded

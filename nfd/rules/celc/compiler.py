@@ -1,12 +1,14 @@
-"""Type-check a CEL AST and compile it into nested Python closures, in one pass.
+"""Type-check a CEL AST and compile it, in one pass, into two equivalent forms.
 
-Every AST node becomes ``fn(act) -> value``; ``act`` carries the node's features, the macro
-variables and the remaining step budget. Static types pick fast paths: ``d.vendor == "10de"``
-on a ``map(string, string)`` compiles to one dict lookup and a ``str`` comparison, with no
-runtime type dispatch. Where a type is ``dyn`` the closure checks types at run time.
+- ``fn``: nested closures, ``fn(act) -> value``, with CEL's exact error semantics (``&&``/``||``
+  and ``all``/``exists`` absorb an error from one side when the other side decides the result).
+- ``py``: Python source for the same expression, built into one function by
+  ``Compiler.source``; macros become comprehensions and typed operators plain Python
+  operators. It assumes no error happens; when one does, the caller runs ``fn``.
 
-Error semantics follow CEL: ``&&``/``||`` (and ``all``/``exists``) absorb an error from one side
-when the other side decides the result; everything else propagates the error.
+Static types pick the fast forms: ``d.vendor == "10de"`` on a ``map(string, string)`` is a dict
+lookup and a ``str`` comparison, with no runtime type dispatch. Where a type is ``dyn`` both
+forms check types at run time.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from nfd.rules.celc import library as lib
-from nfd.rules.celc.library import as_list
+from nfd.rules.celc import runtime as rt
+from nfd.rules.celc.runtime import Act, Fn
 from nfd.rules.celc.syntax import Call, CelSyntaxError, Ident, Index, ListLit, Lit, MapLit, Node, Select
 from nfd.rules.celc.types import (
     BOOL,
@@ -40,22 +43,7 @@ from nfd.rules.celc.types import (
     map_of,
     runtime_is,
 )
-from nfd.rules.celc.values import CelError, CostLimitExceeded, UInt, type_name
-
-
-class Act:
-    """The per-node activation: features, node map, macro variables and step budget."""
-
-    __slots__ = ("f", "node", "v", "budget")
-
-    def __init__(self, features: Any, node: dict[str, str], budget: int) -> None:
-        self.f = features
-        self.node = node
-        self.v: dict[str, Any] = {}
-        self.budget = budget
-
-
-Fn = Callable[[Act], Any]
+from nfd.rules.celc.values import CelError, UInt, type_name
 
 # The variables every expression sees. Feature sets missing on a node read as empty, so
 # `instances["usb.device"].exists(...)` is false on a node without USB instead of an error.
@@ -164,7 +152,7 @@ class Compiler:
             return _C(o.t[2], sel, f"{o.py}[{field!r}]")
         if o.t == DYN:
 
-            return _C(DYN, lambda a: _select_dyn(of(a), field), f"{self.k(_select_dyn)}({o.py}, {field!r})")
+            return _C(DYN, lambda a: rt.select_dyn(of(a), field), f"{self.k(rt.select_dyn)}({o.py}, {field!r})")
         raise CelSyntaxError(n.pos, f"type '{fmt(o.t)}' does not support field selection ('.{field}')")
 
     def _index(self, n: Index) -> _C:
@@ -179,8 +167,8 @@ class Compiler:
             if k.const is not _NC:
                 key = k.const
                 return _C(o.t[2], lambda a: of(a).get(key, default), f"{o.py}.get({key!r}, {self.k(default)})")
-            return _C(o.t[2], lambda a: _top_get(of(a), kf(a), default),
-                      f"{self.k(_top_get)}({o.py}, {k.py}, {self.k(default)})")
+            return _C(o.t[2], lambda a: rt.top_get(of(a), kf(a), default),
+                      f"{self.k(rt.top_get)}({o.py}, {k.py}, {self.k(default)})")
         if is_list(o.t):
             if k.t not in (INT, UINT, DYN, DOUBLE):
                 raise CelSyntaxError(n.index.pos, f"list index must be int, not {fmt(k.t)}")
@@ -201,7 +189,7 @@ class Compiler:
             return _C(o.t[2], lambda a: lib.map_get(of(a), kf(a)), f"{self.k(lib.map_get)}({o.py}, {k.py})")
         if o.t == DYN:
 
-            return _C(DYN, lambda a: _index_dyn(of(a), kf(a)), f"{self.k(_index_dyn)}({o.py}, {k.py})")
+            return _C(DYN, lambda a: rt.index_dyn(of(a), kf(a)), f"{self.k(rt.index_dyn)}({o.py}, {k.py})")
         raise CelSyntaxError(n.pos, f"type '{fmt(o.t)}' does not support indexing")
 
     # -- literals -------------------------------------------------------------------------------
@@ -234,8 +222,8 @@ class Compiler:
                 out[k.const] = v.const
             return self.const(out, mt)
         pairs = [(k.fn, v.fn) for k, v in entries]
-        py = f"{self.k(_build_map)}(({''.join(f'({k.py}, {v.py}), ' for k, v in entries)}))"
-        return _C(mt, lambda a: _build_map([(kf(a), vf(a)) for kf, vf in pairs]), py)
+        py = f"{self.k(rt.build_map)}(({''.join(f'({k.py}, {v.py}), ' for k, v in entries)}))"
+        return _C(mt, lambda a: rt.build_map([(kf(a), vf(a)) for kf, vf in pairs]), py)
 
     # -- calls ----------------------------------------------------------------------------------
 
@@ -322,12 +310,12 @@ class Compiler:
         static = left.t == BOOL and right.t == BOOL
         lp, rp = self._bool_py(left), self._bool_py(right)
         if n.name == "_&&_":
-            return _C(BOOL, _and_static(lf, rf) if static else _logic_dyn(lf, rf, False), f"({lp} and {rp})")
-        return _C(BOOL, _or_static(lf, rf) if static else _logic_dyn(lf, rf, True), f"({lp} or {rp})")
+            return _C(BOOL, rt.and_static(lf, rf) if static else rt.logic_dyn(lf, rf, False), f"({lp} and {rp})")
+        return _C(BOOL, rt.or_static(lf, rf) if static else rt.logic_dyn(lf, rf, True), f"({lp} or {rp})")
 
     def _bool_py(self, c: _C) -> str:
         """Python source that is ``c`` as a bool, raising (so the exact path runs) if it is not."""
-        return c.py if c.t == BOOL else f"{self.k(_as_bool)}({c.py})"
+        return c.py if c.t == BOOL else f"{self.k(rt.as_bool)}({c.py})"
 
     def _cond(self, n: Call) -> _C:
         c = self._bool_operand(n.args[0])
@@ -396,7 +384,7 @@ class Compiler:
         if not (is_map(o.t) or o.t == DYN):
             raise CelSyntaxError(sel.pos, f"has() does not apply to type '{fmt(o.t)}'")
         of, field = o.fn, sel.field
-        return _C(BOOL, lambda a: _has(of(a), field), f"{self.k(_has)}({o.py}, {field!r})")
+        return _C(BOOL, lambda a: rt.has_field(of(a), field), f"{self.k(rt.has_field)}({o.py}, {field!r})")
 
     def _macro(self, n: Call) -> _C:
         assert n.target is not None
@@ -436,23 +424,23 @@ class Compiler:
         static_list = is_list(target.t)
         v = f"v_{var.name}"
         ordered = name in ("map", "filter")  # these build lists: iterate flag sets sorted
-        charge = _charge_list if static_list and not ordered else (_charge_ordered if ordered else _charge_any)
+        charge = rt.charge_list if static_list and not ordered else (rt.charge_ordered if ordered else rt.charge_any)
         it = f"{self.k(charge)}(A, {target.py})"
         p = self._bool_py(bodies[0]) if name != "map" or len(bodies) == 2 else ""
         if name == "exists":
-            return _C(BOOL, _exists(tf, var.name, bodies[0].fn, charge), f"any({p} for {v} in {it})")
+            return _C(BOOL, rt.exists(tf, var.name, bodies[0].fn, charge), f"any({p} for {v} in {it})")
         if name == "all":
-            return _C(BOOL, _all(tf, var.name, bodies[0].fn, charge), f"all({p} for {v} in {it})")
+            return _C(BOOL, rt.all_of(tf, var.name, bodies[0].fn, charge), f"all({p} for {v} in {it})")
         if name == "exists_one":
-            return _C(BOOL, _exists_one(tf, var.name, bodies[0].fn, charge),
+            return _C(BOOL, rt.exists_one(tf, var.name, bodies[0].fn, charge),
                       f"(sum(1 for {v} in {it} if {p}) == 1)")
         if name == "filter":
-            return _C(list_of(vt), _map_filter(tf, var.name, bodies[0].fn, None, charge),
+            return _C(list_of(vt), rt.map_filter(tf, var.name, bodies[0].fn, None, charge),
                       f"[{v} for {v} in {it} if {p}]")
         if len(bodies) == 2:
-            return _C(list_of(bodies[1].t), _map_filter(tf, var.name, bodies[0].fn, bodies[1].fn, charge),
+            return _C(list_of(bodies[1].t), rt.map_filter(tf, var.name, bodies[0].fn, bodies[1].fn, charge),
                       f"[{bodies[1].py} for {v} in {it} if {p}]")
-        return _C(list_of(bodies[0].t), _map_filter(tf, var.name, None, bodies[0].fn, charge),
+        return _C(list_of(bodies[0].t), rt.map_filter(tf, var.name, None, bodies[0].fn, charge),
                   f"[{bodies[0].py} for {v} in {it}]")
 
     def _macro2(self, n: Call) -> _C:
@@ -491,22 +479,22 @@ class Compiler:
                 raise CelSyntaxError(bn.pos, f"{n.name}() needs a bool predicate, got {fmt(b.t)}")
         names = (first.name, second.name)
         tf = target.fn
-        it = f"{self.k(_charge_pairs)}(A, {target.py})"
+        it = f"{self.k(rt.charge_pairs)}(A, {target.py})"
         loop = f"for v_{first.name}, v_{second.name} in {it}"
         pf = preds[0].fn if preds else None
         p = self._bool_py(preds[0]) if preds else ""
         if name == "exists":
-            return _C(BOOL, _exists(tf, names, bodies[0].fn, _charge_pairs), f"any({p} {loop})")
+            return _C(BOOL, rt.exists(tf, names, bodies[0].fn, rt.charge_pairs), f"any({p} {loop})")
         if name == "all":
-            return _C(BOOL, _all(tf, names, bodies[0].fn, _charge_pairs), f"all({p} {loop})")
+            return _C(BOOL, rt.all_of(tf, names, bodies[0].fn, rt.charge_pairs), f"all({p} {loop})")
         if name == "exists_one":
-            return _C(BOOL, _exists_one(tf, names, bodies[0].fn, _charge_pairs), f"(sum(1 {loop} if {p}) == 1)")
+            return _C(BOOL, rt.exists_one(tf, names, bodies[0].fn, rt.charge_pairs), f"(sum(1 {loop} if {p}) == 1)")
         t = bodies[-1]
         cond = f" if {p}" if preds else ""
         if name == "transformList":
-            return _C(list_of(t.t), _map_filter(tf, names, pf, t.fn, _charge_pairs),
+            return _C(list_of(t.t), rt.map_filter(tf, names, pf, t.fn, rt.charge_pairs),
                       f"[{t.py} {loop}{cond}]")
-        return _C(map_of(kt, t.t), _transform_map(tf, names, pf, t.fn),
+        return _C(map_of(kt, t.t), rt.transform_map(tf, names, pf, t.fn),
                   f"{{v_{first.name}: {t.py} {loop}{cond}}}")
 
     def source(self, root: _C) -> Fn | None:
@@ -584,323 +572,5 @@ def _apply(impl: Callable[..., Any], args: list[_C]) -> Fn:
     return lambda a: impl(*(f(a) for f in fns))
 
 
-# -- logic ----------------------------------------------------------------------------------------
-
-
-def _and_static(lf: Fn, rf: Fn) -> Fn:
-    def and_(a: Act) -> Any:
-        try:
-            left = lf(a)
-        except Exception:
-            try:
-                right = rf(a)
-            except Exception:
-                right = None
-            if right is False:
-                return False
-            raise
-        if not left:
-            return False
-        return rf(a)
-
-    return and_
-
-
-def _or_static(lf: Fn, rf: Fn) -> Fn:
-    def or_(a: Act) -> Any:
-        try:
-            left = lf(a)
-        except Exception:
-            try:
-                right = rf(a)
-            except Exception:
-                right = None
-            if right is True:
-                return True
-            raise
-        if left:
-            return True
-        return rf(a)
-
-    return or_
-
-
-def _logic_dyn(lf: Fn, rf: Fn, is_or: bool) -> Fn:
-    """``&&``/``||`` when an operand is ``dyn``: a non-bool side is an error that may be absorbed."""
-    decide = is_or  # the value of one side that decides the result
-    op = "||" if is_or else "&&"
-
-    def side(f: Fn, a: Act) -> Any:
-        try:
-            v = f(a)
-        except Exception as e:
-            return e
-        if type(v) is not bool:
-            return CelError(f"no matching overload for '{op}' applied to {type_name(v)}")
-        return v
-
-    def logic(a: Act) -> Any:
-        left = side(lf, a)
-        if left is decide:
-            return decide
-        right = side(rf, a)
-        if right is decide:
-            return decide
-        if isinstance(left, BaseException):
-            raise left
-        if isinstance(right, BaseException):
-            raise right
-        return not decide
-
-    return logic
-
-
-# -- value helpers the generated source and the closures share -------------------------------------
-
 _INF = float("inf")
 _TOP_PY = {"flags": "F.flags", "attributes": "F.attributes", "instances": "F.instances", "node": "N"}
-
-
-def _select_dyn(m: Any, field: str) -> Any:
-    if isinstance(m, dict):
-        return lib.map_get(m, field)
-    raise CelError(f"type '{type_name(m)}' does not support field selection")
-
-
-def _top_get(features: dict[str, Any], key: Any, default: Any) -> Any:
-    if type(key) is not str:
-        raise CelError(f"feature names are strings, not {type_name(key)}")
-    return features.get(key, default)
-
-
-def _index_dyn(c: Any, key: Any) -> Any:
-    if isinstance(c, dict):
-        return lib.map_get(c, key)
-    if isinstance(c, list | tuple | set | frozenset):
-        return lib.list_index(c, key)
-    raise CelError(f"type '{type_name(c)}' does not support indexing")
-
-
-def _build_map(pairs: Any) -> dict[Any, Any]:
-    m: dict[Any, Any] = {}
-    for key, value in pairs:
-        if type(key) not in (int, UInt, str, bool):
-            raise CelError(f"unsupported map key type {type_name(key)}")
-        if lib.map_has(m, key):
-            raise CelError(f"duplicate map key {key!r}")
-        m[key] = value
-    return m
-
-
-def _as_bool(v: Any) -> bool:
-    if type(v) is not bool:
-        raise CelError(f"expected bool, got {type_name(v)}")
-    return v
-
-
-def _has(m: Any, field: str) -> bool:
-    if isinstance(m, dict):
-        return field in m
-    raise CelError(f"has() does not apply to type '{type_name(m)}'")
-
-
-# -- macros -----------------------------------------------------------------------------------------
-# Cost: a macro charges the size of the collection it iterates when it starts (nested macros
-# charge on every entry), against the per-expression step budget. Both paths charge the same.
-
-_ABSENT = object()
-
-
-def _spend(a: Act, n: int) -> None:
-    a.budget -= n
-    if a.budget < 0:
-        raise CostLimitExceeded("evaluation step limit exceeded")
-
-
-def _charge_list(a: Act, c: Any) -> Any:
-    """A statically typed list (or flag set): iterate as is."""
-    a.budget -= len(c)
-    if a.budget < 0:
-        raise CostLimitExceeded("evaluation step limit exceeded")
-    return c
-
-
-def _charge_any(a: Act, c: Any) -> Any:
-    """A map (iterate its keys) or a dyn value that must turn out to be a list or map."""
-    if isinstance(c, dict):
-        c = list(c)
-    elif not isinstance(c, list | tuple | set | frozenset):
-        raise CelError(f"cannot iterate over {type_name(c)}")
-    _spend(a, len(c))
-    return c
-
-
-def _charge_ordered(a: Act, c: Any) -> Any:
-    """For map() and filter(), which build lists: flag sets iterate in sorted order."""
-    c = _charge_any(a, c)
-    return sorted(c) if isinstance(c, set | frozenset) else c
-
-
-def _charge_pairs(a: Act, c: Any) -> Any:
-    """Two-variable comprehensions: (index, element) of a list, (key, value) of a map."""
-    if isinstance(c, dict):
-        pairs: Any = list(c.items())
-    elif isinstance(c, list | tuple | set | frozenset):
-        pairs = list(enumerate(as_list(c)))
-    else:
-        raise CelError(f"cannot iterate over {type_name(c)}")
-    _spend(a, len(pairs))
-    return pairs
-
-
-Charge = Callable[[Act, Any], Any]
-Names = str | tuple[str, str]
-
-
-class _Bind:
-    """Saves, binds and restores the macro variable(s) in ``act.v``."""
-
-    __slots__ = ("names", "v", "saved")
-
-    def __init__(self, names: Names, v: dict[str, Any]) -> None:
-        self.names = names
-        self.v = v
-        self.saved = [(n, v.get(n, _ABSENT)) for n in ((names,) if isinstance(names, str) else names)]
-
-    def set(self, x: Any) -> None:
-        if isinstance(self.names, str):
-            self.v[self.names] = x
-        else:
-            self.v[self.names[0]], self.v[self.names[1]] = x
-
-    def restore(self) -> None:
-        for n, old in self.saved:
-            if old is _ABSENT:
-                self.v.pop(n, None)
-            else:
-                self.v[n] = old
-
-
-def _exists(tf: Fn, names: Names, pf: Fn, charge: Charge) -> Fn:
-    one = isinstance(names, str)
-
-    def exists(a: Act) -> Any:
-        coll = charge(a, tf(a))
-        v = a.v
-        b = _Bind(names, v)
-        err: BaseException | None = None
-        try:
-            for x in coll:
-                if one:
-                    v[names] = x  # type: ignore[index]
-                else:
-                    v[names[0]], v[names[1]] = x
-                try:
-                    r = pf(a)
-                except Exception as e:
-                    if err is None:
-                        err = e
-                    continue
-                if r is True:
-                    return True
-                if r is not False and err is None:
-                    err = CelError(f"exists() predicate returned {type_name(r)}, not bool")
-        finally:
-            b.restore()
-        if err is not None:
-            raise err
-        return False
-
-    return exists
-
-
-def _all(tf: Fn, names: Names, pf: Fn, charge: Charge) -> Fn:
-    one = isinstance(names, str)
-
-    def all_(a: Act) -> Any:
-        coll = charge(a, tf(a))
-        v = a.v
-        b = _Bind(names, v)
-        err: BaseException | None = None
-        try:
-            for x in coll:
-                if one:
-                    v[names] = x  # type: ignore[index]
-                else:
-                    v[names[0]], v[names[1]] = x
-                try:
-                    r = pf(a)
-                except Exception as e:
-                    if err is None:
-                        err = e
-                    continue
-                if r is False:
-                    return False
-                if r is not True and err is None:
-                    err = CelError(f"all() predicate returned {type_name(r)}, not bool")
-        finally:
-            b.restore()
-        if err is not None:
-            raise err
-        return True
-
-    return all_
-
-
-def _exists_one(tf: Fn, names: Names, pf: Fn, charge: Charge) -> Fn:
-    def exists_one(a: Act) -> Any:
-        coll = charge(a, tf(a))
-        b = _Bind(names, a.v)
-        count = 0
-        try:
-            for x in coll:
-                b.set(x)
-                r = pf(a)
-                if r is True:
-                    count += 1
-                elif r is not False:
-                    raise CelError(f"exists_one() predicate returned {type_name(r)}, not bool")
-        finally:
-            b.restore()
-        return count == 1
-
-    return exists_one
-
-
-def _filtered(a: Act, b: _Bind, coll: Any, pf: Fn | None) -> Any:
-    """Yield the elements of ``coll`` (bound as the macro variables) that pass ``pf``."""
-    for x in coll:
-        b.set(x)
-        if pf is not None:
-            r = pf(a)
-            if r is False:
-                continue
-            if r is not True:
-                raise CelError(f"filter predicate returned {type_name(r)}, not bool")
-        yield x
-
-
-def _map_filter(tf: Fn, names: Names, pf: Fn | None, mf: Fn | None, charge: Charge) -> Fn:
-    def map_filter(a: Act) -> list[Any]:
-        coll = charge(a, tf(a))
-        b = _Bind(names, a.v)
-        try:
-            if mf is None:
-                return list(_filtered(a, b, coll, pf))
-            return [mf(a) for _ in _filtered(a, b, coll, pf)]
-        finally:
-            b.restore()
-
-    return map_filter
-
-
-def _transform_map(tf: Fn, names: Names, pf: Fn | None, mf: Fn) -> Fn:
-    def transform_map(a: Act) -> dict[Any, Any]:
-        coll = _charge_pairs(a, tf(a))
-        b = _Bind(names, a.v)
-        try:
-            return {x[0]: mf(a) for x in _filtered(a, b, coll, pf)}
-        finally:
-            b.restore()
-
-    return transform_map
