@@ -34,7 +34,7 @@ from .nodes import (
     TextNode,
     VariableNode,
 )
-from .values import is_true, print_value, sorted_keys, type_name
+from .values import GoObject, is_true, print_value, sorted_keys, type_name
 
 MAX_EXEC_DEPTH = 100  # Go allows 100000 nested {{template}} calls; Python's stack does not.
 
@@ -91,6 +91,11 @@ def _field(recv: Value, name: str, node: Node, has_args: bool, recv_type: str) -
             return recv[name]
         except KeyError:
             raise ExecError(node, f'map has no entry for key "{name}"') from None
+    if isinstance(recv, GoObject):
+        try:
+            return recv.field(name)
+        except KeyError:
+            raise ExecError(node, f"can't evaluate field {name} in type {recv.type_name}") from None
     if recv is None:
         raise ExecError(node, f"nil pointer evaluating {recv_type}.{name}")
     raise ExecError(node, f"can't evaluate field {name} in type {recv_type}")

@@ -2,6 +2,57 @@
 
 from __future__ import annotations
 
-from .funcs import Func
+from typing import Any
 
-SPRIG: dict[str, Func] = {}
+from . import funcs as K
+from .errors import FuncError
+from .funcs import Func
+from .gosemver import new_version, semver_compare
+from .sprig_collections import COLLECTION_FUNCS
+from .sprig_math import MATH_FUNCS
+from .sprig_misc import MISC_FUNCS
+from .sprig_regex import REGEX_FUNCS
+from .sprig_strings import STRING_FUNCS
+
+
+def _unsupported(name: str) -> Func:
+    def f(*args: Any) -> Any:
+        raise FuncError(f"{name} is not supported by this implementation")
+
+    return Func(f, (), K.ANY)
+
+
+# Date/time helpers: present upstream, meaningless for node labels (non-deterministic);
+# accepted at parse time and refused when executed.
+_DATE_FUNCS = {
+    name: _unsupported(name)
+    for name in (
+        "ago",
+        "date",
+        "date_in_zone",
+        "date_modify",
+        "dateInZone",
+        "dateModify",
+        "duration",
+        "durationRound",
+        "htmlDate",
+        "htmlDateInZone",
+        "must_date_modify",
+        "mustDateModify",
+        "mustToDate",
+        "now",
+        "toDate",
+        "unixEpoch",
+    )
+}
+
+SPRIG: dict[str, Func] = {
+    **STRING_FUNCS,
+    **COLLECTION_FUNCS,
+    **MATH_FUNCS,
+    **MISC_FUNCS,
+    **REGEX_FUNCS,
+    **_DATE_FUNCS,
+    "semver": Func(new_version, (K.STR,)),
+    "semverCompare": Func(semver_compare, (K.STR, K.STR)),
+}

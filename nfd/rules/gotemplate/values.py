@@ -11,6 +11,18 @@ import math
 from typing import Any
 
 
+class GoObject:
+    """A non-map Go value with fields (e.g. *semver.Version); printed via its String method."""
+
+    type_name = "struct"
+
+    def go_string(self) -> str:
+        return ""
+
+    def field(self, name: str) -> Any:
+        raise KeyError(name)
+
+
 def is_true(v: Any) -> bool:
     """Go template truth: false, 0, nil, and empty string/list/map are false."""
     if v is None:
@@ -40,6 +52,8 @@ def type_name(v: Any) -> str:
         return "[]interface {}"
     if isinstance(v, dict):
         return "map[string]interface {}"
+    if isinstance(v, GoObject):
+        return v.type_name
     return type(v).__name__
 
 
@@ -59,6 +73,8 @@ def kind_name(v: Any) -> str:
         return "slice"
     if isinstance(v, dict):
         return "map"
+    if isinstance(v, GoObject):
+        return "ptr" if v.type_name.startswith("*") else "struct"
     return "struct"
 
 
@@ -120,6 +136,8 @@ def format_value(v: Any) -> str:
         return "[" + " ".join(format_value(x) for x in v) + "]"
     if isinstance(v, dict):
         return "map[" + " ".join(f"{format_value(k)}:{format_value(v[k])}" for k in sorted_keys(v)) + "]"
+    if isinstance(v, GoObject):
+        return v.go_string()
     return str(v)
 
 

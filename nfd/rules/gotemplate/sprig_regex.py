@@ -1,0 +1,84 @@
+"""Sprig regex functions over Go RE2 semantics (see goregex)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import funcs as K
+from .errors import FuncError
+from .funcs import Func
+from .goregex import compile_go, find_all, replace_all, split
+
+
+def _quiet_compile(pat: str) -> Any:
+    try:
+        return compile_go(pat)
+    except FuncError:
+        return None
+
+
+def regex_match(pat: str, s: str) -> bool:
+    rx = _quiet_compile(pat)
+    return bool(rx and rx.search(s))
+
+
+def must_regex_match(pat: str, s: str) -> bool:
+    return compile_go(pat).search(s) is not None
+
+
+def regex_find_all(pat: str, s: str, n: int) -> list[str]:
+    return [m.group(0) for m in find_all(compile_go(pat), s, n)]
+
+
+def regex_find(pat: str, s: str) -> str:
+    m = compile_go(pat).search(s)
+    return m.group(0) if m else ""
+
+
+def regex_replace_all(pat: str, s: str, repl: str) -> str:
+    return replace_all(compile_go(pat), s, repl, literal=False)
+
+
+def regex_replace_all_literal(pat: str, s: str, repl: str) -> str:
+    return replace_all(compile_go(pat), s, repl, literal=True)
+
+
+def regex_split(pat: str, s: str, n: int) -> list[str]:
+    return split(compile_go(pat), s, n)
+
+
+def _panicking(fn: Any) -> Any:
+    """Non-must variants call regexp.MustCompile, whose panic text differs from Compile's error."""
+
+    def wrapped(pat: str, *args: Any) -> Any:
+        try:
+            compile_go(pat)
+        except FuncError as e:
+            raise FuncError(f"regexp: Compile({_goq(pat)}): {e}") from None
+        return fn(pat, *args)
+
+    return wrapped
+
+
+def _goq(s: str) -> str:
+    from .values import go_quote
+
+    return go_quote(s)
+
+
+S, N = K.STR, K.INT
+
+REGEX_FUNCS: dict[str, Func] = {
+    "regexMatch": Func(regex_match, (S, S)),
+    "mustRegexMatch": Func(must_regex_match, (S, S)),
+    "regexFindAll": Func(_panicking(regex_find_all), (S, S, N)),
+    "mustRegexFindAll": Func(regex_find_all, (S, S, N)),
+    "regexFind": Func(_panicking(regex_find), (S, S)),
+    "mustRegexFind": Func(regex_find, (S, S)),
+    "regexReplaceAll": Func(_panicking(regex_replace_all), (S, S, S)),
+    "mustRegexReplaceAll": Func(regex_replace_all, (S, S, S)),
+    "regexReplaceAllLiteral": Func(_panicking(regex_replace_all_literal), (S, S, S)),
+    "mustRegexReplaceAllLiteral": Func(regex_replace_all_literal, (S, S, S)),
+    "regexSplit": Func(_panicking(regex_split), (S, S, N)),
+    "mustRegexSplit": Func(regex_split, (S, S, N)),
+}
