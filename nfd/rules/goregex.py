@@ -14,8 +14,9 @@ on most syntax but not all of it, so a pattern is translated once, at compile ti
 - Syntax Go rejects is rejected even where Python would accept it: lookarounds, backreferences,
   ``(?#...)``, stacked repeats (``a**``, possessive ``a*+``), repeat counts over 1000, ``\\Z``.
 
-Not supported (rejected with a clear message): Unicode classes ``\\pL``/``\\p{Greek}`` and
-negated POSIX classes inside a bracket expression. Case folding under ``(?i)`` is ASCII-only.
+Not supported (rejected with a clear message): Unicode classes ``\\pL``/``\\p{Greek}``. Case
+folding under ``(?i)`` is ASCII-only. Negated classes inside brackets (``[[:^alpha:]]``, ``[\\S]``)
+are spelled out as explicit complement ranges.
 """
 
 from __future__ import annotations
@@ -50,6 +51,42 @@ _REPEAT = re.compile(r"\{([0-9]+)(,([0-9]*))?\}")
 _NAME = re.compile(r"[A-Za-z0-9_]+")
 _FLAGS = re.compile(r"\(\?(-?[imsU]*|[imsU]+-[imsU]*)(\)|:)")
 _MAX_REPEAT = 1000
+
+
+_POSIX_RANGES = {
+    "alnum": [(0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A)],
+    "alpha": [(0x41, 0x5A), (0x61, 0x7A)],
+    "ascii": [(0x00, 0x7F)],
+    "blank": [(0x09, 0x09), (0x20, 0x20)],
+    "cntrl": [(0x00, 0x1F), (0x7F, 0x7F)],
+    "digit": [(0x30, 0x39)],
+    "graph": [(0x21, 0x7E)],
+    "lower": [(0x61, 0x7A)],
+    "print": [(0x20, 0x7E)],
+    "punct": [(0x21, 0x2F), (0x3A, 0x40), (0x5B, 0x60), (0x7B, 0x7E)],
+    "space": [(0x09, 0x0D), (0x20, 0x20)],
+    "upper": [(0x41, 0x5A)],
+    "word": [(0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A), (0x5F, 0x5F)],
+    "xdigit": [(0x30, 0x39), (0x41, 0x46), (0x61, 0x66)],
+}
+_PERL_RANGES = {
+    "d": [(0x30, 0x39)],
+    "w": _POSIX_RANGES["word"],
+    "s": [(0x09, 0x0A), (0x0C, 0x0D), (0x20, 0x20)],
+}
+
+
+def _negated(ranges: list[tuple[int, int]]) -> str:
+    """Class items for every code point outside ``ranges`` (Python cannot nest a negation)."""
+    out = []
+    nxt = 0
+    for lo, hi in sorted(ranges):
+        if lo > nxt:
+            out.append(f"{_class_char(chr(nxt))}-{_class_char(chr(lo - 1))}")
+        nxt = max(nxt, hi + 1)
+    if nxt <= 0x10FFFF:
+        out.append(f"{_class_char(chr(nxt))}-{_class_char(chr(0x10FFFF))}")
+    return "".join(out)
 
 
 def _class_char(c: str) -> str:
@@ -96,9 +133,7 @@ def translate(pattern: str) -> str:
             return (body if in_class else f"[{body}]"), j + 2, True
         if c in "DWS":
             if in_class:
-                if c == "S":
-                    raise err("negated \\S inside a character class is not supported", "\\S")
-                return "\\" + c, j + 2, True
+                return _negated(_PERL_RANGES[c.lower()]), j + 2, True
             return f"[^{_PERL_CLASS[c.lower()]}]", j + 2, True
         if c in "pP":
             raise err("Unicode character classes are not supported", pattern[j : j + 3])
@@ -162,10 +197,10 @@ def translate(pattern: str) -> str:
                     name = pattern[j + 2 : end]
                     neg = name.startswith("^")
                     if neg:
-                        raise err("negated POSIX classes are not supported", pattern[j : end + 2])
+                        name = name[1:]
                     if name not in _POSIX:
                         raise err("invalid character class range", pattern[j : end + 2])
-                    parts.append(_POSIX[name])
+                    parts.append(_negated(_POSIX_RANGES[name]) if neg else _POSIX[name])
                     j = end + 2
                     continue
             # one element, possibly the start of a range

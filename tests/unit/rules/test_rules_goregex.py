@@ -49,6 +49,12 @@ from nfd.rules.goregex import GoRegexError, compile_go
         ("\\bfoo\\b", "a foo b", True),
         ("^(a|b)*$", "abba", True),
         ("^[\\d-]+$", "1-2", True),
+        ("^[[:^alpha:]]+$", "12_é", True),
+        ("^[[:^alpha:]]+$", "1a", False),
+        ("^[\\S]$", "\v", True),  # Go's \s has no \v, so \S includes it
+        ("^[\\S]$", " ", False),
+        ("^[\\D]$", "5", False),
+        ("^[^\\D]$", "5", True),
     ],
 )
 def test_matches_like_go(pattern: str, text: str, want: bool) -> None:
