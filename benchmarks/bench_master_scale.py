@@ -269,6 +269,12 @@ def peak_rss_mib(pid: int) -> float:
     return float("nan")
 
 
+def cpu_s(pid: int) -> float:
+    """User+system CPU seconds of a process (to tell master-bound from apiserver-bound)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--nodes", type=int, default=1000)
@@ -311,16 +317,21 @@ def main() -> int:
             p = int(node["metadata"]["name"].split("-")[1]) % PROFILES
             return (node["metadata"].get("annotations") or {}).get(FEATURE_LABELS) == expected[p]
 
+        server_pids = [p.pid for p in (kube._apiserver, kube._etcd) if p is not None]
+        api_cpu0 = sum(cpu_s(p) for p in server_pids)
         t_start = time.monotonic()
         master = kube.start_process(argv, kubeconfig=kc, env={"KUBERNETES_NAMESPACE": NS}, name="bench-master")
         master.wait_log("informer caches synced", timeout=args.timeout)
         t_sync = time.monotonic() - t_start
+        cpu_sync = cpu_s(master.pid)
         t_first = wait_all(kube, n, initial_ok, timeout=args.timeout, what="first reconcile")
         t_first_total = time.monotonic() - t_start
         time.sleep(2.0)
         m1 = scrape(port)
         verbs1 = api_verbs(m1)
         rss1 = peak_rss_mib(master.pid)
+        cpu_first = cpu_s(master.pid)
+        api_cpu1 = sum(cpu_s(p) for p in server_pids)
 
         # a changed rule, to every node
         api_before = verbs1
@@ -336,6 +347,7 @@ def main() -> int:
         time.sleep(2.0)
         m2 = scrape(port)
         verbs2 = api_verbs(m2)
+        cpu_prop = cpu_s(master.pid)
 
         # forced full resync with nothing changed
         req_before = m2.get("nfd_master_node_update_requests_total", 0.0)
@@ -355,10 +367,13 @@ def main() -> int:
         print()
         print(f"nfd-master scale benchmark: {n} nodes, 100 rules, parallelism {args.parallelism}, "
               f"node watch {'off (upstream RBAC)' if args.upstream_rbac else 'on'}")
-        print(f"  caches synced after start:           {t_sync:8.1f} s")
+        print(f"  caches synced after start:           {t_sync:8.1f} s  (master CPU {cpu_sync:.1f} s)")
         print(f"  first full reconcile (after start):  {t_first_total:8.1f} s  (after sync: {t_first:.1f} s)")
         print(f"  API requests, first reconcile:       {dict(sorted(verbs1.items()))}")
+        print(f"  CPU until first reconcile done:      master {cpu_first:.1f} s, "
+              f"kube-apiserver+etcd {api_cpu1 - api_cpu0:.1f} s (load average {os.getloadavg()[0]:.1f})")
         print(f"  rule change propagated to all nodes: {t_prop:8.1f} s")
+        print(f"  master CPU for the rule change:      {cpu_prop - cpu_first:8.1f} s")
         print(f"  API requests, rule change:           "
               f"{ {k: verbs2.get(k, 0) - api_before.get(k, 0) for k in sorted(verbs2) if verbs2.get(k, 0) != api_before.get(k, 0)} }")
         print(f"  forced no-op resync:                 {t_resync:8.1f} s, writes {writes} "
