@@ -46,6 +46,8 @@ _POSIX = {
     "xdigit": "0-9A-Fa-f",
 }
 _PERL_CLASS = {"d": "0-9", "w": "0-9A-Za-z_", "s": "\\t\\n\\f\\r "}
+_W = "[0-9A-Za-z_]"
+_NOT_BOUNDARY = f"(?:(?<={_W})(?={_W})|(?<!{_W})(?!{_W}))"
 _SIMPLE_ESC = {"a": "\\a", "f": "\\f", "t": "\\t", "n": "\\n", "r": "\\r", "v": "\\v"}
 _REPEAT = re.compile(r"\{([0-9]+)(,([0-9]*))?\}")
 _NAME = re.compile(r"[A-Za-z0-9_]+")
@@ -102,12 +104,13 @@ def _lit(c: str) -> str:
 
 
 class _Group:
-    __slots__ = ("flags", "opened", "saved")
+    __slots__ = ("flags", "opened", "saved", "start")
 
-    def __init__(self, flags: set[str], saved: set[str]) -> None:
+    def __init__(self, flags: set[str], saved: set[str], start: int = 0) -> None:
         self.flags = flags  # flags in effect right now inside this group
         self.opened: list[str] = []  # scoped flag groups opened by mid-group (?flags)
         self.saved = saved  # flags to restore when this group closes
+        self.start = start  # index in the output where the group's opener is
 
 
 def translate(pattern: str) -> str:
@@ -165,11 +168,13 @@ def translate(pattern: str) -> str:
             return (_class_char(ch) if in_class else _lit(ch)), k, False
         if not in_class:
             if c == "A":
-                return "\\A", j + 2, False
+                return "(?:\\A)", j + 2, False
             if c == "z":
                 return "(?:\\Z)", j + 2, False
-            if c in "bB":
-                return f"(?a:\\{c})", j + 2, False
+            if c == "b":
+                return "(?a:\\b)", j + 2, False
+            if c == "B":  # Python's \B never matches an empty string; Go's does
+                return _NOT_BOUNDARY, j + 2, False
         if ord(c) < 0x80 and not c.isalnum() and c != "_":
             return (_class_char(c) if in_class else _lit(c)), j + 2, False
         raise err("invalid escape sequence", pattern[j : j + 2])
@@ -229,6 +234,19 @@ def translate(pattern: str) -> str:
         out.append("".join(parts))
         return j
 
+    # The last atom is out[atom_start:atom_end]; a repeat is placed right after it, before any
+    # mid-group flag openers emitted since (Go applies "a(?i)*" to the "a").
+    atom_start = atom_end = 0
+    atom_quantified = False
+
+    def emit_atom(tokens: list[str]) -> None:
+        nonlocal atom_start, atom_end, atom_quantified, can_repeat, last_repeat
+        atom_start = len(out)
+        out.extend(tokens)
+        atom_end = len(out)
+        atom_quantified = False
+        can_repeat, last_repeat = True, False
+
     while i < n:
         c = pattern[i]
         top = stack[-1]
@@ -237,24 +255,23 @@ def translate(pattern: str) -> str:
                 end = pattern.find("\\E", i + 2)
                 lit = pattern[i + 2 : end if end >= 0 else n]
                 i = end + 2 if end >= 0 else n
-                if lit:
-                    out.append("".join(_lit(ch) for ch in lit))
-                    can_repeat, last_repeat = True, False
+                for ch in lit:  # one atom per character: a repeat applies to the last one
+                    emit_atom([_lit(ch)])
                 continue
             txt, i, _ = escape_at(i, False)
-            out.append(txt)
-            can_repeat, last_repeat = True, False
+            emit_atom([txt])
             continue
         if c == "[":
+            mark = len(out)
             i = parse_class(i)
-            can_repeat, last_repeat = True, False
+            emit_atom([out.pop()] if len(out) > mark else [])
             continue
         if c == "(":
             if pattern.startswith("(?", i):
                 fm = _FLAGS.match(pattern, i)
                 if pattern.startswith("(?:", i):
+                    stack.append(_Group(set(top.flags), set(top.flags), len(out)))
                     out.append("(?:")
-                    stack.append(_Group(set(top.flags), set(top.flags)))
                     i += 3
                 elif pattern.startswith("(?P<", i) or pattern.startswith("(?<", i):
                     j = i + (4 if pattern[i + 2] == "P" else 3)
@@ -262,31 +279,31 @@ def translate(pattern: str) -> str:
                     name = pattern[j:end] if end > 0 else ""
                     if end < 0 or not _NAME.fullmatch(name):
                         raise err("invalid named capture", pattern[i : (end + 1 if end > 0 else n)])
+                    stack.append(_Group(set(top.flags), set(top.flags), len(out)))
                     out.append(f"(?P<{name}>")
-                    stack.append(_Group(set(top.flags), set(top.flags)))
                     i = end + 1
                 elif fm and fm.group(1) not in ("", "-") and not fm.group(1).endswith("-"):
                     spec, kind = fm.group(1), fm.group(2)
                     on, _, off = spec.partition("-")
                     flags = (set(top.flags) | set(on)) - set(off)
                     py = _py_flags(on, off)
+                    i = fm.end()
                     if kind == ":":
+                        stack.append(_Group(flags, set(top.flags), len(out)))
                         out.append(f"(?{py}:" if py else "(?:")
-                        stack.append(_Group(flags, set(top.flags)))
                     else:
+                        # flags for the rest of the group; the previous atom stays repeatable
                         if py:
                             out.append(f"(?{py}:")
                             top.opened.append(py)
                         top.flags = flags
-                        can_repeat, last_repeat = False, False
-                        i = fm.end()
+                        last_repeat = False
                         continue
-                    i = fm.end()
                 else:
                     raise err("invalid or unsupported Perl syntax", pattern[i : i + 3])
             else:
+                stack.append(_Group(set(top.flags), set(top.flags), len(out)))
                 out.append("(")
-                stack.append(_Group(set(top.flags), set(top.flags)))
                 i += 1
             can_repeat, last_repeat = False, False
             continue
@@ -294,10 +311,11 @@ def translate(pattern: str) -> str:
             if len(stack) == 1:
                 raise err("unexpected )", pattern)
             out.append(")" * len(top.opened))
-            stack.pop()
             out.append(")")
-            i += 1
+            stack.pop()
+            atom_start, atom_end, atom_quantified = top.start, len(out), False
             can_repeat, last_repeat = True, False
+            i += 1
             continue
         if c == "|":
             out.append(")" * len(top.opened))
@@ -326,21 +344,25 @@ def translate(pattern: str) -> str:
                 i += 1
             if "U" in top.flags:
                 lazy = not lazy
-            out.append(op + ("?" if lazy else ""))
-            can_repeat, last_repeat = False, True
+            atom = out[atom_start:atom_end]
+            if atom_quantified:  # "a*(?i)*": repeat the repeated atom
+                atom = ["(?:", *atom, ")"]
+            out[atom_start:] = [*atom, op + ("?" if lazy else ""), *out[atom_end:]]
+            atom_end = atom_start + len(atom) + 1
+            atom_quantified = True
+            last_repeat = True
             continue
         if c == "{":
-            out.append("\\{")
+            emit_atom(["\\{"])
         elif c == "$":
-            out.append("(?:$)" if "m" in top.flags else "(?:\\Z)")
+            emit_atom(["(?:$)" if "m" in top.flags else "(?:\\Z)"])
         elif c == "^":
-            out.append("(?:^)")
+            emit_atom(["(?:^)"])
         elif c == ".":
-            out.append(c)
+            emit_atom(["."])
         else:
-            out.append(_lit(c))
+            emit_atom([_lit(c)])
         i += 1
-        can_repeat, last_repeat = True, False
     if len(stack) != 1:
         raise err("missing closing )", pattern)
     out.append(")" * len(stack[0].opened))

@@ -49,6 +49,12 @@ from nfd.rules.goregex import GoRegexError, compile_go
         ("\\bfoo\\b", "a foo b", True),
         ("^(a|b)*$", "abba", True),
         ("^[\\d-]+$", "1-2", True),
+        ("^\\A*a", "a", True),  # Go repeats empty-width assertions
+        ("^a(?i)*$", "aaa", True),  # a repeat after a flag group applies to the atom before it
+        ("^a(?i)*$", "AA", False),
+        ("^a*(?i)+$", "aa", True),
+        ("\\B", "", True),  # Go's \B matches in an empty string, Python's does not
+        ("^\\Q.*\\E+$", ".**", True),
         ("^[[:^alpha:]]+$", "12_é", True),
         ("^[[:^alpha:]]+$", "1a", False),
         ("^[\\S]$", "\v", True),  # Go's \s has no \v, so \S includes it
