@@ -75,9 +75,6 @@ def celpy_runner(expr: str, runner: str, f: Features) -> Callable[[], Any] | Non
     cls = getattr(celpy, runner, None)
     if cls is None:
         return None
-    from celpy.celparser import CELParser
-
-    CELParser.CEL_PARSER = None  # celpy's runners want the parser built with their own tree class
     env = celpy.Environment(runner_class=cls)
     prg = env.program(env.compile(expr))
     act = {

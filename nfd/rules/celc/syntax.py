@@ -79,22 +79,46 @@ _BINOPS = {
 _parser: Any = None
 
 
+def _lark() -> Any:
+    """A LALR parser for celpy's CEL grammar (cel.lark), built once.
+
+    Our own instance rather than celpy's shared singleton: celpy's lexer callback turns
+    ``true``/``false`` identifiers into literals with no source position, and its runners want
+    the singleton built with their own tree class.
+    """
+    global _parser
+    if _parser is None:
+        import importlib.resources
+        import re
+
+        from lark import Lark, Token
+
+        def keyword_literals(t: Token) -> Token:
+            if t.value in ("true", "false"):
+                return Token.new_borrow_pos("BOOL_LIT", t.value, t)
+            return t
+
+        grammar = importlib.resources.files("celpy").joinpath("cel.lark").read_text()
+        _parser = Lark(
+            grammar, parser="lalr", start="expr", g_regex_flags=re.M, propagate_positions=True,
+            maybe_placeholders=False, priority="invert", lexer_callbacks={"IDENT": keyword_literals},
+        )
+    return _parser
+
+
 def parse(src: str) -> Node:
     """Parse ``src``; raise CelSyntaxError with the position of the first problem."""
-    global _parser
     from lark.exceptions import LarkError, UnexpectedInput
 
-    if _parser is None:
-        from celpy.celparser import CELParser
-
-        _parser = CELParser()
     try:
-        tree = _parser.parse(src)
-    except Exception as e:  # celpy wraps lark errors in CELParseError (line/column attributes)
-        line, col = getattr(e, "line", None), getattr(e, "column", None)
-        cause = e.__context__ if isinstance(e.__context__, UnexpectedInput | LarkError) else e
-        what = _describe_parse_error(cause)
-        raise CelSyntaxError((line, col) if line and col else None, what) from None
+        tree = _lark().parse(src)
+    except UnexpectedInput as e:
+        raise CelSyntaxError((e.line, e.column) if e.line and e.line > 0 else None,
+                             _describe_parse_error(e)) from None
+    except RecursionError:
+        raise CelSyntaxError(None, "expression is nested too deeply") from None
+    except LarkError as e:
+        raise CelSyntaxError(None, f"syntax error: {(str(e).splitlines() or ['?'])[0]}") from None
     try:
         return _Builder().node(tree)
     except RecursionError:

@@ -47,6 +47,7 @@ def _eval(expr: str, f: Features | None = None, node: str = "node-1") -> tuple[b
         ('node.name.matches("(?<=x)y")', "1:19", "invalid regular expression"),
         ('true &&\n  instances["pci.device"].exists(d, d.vendor == 0x10de)', "2:46", "'=='"),
         ('{"a": 1, "a": 2}.size() == 2', "1:10", "duplicate map key"),
+        ("{true: 1, false: 2, true: 3}.size() == 3", "1:21", "duplicate map key"),  # keyword literal positions
         ("x.all(y, true)", "1:1", "undeclared reference to 'x'"),
         ("[1].all(y, y)", "1:12", "needs a bool predicate"),
         ("[1].all(i, i, true)", "1:12", "two different variable names"),
