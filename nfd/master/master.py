@@ -321,7 +321,13 @@ class NfdMaster:
 
     def set_config(self, config: MasterConfig) -> None:
         """Live reload: a new (already validated) config; every node is re-evaluated."""
+        old = self.config
         self.config = config
+        limiter = getattr(self.write_api, "limiter", None)
+        if limiter is not None and (old.kube_api_qps, old.kube_api_burst) != (config.kube_api_qps, config.kube_api_burst):
+            limiter.qps, limiter.burst = config.kube_api_qps, max(1, config.kube_api_burst)
+        if self.is_leader and old.nfd_api_parallelism != config.nfd_api_parallelism:
+            self._spawn(self._resize_workers())
         self.config_generation += 1
         self._policy = None
         self._ensure_ns_informer()
@@ -544,7 +550,10 @@ class NfdMaster:
                 await fn(item)
                 queue.forget(item)
             except asyncio.CancelledError:
+                # Interrupted (resize or step-down): the item is not lost; a step-down then
+                # clears the queue.
                 queue.done(item)
+                queue.add(item)
                 raise
             except Exception as e:
                 n = queue.num_requeues(item)
@@ -568,6 +577,19 @@ class NfdMaster:
                 self._workers.append(
                     asyncio.create_task(self._worker(self.group_queue, self.process_group, "group"))
                 )
+
+    async def _resize_workers(self) -> None:
+        """New nfdApiParallelism: replace the updaters (queued work is kept)."""
+        for t in self._workers:
+            t.cancel()
+        for t in self._workers:
+            try:
+                await t
+            except (asyncio.CancelledError, Exception):
+                pass
+        self._workers.clear()
+        if self.is_leader:
+            self._start_workers()
 
     async def _stop_workers(self) -> None:
         for t in self._workers:

@@ -365,3 +365,46 @@ async def test_without_node_watch_permission_reads_nodes_like_upstream(api: Fake
     await settle(m, api)
     assert len(api.writes()) == writes  # still no writes when nothing changed
     await m.stop()
+
+
+async def test_namespace_selector_restricts_nodefeatures(api: FakeApi) -> None:
+    api.put("namespaces", {"metadata": {"name": NFD_NS, "labels": {"trusted": "yes"}}})
+    api.put("namespaces", {"metadata": {"name": "vendor", "labels": {}}})
+    api.put("nodefeatures", nodefeature("n1", name="vendor-n1", namespace="vendor", labels={"vendor.io/gpu": "1"}))
+    sel = {"matchLabels": {"trusted": "yes"}}
+    m = await start(api, MasterConfig(resync_period=0, restrictions=Restrictions(node_feature_namespace_selector=sel)))
+    labels = api.obj("nodes", "n1")["metadata"]["labels"]  # type: ignore[index]
+    assert "vendor.io/gpu" not in labels and labels[f"{NS}/cpu-avx"] == "true"
+    # labelling the namespace selects it: every node is re-evaluated
+    api.put("namespaces", {"metadata": {"name": "vendor", "labels": {"trusted": "yes"}}})
+    await asyncio.sleep(0.05)
+    await settle(m, api)
+    assert api.obj("nodes", "n1")["metadata"]["labels"]["vendor.io/gpu"] == "1"  # type: ignore[index]
+    await m.stop()
+
+
+async def test_parallelism_reload_resizes_updaters(api: FakeApi) -> None:
+    m = await start(api, MasterConfig(resync_period=0, nfd_api_parallelism=2))
+    assert len(m._workers) == 2
+    m.set_config(MasterConfig(resync_period=0, nfd_api_parallelism=5))
+    await asyncio.sleep(0.05)
+    await settle(m, api)
+    assert len(m._workers) == 5
+    await m.stop()
+
+
+async def test_prune_removes_owned_items_and_nfd_annotations(api: FakeApi) -> None:
+    from nfd.master.prune import prune
+
+    m = await start(api)
+    await m.stop()
+    node = api.obj("nodes", "n1")
+    assert node is not None
+    node["metadata"]["annotations"]["nfd.node.kubernetes.io/extra"] = "x"
+    node["metadata"]["annotations"]["other.io/keep"] = "y"
+    rc = await prune(api, config=MasterConfig(), instance="")  # type: ignore[arg-type]
+    assert rc == 0
+    n1 = api.obj("nodes", "n1")
+    assert n1 is not None
+    assert n1["metadata"]["labels"] == {"kubernetes.io/hostname": "n1"}
+    assert n1["metadata"]["annotations"] == {"other.io/keep": "y"}
