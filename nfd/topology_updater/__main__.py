@@ -115,6 +115,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(PROGRAM, __version__)
         return 0
     setup_logging(args.v)
+    import faulthandler
+
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # stack dump for diagnosing hangs
 
     from nfd.topology_updater import kubeletconfig
     from nfd.topology_updater.config import ConfigError, load_config
