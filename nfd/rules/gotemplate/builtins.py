@@ -9,7 +9,7 @@ from . import funcs as K
 from .errors import FuncError
 from .fmt import sprint, sprintf, sprintln
 from .funcs import Func
-from .values import go_len, is_true, type_name
+from .values import format_value, go_len, is_true, type_name
 
 
 def _not(v: Any) -> bool:
@@ -89,12 +89,14 @@ def _eq(a: Any, *bs: Any) -> bool:
         kb = _basic_kind(b)
         if ka != kb:
             if a is not None and b is not None:
-                raise FuncError(_ERR_BAD_COMPARISON)
+                raise FuncError(f"{_ERR_BAD_COMPARISON}: {type_name(a)} and {type_name(b)}")
             truth = False
         elif ka == "other":
             if not isinstance(a, type(b)) and not isinstance(b, type(a)):
-                raise FuncError(f"non-comparable types {a}: {type_name(a)}, {type_name(b)}: {b}")
-            raise FuncError(f"non-comparable type {a}: {type_name(a)}")
+                raise FuncError(
+                    f"non-comparable types {format_value(a)}: {type_name(a)}, {type_name(b)}: {format_value(b)}"
+                )
+            raise FuncError(f"non-comparable type {format_value(b)}: {type_name(b)}")
         else:
             truth = a == b
         if truth:
@@ -111,7 +113,7 @@ def _lt(a: Any, b: Any) -> bool:
     if ka not in ("int", "float", "string"):
         raise FuncError(_ERR_BAD_COMPARISON_TYPE)
     if ka != kb:
-        raise FuncError(_ERR_BAD_COMPARISON)
+        raise FuncError(f"{_ERR_BAD_COMPARISON}: {type_name(a)} and {type_name(b)}")
     return bool(a < b)
 
 
@@ -190,10 +192,15 @@ def _urlquery(*args: Any) -> str:
     return quote_plus(_eval_args(args), safe="-_.~")
 
 
-def _call(fn: Any, *args: Any) -> Any:
+def call_named(name: str, fn: Any, *args: Any) -> Any:
+    """`call`: template data never holds functions, so this always fails the way Go does."""
     if fn is None:
         raise FuncError("call of nil")
-    raise FuncError(f"non-function of type {type_name(fn)}")
+    raise FuncError(f"non-function {name} of type {type_name(fn)}")
+
+
+def _call(fn: Any, *args: Any) -> Any:
+    return call_named("", fn, *args)
 
 
 def _b(fn: Any, params: tuple[str, ...], variadic: str | None = None) -> Func:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import funcs as K
+from .builtins import call_named
 from .errors import BreakLoop, ContinueLoop, ExecError, FuncError, TemplateError
 from .funcs import GO_TYPE, Func
 from .nodes import (
@@ -116,13 +117,19 @@ def _field_chain(recv: Value, names: list[str], node: Node, has_args: bool, recv
     return recv
 
 
-def _validate(value: Value, kind: str, node: Node) -> Value:
-    """Go's validateType for a computed value passed to a parameter of the given kind."""
+def _validate(value: Value, kind: str, node: Node, *, from_data: bool = False) -> Value:
+    """Go's validateType for a computed value passed to a parameter of the given kind.
+
+    `from_data`: the value was read from a map/variable, so a nil is a typed interface{}
+    (Go says "got interface {}") rather than a missing value.
+    """
     if kind == K.ANY:
         return value
     if value is None:
         if kind in (K.LIST, K.MAP, K.STRS):
             return value
+        if from_data:
+            raise ExecError(node, f"wrong type for value; expected {GO_TYPE[kind]}; got interface {{}}")
         raise ExecError(node, f"invalid value; expected {GO_TYPE[kind]}")
     ok: bool
     if kind == K.STR:
@@ -252,6 +259,7 @@ class Compiler:
         decl = [d.ident[0] for d in n.pipe.decl]
         is_assign = n.pipe.is_assign
         ndecl = len(decl)
+        at_node = _last_node(n.pipe)
 
         def walk_range(st: State, dot: Value) -> None:
             mark = len(st.vars)
@@ -264,12 +272,12 @@ class Compiler:
                 items = [(k, val[k]) for k in sorted_keys(val)] if val else None
             elif isinstance(val, int) and not isinstance(val, bool):
                 if ndecl > 1:
-                    raise ExecError(n, f"can't use {val} to iterate over more than one variable")
+                    raise ExecError(at_node, f"can't use {val} to iterate over more than one variable")
                 items = [(i, i) for i in range(val)] if val > 0 else None
             elif val is None:
                 items = None
             else:
-                raise ExecError(n, f"range can't iterate over {print_value(val)}")
+                raise ExecError(at_node, f"range can't iterate over {print_value(val)}")
             if items is not None:
                 vars_ = st.vars
                 try:
@@ -315,6 +323,10 @@ class Compiler:
             st.depth += 1
             try:
                 tmpl(st, new_dot)
+            except ExecError as e:
+                if e.tmpl_name is None:
+                    e.tmpl_name = name
+                raise
             finally:
                 st.vars, st.name = saved
                 st.depth -= 1
@@ -326,6 +338,7 @@ class Compiler:
         cmds = [self.command(c, has_final=i > 0) for i, c in enumerate(pipe.cmds)]
         decl = [d.ident[0] for d in pipe.decl]
         is_assign = pipe.is_assign
+        at_node = _last_node(pipe)
         if len(cmds) == 1 and not decl:
             only = cmds[0]
 
@@ -340,7 +353,7 @@ class Compiler:
                 value = c(st, dot, value)
             for name in decl:
                 if is_assign:
-                    _set_var(st, name, value, pipe)
+                    _set_var(st, name, value, at_node)
                 else:
                     st.vars.append([name, value])
             return value
@@ -446,7 +459,8 @@ class Compiler:
             cmd = self.command(CommandNode(n.pos, [n]), has_final=False)
             if kind == K.ANY:
                 return lambda st, dot: cmd(st, dot, MISSING)
-            return lambda st, dot: _validate(cmd(st, dot, MISSING), kind, n)
+            from_data = isinstance(n, (FieldNode, VariableNode, ChainNode))
+            return lambda st, dot: _validate(cmd(st, dot, MISSING), kind, n, from_data=from_data)
         # Literal constants.
         if kind == K.ANY:
             if isinstance(n, BoolNode):
@@ -500,6 +514,12 @@ class Compiler:
             return f.variadic
 
         fn = f.fn
+        if f.builtin and name == "call" and args:
+            callee = str(args[0])
+
+            def fn(*a: Any) -> Any:
+                return call_named(callee, *a)
+
         if f.builtin and name in ("and", "or"):
             evals = [self.arg(a, K.ANY) for a in args]
             want = name == "or"
@@ -548,6 +568,13 @@ class Compiler:
             return invoke(argv)
 
         return eval_call_final
+
+
+def _last_node(pipe: PipeNode) -> Node:
+    """The node Go's executor last visited in a pipeline (its error position)."""
+    if pipe.cmds and pipe.cmds[-1].args:
+        return pipe.cmds[-1].args[0]
+    return pipe
 
 
 def _raiser(node: Node, msg: str) -> Cmd:

@@ -16,6 +16,7 @@ class ExecError(Exception):
         super().__init__(message)
         self.node = node
         self.message = message
+        self.tmpl_name: str | None = None  # set by the innermost {{template}} it escapes
 
 
 class FuncError(Exception):

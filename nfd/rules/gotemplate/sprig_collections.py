@@ -52,14 +52,13 @@ def last(lst: Any) -> Any:
     return items[-1] if items else None
 
 
-def rest(lst: Any) -> Any:
-    items = _as_list(lst, "find rest on")
-    return items[1:] if items else None
+def rest(lst: Any) -> list[Any]:
+    # Go returns a nil []interface{}, which prints as [] (not <no value>).
+    return _as_list(lst, "find rest on")[1:]
 
 
-def initial(lst: Any) -> Any:
-    items = _as_list(lst, "find initial on")
-    return items[:-1] if items else None
+def initial(lst: Any) -> list[Any]:
+    return _as_list(lst, "find initial on")[:-1]
 
 
 def reverse(lst: Any) -> list[Any]:
@@ -116,7 +115,7 @@ def concat(*lists: Any) -> Any:
                 raise FuncError(_NIL_DEREF)
             raise FuncError(f"Cannot concat type {kind_name(v)} as list")
         out.extend(v)
-    return out or None
+    return out
 
 
 def until(count: int) -> list[int]:

@@ -54,15 +54,18 @@ def _panicking(fn: Any) -> Any:
         try:
             compile_go(pat)
         except FuncError as e:
-            raise FuncError(f"regexp: Compile({_goq(pat)}): {e}") from None
+            raise FuncError(f"regexp: Compile({_backquote(pat)}): {e}") from None
         return fn(pat, *args)
 
     return wrapped
 
 
-def _goq(s: str) -> str:
+def _backquote(s: str) -> str:
+    """regexp's quote(): backquoted when strconv.CanBackquote, else a Go string literal."""
     from .values import go_quote
 
+    if "`" not in s and all(c == "\t" or (c.isprintable() and c != "\ufeff") for c in s):
+        return "`" + s + "`"
     return go_quote(s)
 
 

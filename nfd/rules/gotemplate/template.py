@@ -43,7 +43,7 @@ class Template:
         try:
             self._main(st, data)
         except ExecError as e:
-            raise TemplateError(self._format(e, st.name)) from None
+            raise TemplateError(self._format(e, e.tmpl_name or self.name)) from None
         except RecursionError:
             raise TemplateError(f"template: {self.name}: execution too deeply nested") from None
         return "".join(st.out)
@@ -61,8 +61,6 @@ class Template:
         col = len(src[nl + 1 : pos].encode("utf-8"))
         line = src.count("\n", 0, pos) + 1
         ctx = str(node)
-        if len(ctx) > 20:
-            ctx = ctx[:20] + "..."
         return f'template: {self.name}:{line}:{col}: executing "{tmpl_name}" at <{ctx}>: {e.message}'
 
 
@@ -75,7 +73,7 @@ def parse(src: str, *, name: str = "") -> Template:
         )
     try:
         trees = parse_trees(src, name, _FuncNames(FUNCS))
+        compiled = Compiler(FUNCS, trees).compile_all()
     except RecursionError:
         raise TemplateError(f"template: {name}: template nested too deeply") from None
-    compiled = Compiler(FUNCS, trees).compile_all()
     return Template(name, src, trees, compiled)

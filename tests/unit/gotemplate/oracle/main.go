@@ -1,0 +1,79 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"text/template"
+
+	"github.com/Masterminds/sprig/v3"
+)
+
+// Reads JSON lines {"tpl":..., "data":...}; prints JSON lines {"out":..., "err":..., "perr":...}
+func main() {
+	fm := sprig.TxtFuncMap()
+	delete(fm, "env")
+	delete(fm, "expandenv")
+	delete(fm, "getHostByName")
+	sc := bufio.NewScanner(os.Stdin)
+	sc.Buffer(make([]byte, 1<<24), 1<<24)
+	enc := json.NewEncoder(os.Stdout)
+	for sc.Scan() {
+		var c struct {
+			Tpl  string      `json:"tpl"`
+			Data interface{} `json:"data"`
+		}
+		res := map[string]string{}
+		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
+		dec.UseNumber()
+		if err := dec.Decode(&c); err != nil {
+			res["perr"] = "badjson: " + err.Error()
+			enc.Encode(res)
+			continue
+		}
+		t, err := template.New("").Option("missingkey=error").Funcs(fm).Parse(c.Tpl)
+		if err != nil {
+			res["perr"] = err.Error()
+			enc.Encode(res)
+			continue
+		}
+		c.Data = fix(c.Data)
+		var buf bytes.Buffer
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					res["err"] = fmt.Sprintf("panic: %v", r)
+				}
+			}()
+			if err := t.Execute(&buf, c.Data); err != nil {
+				res["err"] = err.Error()
+			}
+		}()
+		res["out"] = buf.String()
+		enc.Encode(res)
+	}
+}
+
+func fix(v interface{}) interface{} {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return int(i)
+		}
+		f, _ := x.Float64()
+		return f
+	case []interface{}:
+		for i := range x {
+			x[i] = fix(x[i])
+		}
+		return x
+	case map[string]interface{}:
+		for k := range x {
+			x[k] = fix(x[k])
+		}
+		return x
+	}
+	return v
+}

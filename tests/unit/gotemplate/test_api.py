@@ -1,0 +1,121 @@
+"""The engine's public contract: parse/execute, limits, sandboxing and error shape."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from nfd.rules import gotemplate
+from nfd.rules.gotemplate import MAX_TEMPLATE_SIZE, Template, TemplateError, parse
+
+CPUID = {"cpu": {"cpuid": [{"Name": "AVX"}, {"Name": "SSE4"}]}}
+
+
+def test_parse_returns_reusable_template() -> None:
+    t = parse("{{ range .cpu.cpuid }}{{ .Name }}=true\n{{ end }}", name="rule")
+    assert isinstance(t, Template)
+    assert t.execute(CPUID) == "AVX=true\nSSE4=true\n"
+    other = {"cpu": {"cpuid": [{"Name": "X"}]}}
+    assert t.execute(other) == "X=true\n"
+    assert t.execute(CPUID) == "AVX=true\nSSE4=true\n"
+
+
+def test_execute_does_not_reparse(monkeypatch: pytest.MonkeyPatch) -> None:
+    t = parse("{{ .a | upper }}")
+
+    def boom(*a: object, **k: object) -> None:
+        raise AssertionError("re-parsed")
+
+    monkeypatch.setattr("nfd.rules.gotemplate.template.parse_trees", boom)
+    monkeypatch.setattr("nfd.rules.gotemplate.lexer.lex", boom)
+    assert t.execute({"a": "x"}) == "X"
+
+
+def test_max_size_is_64kib_in_bytes() -> None:
+    assert MAX_TEMPLATE_SIZE == 65536
+    parse("a" * MAX_TEMPLATE_SIZE)
+    with pytest.raises(TemplateError, match="65536"):
+        parse("a" * (MAX_TEMPLATE_SIZE + 1))
+    # 'é' is two bytes in UTF-8: 32769 of them exceed the limit though len() is 32769.
+    with pytest.raises(TemplateError):
+        parse("é" * (MAX_TEMPLATE_SIZE // 2 + 1))
+    parse("é" * (MAX_TEMPLATE_SIZE // 2))
+
+
+@pytest.mark.parametrize("fn", ["env", "expandenv", "getHostByName"])
+def test_forbidden_functions_are_parse_errors(fn: str) -> None:
+    with pytest.raises(TemplateError, match=f'function "{fn}" not defined'):
+        parse('{{ ' + fn + ' "HOME" }}')
+
+
+def test_unknown_function_is_parse_error() -> None:
+    with pytest.raises(TemplateError, match=r'^template: r:1: function "nope" not defined$'):
+        parse("{{ nope }}", name="r")
+
+
+def test_syntax_error_names_line() -> None:
+    with pytest.raises(TemplateError) as ei:
+        parse("ok\nok\n{{ if .x }}")
+    assert str(ei.value) == "template: :3: unexpected EOF"
+
+
+def test_missing_key_is_an_error_with_position() -> None:
+    t = parse("a=b\n{{ range .cpu.cpuid }}{{ .Value }}{{ end }}")
+    with pytest.raises(TemplateError) as ei:
+        t.execute(CPUID)
+    msg = str(ei.value)
+    assert msg == 'template: :2:25: executing "" at <.Value>: map has no entry for key "Value"'
+    assert "\n" not in msg
+
+
+def test_error_inside_define_names_that_template() -> None:
+    t = parse('{{ define "inner" }}{{ .x }}{{ end }}{{ template "inner" . }}', name="outer")
+    with pytest.raises(TemplateError, match=r'^template: outer:1:23: executing "inner" at <\.x>'):
+        t.execute({})
+
+
+def test_no_attribute_access_on_python_objects() -> None:
+    t = parse("{{ .__class__ }}")
+    with pytest.raises(TemplateError, match="map has no entry"):
+        t.execute({})
+    t = parse("{{ .s.__class__ }}{{ .s.upper }}")
+    with pytest.raises(TemplateError, match="can't evaluate field __class__"):
+        t.execute({"s": "x"})
+
+
+def test_sandbox_function_map_has_no_host_access() -> None:
+    from nfd.rules.gotemplate.funcmap import FUNCS
+
+    for name in ("env", "expandenv", "getHostByName", "readFile", "exec", "include", "tpl"):
+        assert name not in FUNCS
+
+
+def test_data_is_not_mutated() -> None:
+    data = {"l": ["b", "a"], "m": {"k": "v"}}
+    before = copy.deepcopy(data)
+    parse("{{ sortAlpha .l }}{{ reverse .l }}{{ append .l 1 }}{{ omit .m \"k\" }}").execute(data)
+    assert data == before
+
+
+def test_deep_nesting_is_an_error_not_a_crash() -> None:
+    src = "{{ " + "(" * 5000 + "1" + ")" * 5000 + " }}"
+    with pytest.raises(TemplateError):
+        parse(src)
+
+
+def test_recursive_template_is_bounded() -> None:
+    t = parse('{{ define "r" }}x{{ template "r" . }}{{ end }}{{ template "r" . }}')
+    with pytest.raises(TemplateError, match="maximum template depth"):
+        t.execute({})
+
+
+def test_unsupported_sprig_helpers_parse_but_fail_on_execute() -> None:
+    t = parse("{{ if .x }}{{ now }}{{ genCA \"x\" 1 }}{{ end }}")
+    assert t.execute({"x": False}) == ""
+    with pytest.raises(TemplateError, match="not supported"):
+        t.execute({"x": True})
+
+
+def test_package_exports() -> None:
+    assert set(gotemplate.__all__) == {"MAX_TEMPLATE_SIZE", "Template", "TemplateError", "parse"}
