@@ -140,6 +140,9 @@ def test_simple_predicates() -> None:
         (".5", "0.5"),
         ("000123", "123"),
         ("-", "0"),
+        ("Ti", "0"),  # no digits, but small enough for the int64 fast path
+        ("E18", "0"),
+        (".", "0"),
     ],
 )
 def test_quantity_valid(s: str, amount: str) -> None:
@@ -159,3 +162,4 @@ def test_quantity_value_rounds_up() -> None:
     assert parse_quantity("100m").value() == 1
     assert parse_quantity("1.5").value() == 2
     assert parse_quantity("2Ki").value() == 2048
+    assert parse_quantity("-2n").milli_value() == -1  # away from zero, like Go
