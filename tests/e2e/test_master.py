@@ -483,3 +483,29 @@ def test_apiserver_outage_mid_reconcile_removes_nothing(env: Env) -> None:
     finally:
         watch.stop()
     assert_no_removals(watch, nodes)
+
+
+def test_node_feature_group_status(env: Env) -> None:
+    nodes = setup_world(env, 2)
+    grp = {
+        "apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeatureGroup",
+        "metadata": {"name": f"{env.tag}-avx512", "namespace": NS},
+        "spec": {"featureGroupRules": [{"name": "avx512", "matchFeatures": [
+            {"feature": "e2e.tag", "matchExpressions": {env.tag: {"op": "Exists"}}},
+            {"feature": "cpu.cpuid", "matchExpressions": {"AVX512F": {"op": "Exists"}}}]}]},
+    }
+    path = f"{NFD}/namespaces/{NS}/nodefeaturegroups"
+    env.kube.request("POST", path, body=grp)
+    try:
+        env.start_master("-feature-gates=NodeFeatureGroupAPI=true")
+
+        def members() -> list[str]:
+            g = env.kube.get(f"{path}/{grp['metadata']['name']}")
+            return [x["name"] for x in (g.get("status") or {}).get("nodes") or []]
+
+        wait_for(lambda: sorted(members()) == sorted(nodes), what="both nodes in the group")
+        # one node loses the feature: membership follows
+        env.put_nf(nodefeature(nodes[0], nodes[0], **features_for(env.tag, avx512=False)))
+        wait_for(lambda: members() == [nodes[1]], what="membership updated")
+    finally:
+        env.kube.request("DELETE", f"{path}/{grp['metadata']['name']}")
