@@ -21,11 +21,14 @@ from typing import Any
 import pytest
 
 from nfd.api.noderesourcetopology import parse_int_quantity
+from tests.e2e import tools
 from tests.e2e.harness import REPO_ROOT, KubeCluster, ManagedProcess, free_port
-from tests.e2e.tools import AuditedCluster, install_kube  # noqa: F401 (fixture)
+from tests.e2e.tools import AuditedCluster
 from tests.support.kubelet import Container, Device, FakeKubelet, Memory, Pod
 
 pytestmark = pytest.mark.e2e
+
+install_kube = tools.install_kube  # the audited control plane (session fixture)
 
 NS = "node-feature-discovery"
 SA = "nfd-topology-updater"
@@ -269,7 +272,7 @@ def test_survives_missing_and_restarting_kubelet(env: UpdaterEnv) -> None:
 
 def test_reads_pods_with_one_list_and_watch_no_per_pod_gets(
     install_kube: AuditedCluster, tmp_path: Path
-) -> None:  # noqa: F811
+) -> None:
     kube = install_kube
     _apply_rbac(kube)
     kube.wait_crd_established("noderesourcetopologies.topology.node.k8s.io")
