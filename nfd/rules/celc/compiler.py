@@ -43,7 +43,7 @@ from nfd.rules.celc.types import (
     map_of,
     runtime_is,
 )
-from nfd.rules.celc.values import CelError, UInt, type_name
+from nfd.rules.celc.values import CelError, CostLimitExceeded, UInt, type_name
 
 # The variables every expression sees. Feature sets missing on a node read as empty, so
 # `instances["usb.device"].exists(...)` is false on a node without USB instead of an error.
@@ -58,6 +58,7 @@ _EMPTY: dict[str, Any] = {"flags": frozenset(), "attributes": {}, "instances": (
 _NC = object()  # "not a constant"
 _SCALARS = (INT, UINT, DOUBLE, STRING, BYTES, BOOL, VERSION, QUANTITY)
 _FOLD_STRICT = {"version", "quantity", "matches"}  # constant-argument errors are compile errors
+FOLD_BUDGET = 100_000  # what building one constant at compile time may cost
 
 
 class _C(NamedTuple):
@@ -272,19 +273,25 @@ class Compiler:
         if name == "_+_" and all(is_list(a.t) for a in all_args):
             rt = join(all_args[0].t, all_args[1].t)
         exact = len(cands) == 1 and all(a.t != DYN for a in all_args)
-        if exact:
+        costed = any(o.cost is not None for o in cands)
+        if exact and not costed:
             impl = cands[0].impl
         else:
-            impl = _dispatcher(_OP_NAMES.get(name, name), cands, recv is not None)
+            impl = _dispatcher(_OP_NAMES.get(name, name), cands, recv is not None, costed)
         consts = [a.const for a in all_args]
         if all(c is not _NC for c in consts):
             try:
-                return self.const(impl(*consts), rt)
+                folding = [Act(None, {}, FOLD_BUDGET)] if costed else []
+                return self.const(impl(*folding, *consts), rt)
+            except CostLimitExceeded:
+                raise CelSyntaxError(n.pos, "constant expression is too large") from None
             except CelError as e:
                 if name in _FOLD_STRICT:
                     raise CelSyntaxError(n.pos, str(e)) from None
             except Exception:  # noqa: BLE001 - leave it to run time, where it fails the rule
                 pass
+        if costed:  # the implementation charges the activation: pass it first
+            all_args = [_C(DYN, lambda a: a, "A"), *all_args]
         if exact and name == "matches" and consts[1] is not _NC:
             try:
                 rx = lib.compile_regex(consts[1])
@@ -534,16 +541,46 @@ def _lit_type(v: Any) -> Type:
     return NULL
 
 
-def _dispatcher(name: str, cands: list[lib.Overload], method: bool) -> Callable[..., Any]:
-    """Pick the overload by the runtime types of the arguments (some were ``dyn`` statically)."""
+def _dispatcher(name: str, cands: list[lib.Overload], method: bool, costed: bool) -> Callable[..., Any]:
+    """Pick the overload by the runtime types of the arguments (some were ``dyn`` statically).
 
-    def call(*vals: Any) -> Any:
+    ``costed``: the first argument is the activation, charged the overload's cost first.
+    """
+
+    def pick(vals: tuple[Any, ...]) -> lib.Overload:
         for o in cands:
             types = ((o.receiver,) if method else ()) + o.params
             if all(runtime_is(v, t) for v, t in zip(vals, types, strict=True)):
-                return o.impl(*vals)
+                return o
         shown = ", ".join(type_name(v) for v in vals)
         raise CelError(f"no matching overload for '{name}' applied to ({shown})")
+
+    if len(cands) == 1 and costed:
+        only = cands[0]
+        impl, cost = only.impl, only.cost
+        assert cost is not None
+
+        def call_costed(a: Act, *vals: Any) -> Any:
+            if len(vals) != len(only.params) + method or not all(
+                runtime_is(v, t) for v, t in zip(vals, ((only.receiver,) if method else ()) + only.params, strict=True)
+            ):
+                pick(vals)
+            rt.spend(a, cost(*vals))
+            return impl(*vals)
+
+        return call_costed
+    if costed:
+
+        def call_any_costed(a: Act, *vals: Any) -> Any:
+            o = pick(vals)
+            if o.cost is not None:
+                rt.spend(a, o.cost(*vals))
+            return o.impl(*vals)
+
+        return call_any_costed
+
+    def call(*vals: Any) -> Any:
+        return pick(vals).impl(*vals)
 
     return call
 

@@ -49,6 +49,9 @@ class Overload(NamedTuple):
     params: tuple[Type, ...]
     result: Type
     impl: Callable[..., Any]
+    # steps an operation that builds a value costs, from its arguments and before it runs (the
+    # size of the result), so `[s].map(t, t + t).map(t, t + t)...` cannot blow up
+    cost: Callable[..., int] | None = None
 
 
 LIST_DYN = list_of(DYN)
@@ -472,8 +475,24 @@ def _q_sign(q: Quantity) -> int:
 # -- the table ----------------------------------------------------------------------------------
 
 
-def _o(recv: Type | None, params: tuple[Type, ...], result: Type, impl: Callable[..., Any]) -> Overload:
-    return Overload(recv, params, result, impl)
+def _o(recv: Type | None, params: tuple[Type, ...], result: Type, impl: Callable[..., Any],
+       cost: Callable[..., int] | None = None) -> Overload:
+    return Overload(recv, params, result, impl, cost)
+
+
+def _concat_size(a: Any, b: Any) -> int:
+    return len(a) + len(b)
+
+
+def _replace_size(s: str, old: str, new: str, n: int = -1) -> int:
+    count = s.count(old) if old else len(s) + 1
+    if n >= 0:
+        count = min(count, n)
+    return len(s) + count * max(len(new) - len(old), 0)
+
+
+def _join_size(lst: Any, sep: str = "") -> int:
+    return sum(len(x) if type(x) is str else 0 for x in lst) + len(sep) * max(len(lst) - 1, 0)
 
 
 _ORDER_PAIRS = [(INT, INT), (INT, UINT), (INT, DOUBLE), (UINT, INT), (UINT, UINT), (UINT, DOUBLE),
@@ -488,8 +507,10 @@ def _relation(op: Callable[[Any, Any], bool]) -> list[Overload]:
 FUNCTIONS: dict[str, list[Overload]] = {
     "_+_": [
         _o(None, (INT, INT), INT, _add_int), _o(None, (UINT, UINT), UINT, _add_uint),
-        _o(None, (DOUBLE, DOUBLE), DOUBLE, operator.add), _o(None, (STRING, STRING), STRING, operator.add),
-        _o(None, (BYTES, BYTES), BYTES, operator.add), _o(None, (LIST_DYN, LIST_DYN), LIST_DYN, _add_list),
+        _o(None, (DOUBLE, DOUBLE), DOUBLE, operator.add),
+        _o(None, (STRING, STRING), STRING, operator.add, _concat_size),
+        _o(None, (BYTES, BYTES), BYTES, operator.add, _concat_size),
+        _o(None, (LIST_DYN, LIST_DYN), LIST_DYN, _add_list, _concat_size),
     ],
     "_-_": [_o(None, (INT, INT), INT, _sub_int), _o(None, (UINT, UINT), UINT, _sub_uint),
             _o(None, (DOUBLE, DOUBLE), DOUBLE, operator.sub)],
@@ -531,14 +552,14 @@ FUNCTIONS: dict[str, list[Overload]] = {
     "upperAscii": [_o(STRING, (), STRING, _upper_ascii)],
     "trim": [_o(STRING, (), STRING, _trim)],
     "split": [_o(STRING, (STRING,), LIST_STRING, _split), _o(STRING, (STRING, INT), LIST_STRING, _split)],
-    "replace": [_o(STRING, (STRING, STRING), STRING, _replace),
-                _o(STRING, (STRING, STRING, INT), STRING, _replace)],
+    "replace": [_o(STRING, (STRING, STRING), STRING, _replace, _replace_size),
+                _o(STRING, (STRING, STRING, INT), STRING, _replace, _replace_size)],
     "indexOf": [_o(STRING, (STRING,), INT, _index_of), _o(STRING, (STRING, INT), INT, _index_of)],
     "lastIndexOf": [_o(STRING, (STRING,), INT, _last_index_of),
                     _o(STRING, (STRING, INT), INT, _last_index_of)],
     "substring": [_o(STRING, (INT,), STRING, _substring), _o(STRING, (INT, INT), STRING, _substring)],
     "charAt": [_o(STRING, (INT,), STRING, _char_at)],
-    "join": [_o(LIST_STRING, (), STRING, _join), _o(LIST_STRING, (STRING,), STRING, _join)],
+    "join": [_o(LIST_STRING, (), STRING, _join, _join_size), _o(LIST_STRING, (STRING,), STRING, _join, _join_size)],
     "version": [_o(None, (STRING,), VERSION, Version.parse)],
     "isVersion": [_o(None, (STRING,), BOOL, _is_version)],
     "quantity": [_o(None, (STRING,), QUANTITY, Quantity.parse)],

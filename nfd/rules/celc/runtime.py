@@ -149,7 +149,8 @@ def has_field(m: Any, field: str) -> bool:
 _ABSENT = object()
 
 
-def _spend(a: Act, n: int) -> None:
+def spend(a: Act, n: int) -> None:
+    """Charge ``n`` steps: macro iterations, or elements/characters an operation produces."""
     a.budget -= n
     if a.budget < 0:
         raise CostLimitExceeded("evaluation step limit exceeded")
@@ -169,7 +170,7 @@ def charge_any(a: Act, c: Any) -> Any:
         c = list(c)
     elif not isinstance(c, list | tuple | set | frozenset):
         raise CelError(f"cannot iterate over {type_name(c)}")
-    _spend(a, len(c))
+    spend(a, len(c))
     return c
 
 
@@ -187,7 +188,7 @@ def charge_pairs(a: Act, c: Any) -> Any:
         pairs = list(enumerate(as_list(c)))
     else:
         raise CelError(f"cannot iterate over {type_name(c)}")
-    _spend(a, len(pairs))
+    spend(a, len(pairs))
     return pairs
 
 

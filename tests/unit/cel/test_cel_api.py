@@ -190,3 +190,30 @@ def test_compiled_matcher_is_reusable_across_nodes() -> None:
     plain = Features()
     plain.add_instances("pci.device", [{"class": "0600", "vendor": "8086"}])
     assert [m.evaluate(x, node_name="n")[0] for x in (gpu, plain, gpu, Features())] == [True, False, True, False]
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        # each step doubles a string: the size of what + builds is charged, not only iterations
+        "[node.name].map(t, t + t)" + ".map(t, t + t)" * 60 + ".size() > 0",
+        "dyn([node.name]).map(t, dyn(t) + t)" + ".map(t, t + dyn(t))" * 60 + ".size() > 0",
+        "node.name" + '.replace("a", node.name + node.name)' * 30 + ' == ""',
+        "[[node.name]].map(l, l + l)" + ".map(l, l + l)" * 60 + ".size() > 0",
+        '[node.name].map(t, [t, t, t, t].join(t))' + '.map(t, [t, t, t, t].join(t))' * 30 + ".size() > 0",
+    ],
+)
+def test_values_that_grow_exponentially_hit_the_step_limit(expr: str) -> None:
+    with pytest.raises(CelEvalError, match="exceeded the limit"):
+        compile_expressions([expr], path="m").evaluate(Features(), node_name="aaaaaaaa")
+
+
+def test_constant_that_grows_exponentially_is_a_compile_error() -> None:
+    expr = '"aaaaaaaaaa"' + '.replace("a", "aaaaaaaaaa")' * 30 + ' == ""'
+    with pytest.raises(ValidationError, match="constant expression is too large"):
+        compile_expressions([expr], path="m")
+
+
+def test_ordinary_concatenation_is_cheap() -> None:
+    m = compile_expressions(['node.name + "-x" == "n-x" && ["a"] + ["b"] == ["a", "b"]'], path="m", step_limit=10)
+    assert m.evaluate(Features(), node_name="n") == (True, None)
