@@ -124,6 +124,7 @@ class NfdMaster:
         self.counts: dict[str, int] = {"noop": 0, "written": 0, "skipped_removal": 0}
         self.on_synced: Callable[[], None] | None = None
         self.elector: Any = None
+        self._logged_rule_errors: set[tuple[Any, ...]] = set()
 
         page = config.informer_page_size
         self.nf_informer = Informer(
@@ -367,6 +368,9 @@ class NfdMaster:
         rg = self.rulebook.generation if self.rulebook is not None else 0
         return (hashes, rg, self.config_generation, self.ns_selector_gen)
 
+    def _desired_key_gen(self) -> tuple[int, int]:
+        return (self.rulebook.generation if self.rulebook is not None else 0, self.config_generation)
+
     def desired_for(self, node: str) -> CachedDesired:
         key = self._desired_key(node)
         cached = self.desired_cache.get(node)
@@ -378,10 +382,23 @@ class NfdMaster:
         rule_sets = self.rulebook.ordered() if self.rulebook is not None else []
         desired, rep = compute_desired(merged, rule_sets=rule_sets, policy=self.policy(), node_name=node)
         for rule, msg in rep.rule_errors:
-            log.error("node %s: rule %s failed: %s", node, rule, msg)
             self.metrics.nfr_processing_errors.inc()
+            # Once per rule and message per rules generation at error level, not once per node.
+            seen_key = (self._desired_key_gen(), rule, msg)
+            if seen_key not in self._logged_rule_errors:
+                if len(self._logged_rule_errors) > 10000:
+                    self._logged_rule_errors.clear()
+                self._logged_rule_errors.add(seen_key)
+                log.error("rule %s failed (first seen on node %s; not repeated per node): %s", rule, node, msg)
+            else:
+                log.debug("node %s: rule %s failed: %s", node, rule, msg)
         for kind, k, reason in rep.rejected:
-            log.warning("node %s: %s %s rejected: %s", node, kind, k, reason)
+            seen_key = (self._desired_key_gen(), kind, k, reason)
+            if seen_key not in self._logged_rule_errors:
+                self._logged_rule_errors.add(seen_key)
+                log.warning("%s %s rejected (first seen on node %s; not repeated per node): %s", kind, k, node, reason)
+            else:
+                log.debug("node %s: %s %s rejected: %s", node, kind, k, reason)
             if kind.startswith("label"):
                 self.metrics.node_labels_rejected.inc()
             elif kind.startswith("extended"):

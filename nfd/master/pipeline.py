@@ -62,6 +62,10 @@ class RuleBook:
                 return f"NodeFeatureRule {name}: {msg}; keeping its previous version"
             return f"NodeFeatureRule {name}: {msg}; object skipped"
         self.broken.pop(name, None)
+        for r in compiled.rules:
+            err = getattr(r, "error", None)
+            if isinstance(err, str):
+                log.error("NodeFeatureRule %s: rule %s is invalid and skipped: %s", name, r.name, err)
         self.sets[name] = RuleSetEntry(name, compiled, spec_key)
         self.generation += 1
         self._ordered = None
