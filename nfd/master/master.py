@@ -384,7 +384,7 @@ class NfdMaster:
         for rule, msg in rep.rule_errors:
             self.metrics.nfr_processing_errors.inc()
             # Once per rule and message per rules generation at error level, not once per node.
-            seen_key = (self._desired_key_gen(), rule, msg)
+            seen_key: tuple[Any, ...] = (self._desired_key_gen(), rule, msg)
             if seen_key not in self._logged_rule_errors:
                 if len(self._logged_rule_errors) > 10000:
                     self._logged_rule_errors.clear()
