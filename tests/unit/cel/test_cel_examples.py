@@ -201,3 +201,24 @@ def test_backreference_through_rule_matched() -> None:
     assert res.results[1].error is None and res.results[1].reason is not None
     assert res.results[1].reason.startswith("matchCEL: '\"gpu.a100\" in attributes[\"rule.matched\"]")
     assert [name for name, _ in res.errors] == ["broken"]
+
+
+def test_node_feature_group_rules_take_matchcel() -> None:
+    from nfd.rules.engine import compile_group_rules
+
+    nfg = {
+        "apiVersion": "nfd.k8s-sigs.io/v1alpha1",
+        "kind": "NodeFeatureGroup",
+        "metadata": {"name": "a100-nodes", "namespace": "node-feature-discovery"},
+        "spec": {"featureGroupRules": [
+            {"name": "a100", "matchCEL": EXAMPLES["gpu-model"][1]},
+        ]},
+    }
+    rs = compile_group_rules(nfg)
+    [rule] = rs.rules
+    members = [n for n, f in sorted(NODES.items()) if evaluate_rule(rule, f, node_name=n).matched]
+    assert members == ["gpu-a100"]
+    bad = {**nfg, "spec": {"featureGroupRules": [{"name": "a100", "matchCEL": ["node.name > 1"]}]}}
+    [broken] = compile_group_rules(bad).rules
+    res = evaluate_rule(broken, NODES["gpu-a100"], node_name="gpu-a100")
+    assert res.error is not None and "spec.featureGroupRules[0].matchCEL[0]: 1:11" in res.error
