@@ -509,3 +509,18 @@ def test_node_feature_group_status(env: Env) -> None:
         wait_for(lambda: members() == [nodes[1]], what="membership updated")
     finally:
         env.kube.request("DELETE", f"{path}/{grp['metadata']['name']}")
+
+
+def test_prune_removes_everything_nfd_owns(env: Env) -> None:
+    (node,) = setup_world(env, 1)
+    m = env.start_master()
+    wait_for(lambda: converged(env, node), what="converged")
+    m.stop()
+    p = env.start_master("-prune", name="master-prune")
+    assert p.wait(timeout=60) == 0, p.logs()
+    n = env.get_node(node)
+    assert not [k for k in n["metadata"]["labels"] if k.startswith(FNS) or k.startswith("vendor.example.com")]
+    assert n["metadata"]["labels"]["admin/hand"] == "made"
+    assert not [k for k in n["metadata"].get("annotations") or {} if "nfd.node.kubernetes.io" in k or k.startswith(FNS)]
+    assert f"{FNS}/widgets" not in n["status"]["capacity"]
+    assert not [t for t in n["spec"].get("taints") or [] if t["key"].startswith("example.com/")]
