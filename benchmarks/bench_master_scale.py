@@ -164,12 +164,18 @@ def expected_annotations(rule_objs: list[dict[str, Any]], *, enable_taints: bool
     return out
 
 
-async def bulk(coros: list[Any], *, parallel: int = 32) -> None:
+async def bulk(coros: list[Any], *, parallel: int = 32, what: str = "") -> None:
     sem = asyncio.Semaphore(parallel)
+    done = 0
+    t0 = time.monotonic()
 
     async def one(c: Any) -> None:
+        nonlocal done
         async with sem:
             await c
+        done += 1
+        if what and done % 1000 == 0:
+            print(f"  {what}: {done}/{len(coros)} in {time.monotonic() - t0:.0f}s", flush=True)
 
     await asyncio.gather(*(one(c) for c in coros))
 
@@ -196,8 +202,8 @@ async def populate(kube: KubeCluster, n: int, rule_objs: list[dict[str, Any]]) -
             pass
 
     t0 = time.monotonic()
-    await bulk([mk_node(i) for i in range(n)])
-    await bulk([mk_nf(i) for i in range(n)])
+    await bulk([mk_node(i) for i in range(n)], what="nodes")
+    await bulk([mk_nf(i) for i in range(n)], what="NodeFeatures")
     for o in rule_objs:
         try:
             await create(api, NODEFEATURERULES, body=o)
