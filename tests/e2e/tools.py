@@ -35,7 +35,7 @@ import pytest
 import yaml
 
 from tests.e2e.build import BuildError, _ldflags, ensure_built, find_go, go_version, kubernetes_version
-from tests.e2e.harness import KubeCluster
+from tests.e2e.harness import KubeCluster, ManagedProcess, free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TOOLS_DIR = REPO_ROOT / "tests" / "tools"
@@ -245,6 +245,118 @@ def install_kube(request: pytest.FixtureRequest) -> AuditedCluster:
 
         request.addfinalizer(close)
     return _cluster
+
+
+# ---- an nfd installation from a rendering, its components run as processes ------------------
+
+NFD_API = "/apis/nfd.k8s-sigs.io/v1alpha1"
+NRT_API = "/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies"
+SYSFS_FIXTURES = REPO_ROOT / "tests" / "fixtures" / "sysfs"
+WORKER_CONF = "core:\n  sleepInterval: 1s\n  featureSources: [all, -nvml]\n  labelSources: [all, -nvml]\n"
+RBAC_KINDS = frozenset({"ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"})
+
+
+def service_accounts(objs: list[dict[str, Any]]) -> dict[str, str]:
+    """Which ServiceAccount each component's workload runs as, read from the rendering:
+    master, worker, gc, topology-updater and prune (the Job running ``nfd-master -prune``)."""
+    out: dict[str, str] = {}
+    for o in objs:
+        if o["kind"] not in ("Deployment", "DaemonSet", "Job"):
+            continue
+        spec = o["spec"]["template"]["spec"]
+        cmd = spec["containers"][0]["command"] + spec["containers"][0].get("args", [])
+        component = "prune" if "-prune" in cmd else cmd[0].removeprefix("nfd-")
+        out.setdefault(component, spec.get("serviceAccountName", "default"))
+    return out
+
+
+class Installed:
+    """deploy/ rendered and applied (no controllers run it): the identities and objects a user's
+    install has, and helpers that run each component's process as its pod would."""
+
+    def __init__(self, kube: KubeCluster, objs: list[dict[str, Any]], *, namespace: str, tmp: Path) -> None:
+        self.kube = kube
+        self.objs = objs
+        self.namespace = namespace
+        self.tmp = tmp
+        self.sa = service_accounts(objs)
+        kube.create_namespace(namespace, exist_ok=True)
+        kube.apply_objects([o for o in objs if o["kind"] != "CustomResourceDefinition"])
+        self.nodes: list[str] = []
+        self._counter = 0
+
+    def workload(self, component: str) -> dict[str, Any]:
+        for o in self.objs:
+            if o["kind"] in ("Deployment", "DaemonSet") and service_accounts([o]).get(component):
+                return o
+        raise KeyError(component)
+
+    def kubeconfig(self, component: str, *, bound_pod: str | None = None) -> str:
+        return self.kube.serviceaccount_kubeconfig(
+            self.namespace, self.sa[component], bound_pod=(self.namespace, bound_pod) if bound_pod else None)
+
+    def make_node(self, prefix: str, *, allocatable: dict[str, str] | None = None) -> str:
+        """A Node made schedulable as a kubelet would: Ready, with capacity and allocatable."""
+        name = self.kube.unique_name(prefix)
+        res = allocatable or {"cpu": "4", "memory": "8Gi", "pods": "110"}
+        self.kube.create_node(name, labels={"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"},
+                              capacity=res)
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        self.kube.request("PATCH", f"/api/v1/nodes/{name}/status", content_type="application/merge-patch+json",
+                          body={"status": {"conditions": [
+                              {"type": "Ready", "status": "True", "reason": "KubeletReady",
+                               "message": "e2e", "lastHeartbeatTime": now, "lastTransitionTime": now}]}})
+        self.nodes.append(name)
+        return name
+
+    def host_root(self, fixture: str) -> Path:
+        self._counter += 1
+        root = self.tmp / f"host-{fixture}-{self._counter}"
+        shutil.copytree(SYSFS_FIXTURES / fixture / "root", root)
+        return root
+
+    def worker_pod(self, node: str, *, daemonset: bool = True) -> dict[str, Any]:
+        """The worker's Pod object on `node` (owned by the rendered DaemonSet, as its controller would)."""
+        meta: dict[str, Any] = {"name": self.kube.unique_name("nfd-worker"), "namespace": self.namespace}
+        if daemonset:
+            ds = self.kube.get(f"/apis/apps/v1/namespaces/{self.namespace}/daemonsets/"
+                               f"{self.workload('worker')['metadata']['name']}")
+            meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": ds["metadata"]["name"],
+                                        "uid": ds["metadata"]["uid"], "controller": True}]
+        body = {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+                "spec": {"nodeName": node, "serviceAccountName": self.sa["worker"],
+                         "containers": [{"name": "worker", "image": "nfd:e2e"}]}}
+        pod: dict[str, Any] = self.kube.request("POST", f"/api/v1/namespaces/{self.namespace}/pods", body=body)
+        return pod
+
+    def start_worker(self, node: str, root: Path, *args: str, daemonset: bool = True) -> ManagedProcess:
+        pod = self.worker_pod(node, daemonset=daemonset)
+        conf = self.tmp / f"nfd-worker-{node}.conf"
+        conf.write_text(WORKER_CONF)
+        return self.kube.start_process(
+            ["nfd-worker", "-host-root", str(root), "-config", str(conf), "-port", str(free_port()), *args],
+            kubeconfig=self.kubeconfig("worker", bound_pod=pod["metadata"]["name"]),
+            env={"NODE_NAME": node, "KUBERNETES_NAMESPACE": self.namespace,
+                 "POD_NAME": pod["metadata"]["name"], "POD_UID": pod["metadata"]["uid"]},
+            name=f"worker-{node}")
+
+    def start_master(self, *args: str, component: str = "master") -> ManagedProcess:
+        return self.kube.start_process(
+            ["nfd-master", f"-port={free_port()}", f"-config={self.tmp / 'no-master.conf'}", *args],
+            kubeconfig=self.kubeconfig(component),
+            env={"KUBERNETES_NAMESPACE": self.namespace, "NODE_NAME": ""}, name=f"{component}-{self.namespace}")
+
+    def nodefeature(self, node: str) -> dict[str, Any] | None:
+        obj: dict[str, Any] | None = self.kube.get_or_none(f"{NFD_API}/namespaces/{self.namespace}/nodefeatures/{node}")
+        return obj
+
+    def node(self, name: str) -> dict[str, Any]:
+        node: dict[str, Any] = self.kube.get(f"/api/v1/nodes/{name}")
+        return node
+
+    def close(self) -> None:
+        for n in self.nodes:
+            self.kube.delete_node(n)
 
 
 def main(argv: list[str] | None = None) -> int:
