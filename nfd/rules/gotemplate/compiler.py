@@ -12,7 +12,7 @@ from typing import Any
 
 from . import funcs as K
 from .builtins import call_named
-from .errors import BreakLoop, ContinueLoop, ExecError, FuncError, TemplateError
+from .errors import BreakLoop, ContinueLoop, ExecError, TemplateError
 from .funcs import GO_TYPE, Func
 from .nodes import (
     ActionNode,
@@ -177,16 +177,35 @@ class Compiler:
 
     # --- statements ---------------------------------------------------
     def block(self, lst: ListNode) -> Walk:
-        parts = [self.node(n) for n in lst.nodes]
-        # Merge adjacent constant text for fewer calls.
+        # Text is kept as plain strings in the list: appending is cheaper than a call.
+        parts: list[Any] = []
+        for n in lst.nodes:
+            if isinstance(n, TextNode):
+                if parts and type(parts[-1]) is str:
+                    parts[-1] += n.text
+                else:
+                    parts.append(n.text)
+            else:
+                parts.append(self.node(n))
         if not parts:
             return lambda st, dot: None
         if len(parts) == 1:
-            return parts[0]
+            only = parts[0]
+            if type(only) is not str:
+                return only  # type: ignore[no-any-return]
+
+            def walk_text(st: State, dot: Value) -> None:
+                st.out.append(only)
+
+            return walk_text
 
         def walk_list(st: State, dot: Value) -> None:
+            out = st.out
             for p in parts:
-                p(st, dot)
+                if type(p) is str:
+                    out.append(p)
+                else:
+                    p(st, dot)
 
         return walk_list
 
@@ -240,6 +259,20 @@ class Compiler:
         body = self.block(n.body)
         else_body = self.block(n.else_body) if n.else_body is not None else None
         is_with = n.kind == "with"
+
+        if not n.pipe.decl:
+
+            def walk_if_simple(st: State, dot: Value) -> None:
+                mark = len(st.vars)
+                val = pipe(st, dot)
+                if val is True or (val is not False and is_true(val)):
+                    body(st, val if is_with else dot)
+                elif else_body is not None:
+                    else_body(st, dot)
+                if len(st.vars) != mark:
+                    del st.vars[mark:]
+
+            return walk_if_simple
 
         def walk_if(st: State, dot: Value) -> None:
             mark = len(st.vars)
@@ -335,20 +368,16 @@ class Compiler:
 
     # --- expressions --------------------------------------------------
     def pipeline(self, pipe: PipeNode) -> Eval:
-        cmds = [self.command(c, has_final=i > 0) for i, c in enumerate(pipe.cmds)]
+        first = self.first_command(pipe.cmds[0])
+        cmds = [self.command(c, has_final=True) for c in pipe.cmds[1:]]
         decl = [d.ident[0] for d in pipe.decl]
         is_assign = pipe.is_assign
         at_node = _last_node(pipe)
-        if len(cmds) == 1 and not decl:
-            only = cmds[0]
-
-            def eval_pipe1(st: State, dot: Value) -> Value:
-                return only(st, dot, MISSING)
-
-            return eval_pipe1
+        if not cmds and not decl:
+            return first
 
         def eval_pipe(st: State, dot: Value) -> Value:
-            value = MISSING
+            value = first(st, dot)
             for c in cmds:
                 value = c(st, dot, value)
             for name in decl:
@@ -359,6 +388,43 @@ class Compiler:
             return value
 
         return eval_pipe
+
+    def first_command(self, cmd: CommandNode) -> Eval:
+        """A command with no piped-in value, as a (state, dot) closure (the hot path)."""
+        first = cmd.args[0]
+        if len(cmd.args) == 1 and isinstance(first, FieldNode):
+            names = first.ident
+            if len(names) == 1:
+                key = names[0]
+
+                def eval_field1(st: State, dot: Value) -> Value:
+                    if type(dot) is dict:
+                        try:
+                            return dot[key]
+                        except KeyError:
+                            pass
+                    return _field(dot, key, first, False, "interface {}")
+
+                return eval_field1
+
+            def eval_field(st: State, dot: Value) -> Value:
+                return _field_chain(dot, names, first, False, "interface {}")
+
+            return eval_field
+        if len(cmd.args) == 1 and isinstance(first, VariableNode) and len(first.ident) == 1:
+            name = first.ident[0]
+
+            def eval_var(st: State, dot: Value) -> Value:
+                for entry in reversed(st.vars):
+                    if entry[0] == name:
+                        return entry[1]
+                return _var_value(st, name, first)
+
+            return eval_var
+        if isinstance(first, IdentifierNode):
+            return self.call(first, cmd, cmd.args[1:], False)  # type: ignore[no-any-return]
+        c = self.command(cmd, has_final=False)
+        return lambda st, dot: c(st, dot, MISSING)
 
     def command(self, cmd: CommandNode, *, has_final: bool) -> Cmd:
         first = cmd.args[0]
@@ -401,7 +467,10 @@ class Compiler:
 
             return eval_chain
         if isinstance(first, IdentifierNode):
-            return self.call(first, cmd, cmd.args[1:], has_final)
+            if has_final:
+                return self.call(first, cmd, cmd.args[1:], True)  # type: ignore[no-any-return]
+            ev = self.call(first, cmd, cmd.args[1:], False)
+            return lambda st, dot, final: ev(st, dot)
         if isinstance(first, VariableNode):
             name = first.ident[0]
             rest = first.ident[1:]
@@ -456,11 +525,11 @@ class Compiler:
                 return lambda st, dot: None
             return _raiser2(n, f"cannot assign nil to {GO_TYPE[kind]}")
         if isinstance(n, (FieldNode, VariableNode, PipeNode, IdentifierNode, ChainNode)):
-            cmd = self.command(CommandNode(n.pos, [n]), has_final=False)
+            ev = self.first_command(CommandNode(n.pos, [n]))
             if kind == K.ANY:
-                return lambda st, dot: cmd(st, dot, MISSING)
+                return ev
             from_data = isinstance(n, (FieldNode, VariableNode, ChainNode))
-            return lambda st, dot: _validate(cmd(st, dot, MISSING), kind, n, from_data=from_data)
+            return lambda st, dot: _validate(ev(st, dot), kind, n, from_data=from_data)
         # Literal constants.
         if kind == K.ANY:
             if isinstance(n, BoolNode):
@@ -494,18 +563,23 @@ class Compiler:
             return _raiser2(n, f"expected bool; found {n}")
         return _raiser2(n, f"can't handle {n} for arg of type {GO_TYPE[kind]}")
 
-    def call(self, ident: IdentifierNode, cmd: Node, args: list[Node], has_final: bool) -> Cmd:
+    def call(self, ident: IdentifierNode, cmd: Node, args: list[Node], has_final: bool) -> Any:
+        """A function call: an Eval (state, dot) without a piped value, else a Cmd (state, dot, final)."""
         name = ident.name
         f = self.funcs.get(name)
-        if f is None:
-            return _raiser(ident, f'"{name}" is not a defined function')
+        err: str | None = None
         nin = len(args) + (1 if has_final else 0)
-        nparams = len(f.params)
-        if f.variadic is not None:
+        nparams = len(f.params) if f is not None else 0
+        if f is None:
+            err = f'"{name}" is not a defined function'
+        elif f.variadic is not None:
             if nin < nparams:
-                return _raiser(ident, f"wrong number of args for {name}: want at least {nparams} got {len(args)}")
+                err = f"wrong number of args for {name}: want at least {nparams} got {len(args)}"
         elif nin != nparams:
-            return _raiser(ident, f"wrong number of args for {name}: want {nparams} got {nin}")
+            err = f"wrong number of args for {name}: want {nparams} got {nin}"
+        if err is not None or f is None:
+            msg = err or ""
+            return _raiser(ident, msg) if has_final else _raiser2(ident, msg)
 
         def kind_at(i: int) -> str:
             if i < nparams:
@@ -524,7 +598,7 @@ class Compiler:
             evals = [self.arg(a, K.ANY) for a in args]
             want = name == "or"
 
-            def eval_andor(st: State, dot: Value, final: Value) -> Value:
+            def eval_andor(st: State, dot: Value, final: Value = MISSING) -> Value:
                 v: Value = None
                 for e in evals:
                     v = e(st, dot)
@@ -538,36 +612,82 @@ class Compiler:
         evals = [self.arg(a, kind_at(i)) for i, a in enumerate(args)]
         final_kind = kind_at(nin - 1) if has_final else K.ANY
 
-        def invoke(argv: list[Value]) -> Value:
-            try:
-                return fn(*argv)
-            except ExecError:
-                raise
-            except FuncError as e:
-                raise ExecError(cmd, f"error calling {name}: {e}") from None
-            except RecursionError:
-                raise ExecError(cmd, f"error calling {name}: value too deeply nested") from None
-            except Exception as e:  # a function "panicked": Go reports it the same way
-                raise ExecError(cmd, f"error calling {name}: {e}") from None
+        def fail(e: Exception) -> ExecError:
+            if isinstance(e, ExecError):
+                return e
+            if isinstance(e, RecursionError):
+                return ExecError(cmd, f"error calling {name}: value too deeply nested")
+            # FuncError or any other exception: a Go function "panicked" or returned an error.
+            return ExecError(cmd, f"error calling {name}: {e}")
 
         if not has_final:
             if not evals:
-                return lambda st, dot, final: invoke([])
+
+                def eval_call0(st: State, dot: Value) -> Value:
+                    try:
+                        return fn()
+                    except Exception as e:
+                        raise fail(e) from None
+
+                return eval_call0
             if len(evals) == 1:
                 e0 = evals[0]
-                return lambda st, dot, final: invoke([e0(st, dot)])
 
-            def eval_call(st: State, dot: Value, final: Value) -> Value:
-                return invoke([e(st, dot) for e in evals])
+                def eval_call1(st: State, dot: Value) -> Value:
+                    a = e0(st, dot)
+                    try:
+                        return fn(a)
+                    except Exception as e:
+                        raise fail(e) from None
+
+                return eval_call1
+            if len(evals) == 2:
+                e0, e1 = evals
+                if f.builtin and name == "eq":
+
+                    def eval_eq2(st: State, dot: Value) -> Value:
+                        a = e0(st, dot)
+                        b = e1(st, dot)
+                        if type(a) is type(b) and type(a) in _BASIC_TYPES:
+                            return a == b
+                        try:
+                            return fn(a, b)
+                        except Exception as e:
+                            raise fail(e) from None
+
+                    return eval_eq2
+
+                def eval_call2(st: State, dot: Value) -> Value:
+                    a = e0(st, dot)
+                    b = e1(st, dot)
+                    try:
+                        return fn(a, b)
+                    except Exception as e:
+                        raise fail(e) from None
+
+                return eval_call2
+
+            def eval_call(st: State, dot: Value) -> Value:
+                argv = [e(st, dot) for e in evals]
+                try:
+                    return fn(*argv)
+                except Exception as e:
+                    raise fail(e) from None
 
             return eval_call
 
         def eval_call_final(st: State, dot: Value, final: Value) -> Value:
             argv = [e(st, dot) for e in evals]
             argv.append(final if final_kind == K.ANY else _validate(final, final_kind, cmd))
-            return invoke(argv)
+            try:
+                return fn(*argv)
+            except Exception as e:
+                raise fail(e) from None
 
         return eval_call_final
+
+
+_BASIC_TYPES = (str, int, float, bool)
 
 
 def _last_node(pipe: PipeNode) -> Node:
