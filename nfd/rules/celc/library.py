@@ -21,7 +21,6 @@ from nfd.rules.celc.types import (
     DOUBLE,
     DYN,
     INT,
-    NULL,
     QUANTITY,
     STRING,
     UINT,
@@ -650,8 +649,7 @@ FUNCTIONS: dict[str, list[Overload]] = {
     "sign": [_o(QUANTITY, (), INT, _q_sign)],
 }
 
-# Type names whose use as a bare identifier is allowed (``type(x) == int`` is not supported, but a
-# clear error is better than "undeclared reference").
+# Standard CEL functions we do not offer: a clear compile error beats "undeclared reference".
 UNSUPPORTED_FUNCTIONS = {"type": "type() is not supported", "timestamp": "timestamps are not supported",
                          "duration": "durations are not supported"}
 
@@ -659,4 +657,3 @@ MACROS = {"all", "exists", "exists_one", "existsOne", "map", "filter", "transfor
 # Kubernetes' two-variable comprehensions: (index, element) for lists, (key, value) for maps
 MACROS2 = {"all", "exists", "exists_one", "existsOne", "transformList", "transformMap"}
 
-NULL_T = NULL
