@@ -459,11 +459,12 @@ class Compiler:
             base = self.arg(first.node, K.ANY)
             fields = first.fields
             base_is_call = isinstance(first.node, (IdentifierNode, PipeNode))
+            at = _last_visited(first.node)
 
             def eval_chain(st: State, dot: Value, final: Value) -> Value:
                 recv = base(st, dot)
                 rtype = type_name(recv) if base_is_call else "interface {}"
-                return _field_chain(recv, fields, first, has_args, rtype)
+                return _field_chain(recv, fields, at, has_args, rtype)
 
             return eval_chain
         if isinstance(first, IdentifierNode):
@@ -688,6 +689,17 @@ class Compiler:
 
 
 _BASIC_TYPES = (str, int, float, bool)
+
+
+def _last_visited(n: Node) -> Node:
+    """The last node Go's executor positions on while evaluating `n` (the last argument)."""
+    while True:
+        if isinstance(n, PipeNode) and n.cmds:
+            n = n.cmds[-1]
+        elif isinstance(n, CommandNode) and n.args:
+            n = n.args[-1]
+        else:
+            return n
 
 
 def _last_node(pipe: PipeNode) -> Node:

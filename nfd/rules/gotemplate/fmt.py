@@ -221,6 +221,19 @@ def sprintf(fmt: str, *args: Any) -> str:
     i = 0
     argn = 0
     nargs = len(args)
+    reordered = False
+
+    def arg_index(i: int, argn: int) -> tuple[int, int, bool]:
+        """Parse an explicit [n] argument index at fmt[i]; returns (new i, new argn, ok)."""
+        if i < n and fmt[i] == "[":
+            j = fmt.find("]", i)
+            if j > i + 1 and fmt[i + 1 : j].isdigit():
+                k = int(fmt[i + 1 : j])
+                if 1 <= k <= nargs:
+                    return j + 1, k - 1, True
+            return (j + 1 if j > 0 else n), argn, False
+        return i, argn, True
+
     while i < n:
         j = fmt.find("%", i)
         if j < 0:
@@ -244,6 +257,8 @@ def sprintf(fmt: str, *args: Any) -> str:
                 sp.space = True
             i += 1
         bad_width = bad_prec = False
+        i, argn, good_index = arg_index(i, argn)
+        reordered = reordered or fmt[i - 1 : i] == "]"
         if i < n and fmt[i] == "*":
             i += 1
             if argn < nargs and isinstance(args[argn], int) and not isinstance(args[argn], bool):
@@ -262,6 +277,8 @@ def sprintf(fmt: str, *args: Any) -> str:
                 sp.width = int(fmt[st:i])
         if i < n and fmt[i] == ".":
             i += 1
+            i, argn, ok = arg_index(i, argn)
+            good_index = good_index and ok
             if i < n and fmt[i] == "*":
                 i += 1
                 if argn < nargs and isinstance(args[argn], int) and not isinstance(args[argn], bool):
@@ -278,6 +295,10 @@ def sprintf(fmt: str, *args: Any) -> str:
             out.append("%!(BADWIDTH)")
         if bad_prec:
             out.append("%!(BADPREC)")
+        if i < n and fmt[i] == "[":
+            i, argn, ok = arg_index(i, argn)
+            good_index = good_index and ok
+            reordered = True
         if i >= n:
             out.append("%!(NOVERB)")
             break
@@ -287,12 +308,15 @@ def sprintf(fmt: str, *args: Any) -> str:
         if verb == "%":
             out.append("%")
             continue
+        if not good_index:
+            out.append(f"%!{verb}(BADINDEX)")
+            continue
         if argn >= nargs:
             out.append(f"%!{verb}(MISSING)")
             continue
         out.append(format_verb(args[argn], sp))
         argn += 1
-    if argn < nargs:
+    if not reordered and argn < nargs:
         extra = ", ".join(
             "<nil>" if a is None else f"{type_name(a)}={format_value(a)}" for a in args[argn:]
         )

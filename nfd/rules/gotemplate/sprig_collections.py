@@ -9,7 +9,7 @@ from . import funcs as K
 from .conv import deep_equal, strval, to_int64
 from .errors import FuncError
 from .funcs import Func
-from .values import is_true, kind_name, sorted_keys
+from .values import IntList, StringList, is_true, kind_name, sorted_keys
 
 _NIL_DEREF = "runtime error: invalid memory address or nil pointer dereference"
 
@@ -125,11 +125,11 @@ def until(count: int) -> list[int]:
 def until_step(start: int, stop: int, step: int) -> list[int]:
     if stop < start:
         if step >= 0:
-            return []
-        return list(range(start, stop, step))
+            return IntList()
+        return IntList(range(start, stop, step))
     if step <= 0:
-        return []
-    return list(range(start, stop, step))
+        return IntList()
+    return IntList(range(start, stop, step))
 
 
 def seq(*params: int) -> str:
@@ -199,7 +199,7 @@ def pluck(key: str, *dicts: Any) -> list[Any]:
 
 def keys(*dicts: Any) -> list[str]:
     # Go map order is random; sorted is one of the orders upstream may produce.
-    out: list[str] = []
+    out: list[str] = StringList()
     for d in dicts:
         out.extend(sorted_keys(_d(d)))
     return out

@@ -10,6 +10,7 @@ from . import funcs as K
 from .conv import to_float64, to_int64, wrap64
 from .errors import FuncError
 from .funcs import Func
+from .values import Int64
 
 
 def add(*vs: Any) -> int:
@@ -154,30 +155,39 @@ def _f(fn: Any, *params: str, variadic: str | None = None) -> Func:
     return Func(fn, tuple(params), variadic)
 
 
+def _i64(fn: Any) -> Any:
+    """Mark an int64-returning Sprig function's result type (for typeOf / %T)."""
+
+    def wrapped(*args: Any) -> Int64:
+        return Int64(fn(*args))
+
+    return wrapped
+
+
 A, N = K.ANY, K.INT
 
 MATH_FUNCS: dict[str, Func] = {
-    "add1": _f(add1, A),
-    "add": _f(add, variadic=A),
-    "sub": _f(sub, A, A),
-    "div": _f(div, A, A),
-    "mod": _f(mod, A, A),
-    "mul": _f(mul, A, variadic=A),
+    "add1": _f(_i64(add1), A),
+    "add": _f(_i64(add), variadic=A),
+    "sub": _f(_i64(sub), A, A),
+    "div": _f(_i64(div), A, A),
+    "mod": _f(_i64(mod), A, A),
+    "mul": _f(_i64(mul), A, variadic=A),
     "add1f": _f(lambda a: _decimal_op(a, (1,), "+"), A),
     "addf": _f(lambda *vs: _decimal_op(0.0, vs, "+"), variadic=A),
     "subf": _f(lambda a, *vs: _decimal_op(a, vs, "-"), A, variadic=A),
     "divf": _f(lambda a, *vs: _decimal_op(a, vs, "/"), A, variadic=A),
     "mulf": _f(lambda a, *vs: _decimal_op(a, vs, "*"), A, variadic=A),
-    "biggest": _f(max_, A, variadic=A),
-    "max": _f(max_, A, variadic=A),
-    "min": _f(min_, A, variadic=A),
+    "biggest": _f(_i64(max_), A, variadic=A),
+    "max": _f(_i64(max_), A, variadic=A),
+    "min": _f(_i64(min_), A, variadic=A),
     "maxf": _f(maxf, A, variadic=A),
     "minf": _f(minf, A, variadic=A),
     "ceil": _f(ceil, A),
     "floor": _f(floor, A),
     "round": _f(round_, A, N, variadic=K.FLOAT),
-    "int64": _f(to_int64, A),
+    "int64": _f(_i64(to_int64), A),
     "int": _f(to_int64, A),
     "float64": _f(to_float64, A),
-    "toDecimal": _f(to_decimal, A),
+    "toDecimal": _f(_i64(to_decimal), A),
 }

@@ -8,6 +8,7 @@ from . import funcs as K
 from .errors import FuncError
 from .funcs import Func
 from .goregex import compile_go, find_all, replace_all, split
+from .values import StringList
 
 
 def _quiet_compile(pat: str) -> Any:
@@ -27,7 +28,7 @@ def must_regex_match(pat: str, s: str) -> bool:
 
 
 def regex_find_all(pat: str, s: str, n: int) -> list[str]:
-    return [m.group(0) for m in find_all(compile_go(pat), s, n)]
+    return StringList(m.group(0) for m in find_all(compile_go(pat), s, n))
 
 
 def regex_find(pat: str, s: str) -> str:
@@ -44,7 +45,7 @@ def regex_replace_all_literal(pat: str, s: str, repl: str) -> str:
 
 
 def regex_split(pat: str, s: str, n: int) -> list[str]:
-    return split(compile_go(pat), s, n)
+    return StringList(split(compile_go(pat), s, n))
 
 
 def _panicking(fn: Any) -> Any:

@@ -17,7 +17,7 @@ from . import funcs as K
 from .conv import byte_slice, strval
 from .errors import FuncError
 from .funcs import Func
-from .values import go_len, go_quote
+from .values import StringList, go_len, go_quote
 
 # unicode.IsSpace (Python's isspace() also counts \x1c-\x1f, Go does not).
 GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
@@ -273,10 +273,10 @@ def plural(one: str, many: str, count: int) -> str:
 def to_strings(v: Any) -> list[str]:
     """Sprig's strslice."""
     if isinstance(v, (list, tuple)):
-        return [strval(x) for x in v if x is not None]
+        return StringList(strval(x) for x in v if x is not None)
     if v is None:
-        return []
-    return [strval(v)]
+        return StringList()
+    return StringList([strval(v)])
 
 
 def join(sep: str, v: Any) -> str:
@@ -285,8 +285,8 @@ def join(sep: str, v: Any) -> str:
 
 def sort_alpha(v: Any) -> list[str]:
     if isinstance(v, (list, tuple)):
-        return sorted(to_strings(v))
-    return [strval(v)]
+        return StringList(sorted(to_strings(v)))
+    return StringList([strval(v)])
 
 
 def split(sep: str, s: str) -> dict[str, str]:
@@ -298,7 +298,7 @@ def splitn(sep: str, n: int, s: str) -> dict[str, str]:
 
 
 def split_list(sep: str, s: str) -> list[str]:
-    return go_split(s, sep, -1)
+    return StringList(go_split(s, sep, -1))
 
 
 def go_split(s: str, sep: str, n: int) -> list[str]:
@@ -341,8 +341,20 @@ def b64dec(s: str) -> str:
             raise ValueError
         raw = base64.b64decode(s.replace("\r", "").replace("\n", ""), validate=True)
     except (ValueError, binascii.Error):
-        return f"illegal base64 data at input byte {_first_bad(s, string.ascii_letters + string.digits + '+/')}"
+        return f"illegal base64 data at input byte {_b64_bad_offset(s)}"
     return raw.decode("utf-8", "replace")
+
+
+def _b64_bad_offset(s: str) -> int:
+    """Where Go's decoder reports a corrupt input: a bad byte, or the start of a short final quantum."""
+    alphabet = string.ascii_letters + string.digits + "+/"
+    data = s.replace("\r", "").replace("\n", "")
+    for i, c in enumerate(data):
+        if c == "=":
+            return i if i % 4 < 2 else (i if len(data) < (i // 4 + 1) * 4 else len(data) - 1)
+        if c not in alphabet:
+            return i
+    return len(data) - len(data) % 4
 
 
 def b32enc(s: str) -> str:

@@ -23,6 +23,26 @@ class GoObject:
         raise KeyError(name)
 
 
+class TypedList(list):  # type: ignore[type-arg]
+    """A list that remembers the Go slice type a function returned ([]string, []int)."""
+
+    go_type = "[]interface {}"
+
+
+class StringList(TypedList):
+    go_type = "[]string"
+
+
+class IntList(TypedList):
+    go_type = "[]int"
+
+
+class Int64(int):
+    """An int64 result (Sprig arithmetic); behaves as an int."""
+
+    go_type = "int64"
+
+
 def is_true(v: Any) -> bool:
     """Go template truth: false, 0, nil, and empty string/list/map are false."""
     if v is None:
@@ -43,11 +63,13 @@ def type_name(v: Any) -> str:
     if isinstance(v, bool):
         return "bool"
     if isinstance(v, int):
-        return "int"
+        return "int64" if isinstance(v, Int64) else "int"
     if isinstance(v, float):
         return "float64"
     if isinstance(v, str):
         return "string"
+    if isinstance(v, TypedList):
+        return v.go_type
     if isinstance(v, (list, tuple)):
         return "[]interface {}"
     if isinstance(v, dict):
