@@ -115,9 +115,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(PROGRAM, __version__)
         return 0
     setup_logging(args.v)
-    import faulthandler
-
-    faulthandler.register(signal.SIGUSR1, all_threads=True)  # stack dump for diagnosing hangs
 
     from nfd.topology_updater import kubeletconfig
     from nfd.topology_updater.config import ConfigError, load_config
@@ -158,6 +155,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run_until_signal(coro: Coroutine[Any, Any, int]) -> int:
+    import faulthandler
+
+    try:  # SIGUSR1 dumps every thread's stack to stderr, for diagnosing a hang in the field
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
+    except (ValueError, OSError, AttributeError):
+        pass
+
     async def wrapper() -> int:
         task = asyncio.ensure_future(coro)
         loop = asyncio.get_running_loop()

@@ -3,7 +3,9 @@
 - ``file:///path``: the kubelet config file (YAML or JSON KubeletConfiguration);
 - ``https://host:port/configz``: the kubelet's configz endpoint, with the bearer token from
   ``-api-auth-token-file`` and TLS verification off (as upstream), answer
-  ``{"kubeletconfig": {...}}``.
+  ``{"kubeletconfig": {...}}``;
+- ``/api/v1/nodes/<node>/proxy/configz`` (extension): the same endpoint through the API server
+  with the updater's own credentials (needs ``nodes/proxy``; ``${NODE_NAME}`` is expanded).
 
 Only ``topologyManagerPolicy`` and ``topologyManagerScope`` are used; empty fields get the
 kubelet's defaults (``none``, ``container``).
@@ -42,6 +44,8 @@ def from_config(cfg: Any, *, source: str) -> TopologyManagerInfo:
 
 def check_uri(uri: str) -> None:
     """Reject what upstream rejects at startup (unparsable URI, unsupported scheme)."""
+    if is_apiserver_path(uri):
+        return
     u = urlparse(uri)
     if u.scheme not in ("file", "https"):
         raise KubeletConfigError(f"-kubelet-config-uri {uri!r}: unsupported URI scheme {u.scheme!r}")
@@ -107,7 +111,27 @@ async def fetch_configz(uri: str, token_file: str) -> TopologyManagerInfo:
     return from_config(data["kubeletconfig"], source=uri)
 
 
-async def load(uri: str, *, token_file: str) -> TopologyManagerInfo:
+def is_apiserver_path(uri: str) -> bool:
+    return uri.startswith("/api/v1/nodes/") and uri.endswith("/configz")
+
+
+async def fetch_via_apiserver(api: Any, path: str) -> TopologyManagerInfo:
+    from nfd.k8s.errors import ApiError, ApiUnavailable
+
+    try:
+        data = await api.request("GET", path, verb="GET", timeout_s=FETCH_TIMEOUT_S)
+    except (ApiError, ApiUnavailable) as e:
+        raise KubeletConfigError(f"{path}: {e}") from e
+    if not isinstance(data, dict) or "kubeletconfig" not in data:
+        raise KubeletConfigError(f"{path}: answer lacks the 'kubeletconfig' wrapper")
+    return from_config(data["kubeletconfig"], source=path)
+
+
+async def load(uri: str, *, token_file: str, api: Any = None, node_name: str = "") -> TopologyManagerInfo:
+    if is_apiserver_path(uri):
+        if api is None:
+            raise KubeletConfigError(f"{uri}: no API client to fetch it with")
+        return await fetch_via_apiserver(api, uri.replace("${NODE_NAME}", node_name))
     u = urlparse(uri)
     if u.scheme == "file":
         return read_file(u.path)
