@@ -69,7 +69,7 @@ def parse(src: str, *, name: str = "") -> Template:
     size = len(src.encode("utf-8"))
     if size > MAX_TEMPLATE_SIZE:
         raise TemplateError(
-            f"template: {name}: template size {size} bytes exceeds the maximum of {MAX_TEMPLATE_SIZE} bytes"
+            f"template exceeds maximum allowed size: {size} bytes > {MAX_TEMPLATE_SIZE} limit"
         )
     try:
         trees = parse_trees(src, name, _FuncNames(FUNCS))
