@@ -20,7 +20,7 @@ from nfd.api.features import Features
 from nfd.sources.base import DiscoveryContext, FeatureSource
 
 ALLOWED_OPS = {"In", "NotIn", "InRegexp", "Exists", "DoesNotExist", "Gt", "Lt", "GtLt", "IsTrue", "IsFalse"}
-RULE_FIELDS = {"name", "labels", "labelsTemplate", "vars", "varsTemplate", "matchFeatures", "matchAny"}
+RULE_FIELDS = {"name", "labels", "labelsTemplate", "vars", "varsTemplate", "matchFeatures", "matchAny", "matchCEL"}
 MAX_DEPTH = 100
 
 STATIC_RULES: list[dict[str, Any]] = [
@@ -142,7 +142,9 @@ def convert_rule(raw: Any, path: str) -> dict[str, Any]:
     unknown = set(raw) - RULE_FIELDS
     if unknown:
         raise ValidationError(path, f"unknown field(s) {sorted(unknown)}")
-    out: dict[str, Any] = {k: raw[k] for k in ("name", "labels", "labelsTemplate", "vars", "varsTemplate") if k in raw}
+    out: dict[str, Any] = {
+        k: raw[k] for k in ("name", "labels", "labelsTemplate", "vars", "varsTemplate", "matchCEL") if k in raw
+    }
     if "matchFeatures" in raw:
         out["matchFeatures"] = _convert_matcher(raw["matchFeatures"], f"{path}.matchFeatures")
     if raw.get("matchAny") is not None:

@@ -387,3 +387,20 @@ def test_export_does_not_import_cluster_libraries():
             "bad += [m for m in sys.modules if m.startswith('nfd.k8s')]\n"
             "assert not bad, bad\n")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_custom_rule_with_match_cel(tree):
+    root = tree("etc/hostname", "h\n")
+    src = registry.get("custom")
+    cfg = src.parse_config([
+        {"name": "gpu", "labels": {"nvidia-gpu": "true"},
+         "matchCEL": ['instances["pci.device"].exists(d, d.vendor == "10de")']},
+        {"name": "no-gpu", "labels": {"amd-gpu": "true"},
+         "matchCEL": ['instances["pci.device"].exists(d, d.vendor == "1002")']},
+    ], path="sources.custom")
+    feats = Features()
+    feats.add_instances("pci.device", [{"vendor": "10de", "class": "0302"}])
+    labels = src.labels(feats, cfg, ctx_for(root))
+    assert labels.get("nvidia-gpu") == "true" and "amd-gpu" not in labels
+    with pytest.raises(ValidationError, match=r"sources.custom\[0\].matchCEL\[0\]"):
+        src.parse_config([{"name": "x", "matchCEL": ["flags["]}], path="sources.custom")
