@@ -38,11 +38,13 @@ def parse_duration(text: str) -> float:
     """A Go duration in seconds (``0`` alone needs no unit)."""
     s = text.strip()
     sign = 1.0
-    if s[:1] in "+-":
+    if s[:1] in ("+", "-"):
         sign = -1.0 if s[0] == "-" else 1.0
         s = s[1:]
     if s == "0":
         return 0.0
+    if not s:
+        raise argparse.ArgumentTypeError(f"invalid duration {text!r}")
     pos, total = 0, 0.0
     while pos < len(s):
         m = _DURATION_PART.match(s, pos)
