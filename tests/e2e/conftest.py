@@ -80,6 +80,16 @@ def kube() -> Iterator[KubeCluster]:
         cluster.close()
 
 
+@pytest.fixture(autouse=True)
+def _apiserver_back_up(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After a test that left the apiserver stopped (a failed outage test), start it again."""
+    yield
+    if "kube" in request.fixturenames:
+        kube: KubeCluster = request.getfixturevalue("kube")
+        if not kube.apiserver_running:
+            kube.start_apiserver()
+
+
 @pytest.fixture
 def namespace(kube: KubeCluster) -> Iterator[str]:
     name = kube.unique_name("e2e")
@@ -87,6 +97,8 @@ def namespace(kube: KubeCluster) -> Iterator[str]:
     try:
         yield name
     finally:
+        if not kube.apiserver_running:
+            kube.start_apiserver()
         kube.delete_namespace(name)
 
 
@@ -101,5 +113,7 @@ def make_node(kube: KubeCluster) -> Iterator[Callable[..., dict[str, Any]]]:
         return node
 
     yield make
+    if not kube.apiserver_running:
+        kube.start_apiserver()
     for name in made:
         kube.delete_node(name)
