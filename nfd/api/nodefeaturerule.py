@@ -314,3 +314,68 @@ def parse_rule(obj: Any, *, path: str, group: bool = False) -> Rule:
     if e.errors:
         raise ValidationErrors(e.errors)
     return r
+
+
+# -- unknown fields (reported by validation; the API server's strict field validation rejects
+#    them, and the decoder ignores them, so a typo like ``values:`` silently changes a rule) ----
+
+_RULE_FIELDS = frozenset(
+    {
+        "name",
+        "labels",
+        "labelsTemplate",
+        "annotations",
+        "vars",
+        "varsTemplate",
+        "taints",
+        "extendedResources",
+        "matchFeatures",
+        "matchAny",
+        "matchCEL",
+    }
+)
+_GROUP_RULE_FIELDS = frozenset({"name", "vars", "varsTemplate", "matchFeatures", "matchAny", "matchCEL"})
+_TERM_FIELDS = frozenset({"feature", "matchExpressions", "matchName"})
+_EXPR_FIELDS = frozenset({"op", "value", "type"})
+_TAINT_FIELDS = frozenset({"key", "value", "effect", "timeAdded"})
+
+
+def unknown_fields(obj: Any, *, path: str, group: bool = False) -> list[tuple[str, str]]:
+    """(field path, message) for every field of a rule that the API does not define."""
+    out: list[tuple[str, str]] = []
+
+    def check(o: Any, allowed: frozenset[str], p: str) -> None:
+        if isinstance(o, dict):
+            for k in o:
+                if k not in allowed:
+                    out.append((f"{p}.{k}", f"unknown field {str(k)!r}"))
+
+    def terms(ts: Any, p: str) -> None:
+        if not isinstance(ts, list):
+            return
+        for i, t in enumerate(ts):
+            tp = f"{p}[{i}]"
+            check(t, _TERM_FIELDS, tp)
+            if not isinstance(t, dict):
+                continue
+            me = t.get("matchExpressions")
+            if isinstance(me, dict):
+                for k, e in me.items():
+                    check(e, _EXPR_FIELDS, f"{tp}.matchExpressions.{k}")
+            check(t.get("matchName"), _EXPR_FIELDS, f"{tp}.matchName")
+
+    check(obj, _GROUP_RULE_FIELDS if group else _RULE_FIELDS, path)
+    if not isinstance(obj, dict):
+        return out
+    terms(obj.get("matchFeatures"), f"{path}.matchFeatures")
+    ma = obj.get("matchAny")
+    if isinstance(ma, list):
+        for i, m in enumerate(ma):
+            check(m, frozenset({"matchFeatures"}), f"{path}.matchAny[{i}]")
+            if isinstance(m, dict):
+                terms(m.get("matchFeatures"), f"{path}.matchAny[{i}].matchFeatures")
+    tt = obj.get("taints")
+    if not group and isinstance(tt, list):
+        for i, t in enumerate(tt):
+            check(t, _TAINT_FIELDS, f"{path}.taints[{i}]")
+    return out

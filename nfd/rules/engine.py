@@ -24,7 +24,14 @@ from typing import Any
 from nfd.api import DEFAULT_LABEL_NS
 from nfd.api.errors import ValidationError, ValidationErrors
 from nfd.api.features import Features
-from nfd.api.nodefeaturerule import FeatureMatcherTerm, MatchExpression, Rule, parse_header, parse_rule
+from nfd.api.nodefeaturerule import (
+    FeatureMatcherTerm,
+    MatchExpression,
+    Rule,
+    parse_header,
+    parse_rule,
+    unknown_fields,
+)
 from nfd.rules.expression import Expr, Matcher, RuleError, Term, go_quote
 
 RULE_BACKREF_FEATURE = "rule.matched"
@@ -305,8 +312,11 @@ class ProcessResult:
 
 def compile_rule(rule: dict[str, Any] | Rule, *, path: str = "rule", group: bool = False) -> CompiledRule:
     """Compile one rule. Raises ValidationErrors (structure) or ValidationError (matchCEL)."""
-    parsed = rule if isinstance(rule, Rule) else parse_rule(rule, path=path, group=group)
-    return CompiledRule(parsed, path=path)
+    if isinstance(rule, Rule):
+        return CompiledRule(rule, path=path)
+    compiled = CompiledRule(parse_rule(rule, path=path, group=group), path=path)
+    compiled.problems.extend(unknown_fields(rule, path=path, group=group))
+    return compiled
 
 
 def _compile_set(obj: Any, *, kind: str, list_field: str, group: bool) -> CompiledRuleSet:

@@ -579,3 +579,40 @@ def test_dryrun_one_file_with_rules_and_nodefeature(tmp_path: Path, capsys: Any)
     nf.write_text(NODEFEATURE)
     assert main(["dryrun", "-f", str(nf), "--nodefeature", str(nf)]) == 2
     assert "no NodeFeatureRule object found" in capsys.readouterr().err
+
+
+def test_validate_reports_unknown_fields(tmp_path: Path, capsys: Any) -> None:
+    p = tmp_path / "typos.yaml"
+    p.write_text(
+        nfr(
+            "typos",
+            """
+            - name: r
+              labels: {a: "1"}
+              matchFeature:
+                - feature: cpu.cpuid
+              matchAny:
+                - matchFeatures:
+                    - feature: system.osrelease
+                      matchExpressions:
+                        NAME: {op: InRegexp, values: ["^openSUSE"]}
+                      matchNames: {op: Exists}
+              taints: [{key: a.io/t, effect: NoSchedule, valu: x}]
+            """,
+        )
+    )
+    assert main(["validate", "-f", str(p)]) == 1
+    out = capsys.readouterr().out
+    assert "spec.rules[0].matchFeature: unknown field 'matchFeature'" in out
+    assert (
+        "spec.rules[0].matchAny[0].matchFeatures[0].matchExpressions.NAME.values: unknown field 'values'"
+        in out
+    )
+    assert "spec.rules[0].matchAny[0].matchFeatures[0].matchNames: unknown field 'matchNames'" in out
+    assert "spec.rules[0].taints[0].valu: unknown field 'valu'" in out
+    # the engine itself ignores unknown fields, like upstream's decoder
+    nf = tmp_path / "nf.yaml"
+    nf.write_text(NODEFEATURE)
+    assert main(["dryrun", "-f", str(p), "--nodefeature", str(nf), "--raw", "-o", "json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["errors"][0]["rule"] == "r"  # InRegexp without values, compared against NAME
