@@ -419,10 +419,10 @@ class Term:
             elif elems is not None:
                 elems.sort(key=_by_name)
                 out.extend(elems)  # type: ignore[union-attr]
-        if insts:
+        # instances: skipped only when the answer is already known and nothing could raise
+        if insts and not (is_match and out is None and not can_raise):
             if out is None and not can_raise:
-                # nothing can raise: stop at the first matching instance
-                for inst in insts:
+                for inst in insts:  # stop at the first instance that matches everything
                     for e in exprs:
                         if not e.on_value(inst):
                             break
@@ -440,10 +440,8 @@ class Term:
                             out.append(inst)
                 if found:
                     return True, None
-            if not is_match:
-                why = "no instance matched all expressions"
-        elif not is_match and why is None:
-            why = "no instance matched all expressions" if insts is not None else why
+        if not is_match and why is None:
+            why = "no instance matched all expressions"
         return is_match, why
 
     @staticmethod
