@@ -7,7 +7,7 @@ Sprig needs from Go's regexp API: FindAll's handling of empty matches, ReplaceAl
 
 from __future__ import annotations
 
-import re
+from functools import lru_cache
 from typing import Any
 
 from ..goregex import GoRegexError
@@ -19,21 +19,89 @@ class RegexError(FuncError):
     pass
 
 
-def compile_go(pat: str) -> re.Pattern[str]:
-    """Compile a Go regexp with the project's shared RE2→`re` translator (cached there)."""
+@lru_cache(maxsize=1024)
+def compile_go(pat: str) -> Any:
+    """Compile a Go regexp with the project's shared RE2→`re` translator.
+
+    Patterns that repeat a group containing a repetition or alternation (`(a+)+$`) can take
+    exponential time on a backtracking engine; those run on RE2 itself (google-re2, installed
+    with cel-python) when available, like Go. Either object offers the `re` API used here.
+    """
     try:
-        return _shared_compile(pat)
+        rx = _shared_compile(pat)
     except GoRegexError as e:
         raise RegexError(str(e)) from None
     except RecursionError:
         raise RegexError(f"error parsing regexp: expression nests too deeply: `{pat}`") from None
+    if nested_repetition(pat):
+        linear = _re2_compile(pat)
+        if linear is not None:
+            return linear
+    return rx
 
 
-def find_all(rx: re.Pattern[str], s: str, n: int) -> list[re.Match[str]]:
+def nested_repetition(pat: str) -> bool:
+    """Is a quantifier applied to a group that itself contains a quantifier or `|`?"""
+    groups: list[bool] = []  # per open group: contains a quantifier or alternation
+    last_group_risky = False
+    i, n = 0, len(pat)
+    while i < n:
+        c = pat[i]
+        risky_before = last_group_risky
+        last_group_risky = False
+        if c == "\\":
+            i += 2
+            continue
+        if c == "[":
+            i = _skip_class(pat, i)
+            continue
+        if c == "(":
+            groups.append(False)
+        elif c == ")":
+            inner = groups.pop() if groups else False
+            if inner and groups:
+                groups[-1] = True
+            last_group_risky = inner
+        elif c in "*+?{":
+            if risky_before:
+                return True
+            if groups:
+                groups[-1] = True
+        elif c == "|" and groups:
+            groups[-1] = True
+        i += 1
+    return False
+
+
+def _skip_class(pat: str, i: int) -> int:
+    j = i + 1
+    if pat[j : j + 1] == "^":
+        j += 1
+    if pat[j : j + 1] == "]":
+        j += 1
+    while j < len(pat) and pat[j] != "]":
+        j += 2 if pat[j] == "\\" else 1
+    return j + 1
+
+
+def _re2_compile(pat: str) -> Any:
+    try:
+        import re2  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return None
+    opts = re2.Options()
+    opts.log_errors = False
+    try:
+        return re2.compile(pat, opts)
+    except Exception:
+        return None
+
+
+def find_all(rx: Any, s: str, n: int) -> list[Any]:
     """Go's FindAll: non-overlapping; an empty match right after a previous match is dropped."""
     if n == 0:
         return []
-    out: list[re.Match[str]] = []
+    out: list[Any] = []
     prev_end = -1
     for m in rx.finditer(s):
         if m.start() == m.end() and m.start() == prev_end:
@@ -45,7 +113,7 @@ def find_all(rx: re.Pattern[str], s: str, n: int) -> list[re.Match[str]]:
     return out
 
 
-def _expand_parts(rx: re.Pattern[str], template: str) -> list[Any]:
+def _expand_parts(rx: Any, template: str) -> list[Any]:
     """Parse a Go Expand template ($1, ${1}, $name, ${name}, $$) into literals and group refs."""
     parts: list[Any] = []
     i = 0
@@ -85,7 +153,7 @@ def _expand_parts(rx: re.Pattern[str], template: str) -> list[Any]:
     return parts
 
 
-def replace_all(rx: re.Pattern[str], s: str, repl: str, *, literal: bool) -> str:
+def replace_all(rx: Any, s: str, repl: str, *, literal: bool) -> str:
     parts = [repl] if literal else _expand_parts(rx, repl)
     out: list[str] = []
     last = 0
@@ -105,7 +173,7 @@ def replace_all(rx: re.Pattern[str], s: str, repl: str, *, literal: bool) -> str
     return "".join(out)
 
 
-def split(rx: re.Pattern[str], s: str, n: int) -> list[str]:
+def split(rx: Any, s: str, n: int) -> list[str]:
     if n == 0:
         return []
     if rx.pattern and s == "":

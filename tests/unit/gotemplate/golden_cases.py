@@ -370,6 +370,8 @@ _MORE = [
     "{{ deepEqual (dict \"a\" 1) (dict \"a\" 1) }}|{{ deepEqual nil nil }}|{{ deepEqual .nil .e }}",
     "{{ ext \"a.tar.gz\" }}|{{ ext \"dir.d/file\" }}|{{ base \"a/b/\" }}|{{ dir \"/\" }}|{{ clean \"../a/../..\" }}|{{ clean \"//a\" }}",
     "{{ first (list) | default \"none\" }}|{{ last .nums }}|{{ concat (list) }}",
+    "{{ regexMatch \"^(a+)+$\" \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab\" }}|{{ regexFindAll \"(a|ab)(c|bcd)(d*)\" \"abcd abcd\" -1 }}",
+    "{{ regexReplaceAll \"(x+x+)+y\" \"xxxxy xxxxxxxxxxxxxxxxxxxxxxxxxz\" \"<$1>\" }}|{{ regexSplit \"(,|;)+\" \"a,;b;;c\" -1 }}",
     "{{ (urlParse \"https://u:p@example.com:8080/a/b?q=1#frag\").host }}|{{ (urlParse \"https://example.com/x\").path }}|{{ urlJoin (dict \"scheme\" \"http\" \"host\" \"h\" \"path\" \"/p\") }}",
 ]
 
