@@ -118,9 +118,15 @@ class GarbageCollector:
             return
         name = (obj.get("metadata") or {}).get("name", "")
         if name:
-            t = asyncio.get_running_loop().create_task(self.node_deleted(name))
+            t = asyncio.get_running_loop().create_task(self._node_deleted_logged(name))
             self._tasks.add(t)
             t.add_done_callback(self._tasks.discard)
+
+    async def _node_deleted_logged(self, node: str) -> None:
+        try:
+            await self.node_deleted(node)
+        except Exception:
+            log.exception("handling deletion of node %s failed; the next sweep retries", node)
 
     # --- listing -----------------------------------------------------------------------------
 

@@ -368,7 +368,12 @@ class TopologyUpdater:
                 if watcher is not None and INTERVAL in reasons:
                     watcher.retry_missing()
                 log.debug("scan triggered by %s", ",".join(sorted(reasons)))
-                nrt = await self.scan_once(reasons)
+                try:
+                    nrt = await self.scan_once(reasons)
+                except Exception:  # unexpected input must not stop the daemon; keep the last object
+                    log.exception("scan failed unexpectedly, keeping the published NodeResourceTopology")
+                    self.metrics.scan_errors.inc()
+                    nrt = None
                 ok = nrt is not None
                 if nrt is not None and not self.opts.no_publish:
                     await self.publish(nrt)

@@ -323,3 +323,31 @@ def test_interval_ticker_triggers_scans(tmp_path, sock, kubelet, topo_one) -> No
 
     asyncio.run(go())
     assert u.scans >= 3
+
+
+def test_unexpected_scan_error_does_not_stop_the_daemon(tmp_path, sock, kubelet, topo_one) -> None:
+    u, api, _ = make(tmp_path, sock, topo_one, sleep_interval=0.05)
+    real = u.kubelet.allocatable
+    calls = {"n": 0}
+
+    async def flaky():
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("garbage from the kubelet")
+        return await real()
+
+    u.kubelet.allocatable = flaky
+
+    async def go() -> None:
+        task = asyncio.create_task(u.run())
+        for _ in range(100):
+            if u.publishes:
+                break
+            await asyncio.sleep(0.05)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await u.kubelet.close()
+
+    asyncio.run(go())
+    assert u.publishes == 1
+    assert u.metrics.scan_errors._value.get() == 1
