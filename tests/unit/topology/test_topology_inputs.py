@@ -8,7 +8,7 @@ import json
 import struct
 
 import pytest
-from fakeapi import FakeApi
+from topo_fakeapi import FakeApi
 
 from nfd.api.noderesourcetopology import CostInfo, NodeResourceTopology, ResourceInfo, Zone
 from nfd.topology_updater import httpserver, kubeletconfig

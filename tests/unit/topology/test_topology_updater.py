@@ -6,7 +6,7 @@ import asyncio
 import os
 
 import pytest
-from fakeapi import FakeApi
+from topo_fakeapi import FakeApi
 
 from nfd.api.noderesourcetopology import NodeResourceTopology
 from nfd.k8s.errors import ApiUnavailable
