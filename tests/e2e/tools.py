@@ -296,7 +296,8 @@ class Installed:
             self.namespace, self.sa[component], bound_pod=(self.namespace, bound_pod) if bound_pod else None)
 
     def make_node(self, prefix: str, *, allocatable: dict[str, str] | None = None) -> str:
-        """A Node made schedulable as a kubelet would: Ready, with capacity and allocatable."""
+        """A Node made schedulable as a kubelet (and the node lifecycle controller) would: Ready,
+        with capacity and allocatable, without the not-ready taint."""
         name = self.kube.unique_name(prefix)
         res = allocatable or {"cpu": "4", "memory": "8Gi", "pods": "110"}
         self.kube.create_node(name, labels={"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"},
@@ -306,6 +307,13 @@ class Installed:
                           body={"status": {"conditions": [
                               {"type": "Ready", "status": "True", "reason": "KubeletReady",
                                "message": "e2e", "lastHeartbeatTime": now, "lastTransitionTime": now}]}})
+        # The apiserver taints new Nodes node.kubernetes.io/not-ready (TaintNodesByCondition);
+        # the node lifecycle controller lifts it once the node reports Ready. There is no
+        # controller-manager here, so do its part.
+        node = self.kube.get(f"/api/v1/nodes/{name}")
+        taints = [t for t in node["spec"].get("taints") or [] if t["key"] != "node.kubernetes.io/not-ready"]
+        self.kube.request("PATCH", f"/api/v1/nodes/{name}", content_type="application/merge-patch+json",
+                          body={"spec": {"taints": taints or None}})
         self.nodes.append(name)
         return name
 
