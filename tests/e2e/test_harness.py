@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -118,3 +119,62 @@ def test_render_kustomization_subset(tmp_path: Path) -> None:
     (tmp_path / "kustomization.yaml").write_text("resources: [sub]\npatches: []\n")
     with pytest.raises(ValueError, match="patches"):
         render_manifest_dir(tmp_path)
+
+
+def test_validating_admission_policy_sees_node_claim(kube: KubeCluster, namespace: str,
+                                                     make_node: Any) -> None:
+    """ValidatingAdmissionPolicy is on, and CEL sees the node claim of a pod-bound token."""
+    node_a, node_b = make_node()["metadata"]["name"], make_node()["metadata"]["name"]
+    label = "nfd.node.kubernetes.io/node-name"
+    policy = kube.unique_name("own-node-only")
+    kube.apply_objects([
+        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+         "metadata": {"name": policy},
+         "spec": {"failurePolicy": "Fail",
+                  "matchConstraints": {"resourceRules": [{
+                      "apiGroups": ["nfd.k8s-sigs.io"], "apiVersions": ["*"], "resources": ["nodefeatures"],
+                      "operations": ["CREATE", "UPDATE"]}]},
+                  "validations": [{
+                      "expression": f"!('authentication.kubernetes.io/node-name' in request.userInfo.extra) || "
+                                    f"object.metadata.labels['{label}'] == "
+                                    f"request.userInfo.extra['authentication.kubernetes.io/node-name'][0]",
+                      "message": "may only publish its own node"}]}},
+        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+         "metadata": {"name": policy},
+         "spec": {"policyName": policy, "validationActions": ["Deny"],
+                  "matchResources": {"namespaceSelector": {"matchLabels": {
+                      "kubernetes.io/metadata.name": namespace}}}}},
+    ])
+    try:
+        kube.create_serviceaccount(namespace, "w")
+        kube.apply_objects([
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+             "metadata": {"name": "nf", "namespace": namespace},
+             "rules": [{"apiGroups": ["nfd.k8s-sigs.io"], "resources": ["nodefeatures"], "verbs": ["create"]}]},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+             "metadata": {"name": "nf", "namespace": namespace},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "nf"},
+             "subjects": [{"kind": "ServiceAccount", "name": "w", "namespace": namespace}]},
+        ])
+        kube.create_pod(namespace, "w-a", node_name=node_a, service_account="w")
+        worker = kube.client(kube.serviceaccount_kubeconfig(namespace, "w", bound_pod=(namespace, "w-a")))
+        path = f"/apis/nfd.k8s-sigs.io/v1alpha1/namespaces/{namespace}/nodefeatures"
+
+        def nf(node: str, name: str) -> dict[str, Any]:
+            return {"apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeature",
+                    "metadata": {"name": name, "labels": {label: node}}, "spec": {}}
+
+        def denied() -> HttpError | None:
+            try:
+                worker.request("POST", path, body=nf(node_b, "other"), params={"dryRun": "All"})
+            except HttpError as e:
+                return e
+            return None
+
+        # The policy takes effect once the apiserver's policy informer has seen it.
+        err = kube.wait_until(denied, timeout=30, message="policy enforced")
+        assert err.status == 422 and "may only publish its own node" in err.message
+        assert worker.request("POST", path, body=nf(node_a, node_a))["metadata"]["name"] == node_a
+    finally:
+        kube.request("DELETE", f"/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/{policy}")
+        kube.request("DELETE", f"/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/{policy}")
