@@ -203,3 +203,32 @@ def test_pods_run_as_upstream_and_least_privileged(kustomize_bin: Path) -> None:
     assert "USER 65534" in dockerfile
     for src in ("pyproject.toml", "nfd", "crds"):
         assert (REPO_ROOT / src).exists()
+
+
+def _selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    for k, v in (selector.get("matchLabels") or {}).items():
+        if labels.get(k) != v:
+            return False
+    for e in selector.get("matchExpressions") or []:
+        if e["operator"] == "In" and labels.get(e["key"]) not in e["values"]:
+            return False
+        if e["operator"] == "Exists" and e["key"] not in labels:
+            return False
+    return True
+
+
+def test_podmonitors_select_every_component(kustomize_bin: Path, helm_bin: Path, tmp_path: Path) -> None:
+    """The metrics endpoint is scraped on every component, on the port the containers name."""
+    kust = kustomize_build(kustomize_bin, DEPLOY_DIR / "overlays" / "master-worker-topologyupdater")
+    (pm,) = kustomize_build(kustomize_bin, DEPLOY_DIR / "overlays" / "prometheus")
+    values = {"prometheus": {"enable": True}, "topologyUpdater": {"enable": True}}
+    helm = helm_template(helm_bin, values=values, tmpdir=tmp_path)
+    helm_pm = next(o for o in helm if o["kind"] == "PodMonitor")
+    for monitor, objs in ((pm, kust), (helm_pm, helm)):
+        port = monitor["spec"]["podMetricsEndpoints"][0]["port"]
+        workloads = [o for o in objs if o["kind"] in ("Deployment", "DaemonSet")]
+        assert len(workloads) == 4
+        for o in workloads:
+            tmpl = o["spec"]["template"]
+            assert _selects(monitor["spec"]["selector"], tmpl["metadata"]["labels"]), o["metadata"]["name"]
+            assert port in [p["name"] for c in tmpl["spec"]["containers"] for p in c.get("ports", [])]
