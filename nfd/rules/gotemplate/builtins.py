@@ -94,9 +94,9 @@ def _eq(a: Any, *bs: Any) -> bool:
         elif ka == "other":
             if not isinstance(a, type(b)) and not isinstance(b, type(a)):
                 raise FuncError(
-                    f"non-comparable types {format_value(a)}: {type_name(a)}, {type_name(b)}: {format_value(b)}"
+                    f"non-comparable types {sprintf('%s', a)}: {type_name(a)}, {type_name(b)}: {format_value(b)}"
                 )
-            raise FuncError(f"non-comparable type {format_value(b)}: {type_name(b)}")
+            raise FuncError(f"non-comparable type {sprintf('%s', b)}: {type_name(b)}")
         else:
             truth = a == b
         if truth:
@@ -110,10 +110,12 @@ def _ne(a: Any, b: Any) -> bool:
 
 def _lt(a: Any, b: Any) -> bool:
     ka, kb = _basic_kind(a), _basic_kind(b)
-    if ka not in ("int", "float", "string"):
+    if ka in ("invalid", "other") or kb in ("invalid", "other"):
         raise FuncError(_ERR_BAD_COMPARISON_TYPE)
     if ka != kb:
         raise FuncError(f"{_ERR_BAD_COMPARISON}: {type_name(a)} and {type_name(b)}")
+    if ka == "bool":
+        raise FuncError(_ERR_BAD_COMPARISON_TYPE)
     return bool(a < b)
 
 
@@ -132,7 +134,8 @@ def _ge(a: Any, b: Any) -> bool:
 def _eval_args(args: tuple[Any, ...]) -> str:
     if len(args) == 1 and isinstance(args[0], str):
         return args[0]
-    return sprint(*args)
+    # Go's evalArgs: a nil argument is "printable" as <no value> (a string, so no spaces added).
+    return sprint(*("<no value>" if a is None else a for a in args))
 
 
 def html_escape(s: str) -> str:

@@ -35,7 +35,7 @@ from .nodes import (
     TextNode,
     VariableNode,
 )
-from .values import GoObject, is_true, print_value, sorted_keys, type_name
+from .values import GoObject, Int64, is_true, print_value, sorted_keys, type_name
 
 MAX_EXEC_DEPTH = 100  # Go allows 100000 nested {{template}} calls; Python's stack does not.
 
@@ -126,16 +126,16 @@ def _validate(value: Value, kind: str, node: Node, *, from_data: bool = False) -
     if kind == K.ANY:
         return value
     if value is None:
-        if kind in (K.LIST, K.MAP, K.STRS):
-            return value
         if from_data:
             raise ExecError(node, f"wrong type for value; expected {GO_TYPE[kind]}; got interface {{}}")
+        if kind in (K.LIST, K.MAP, K.STRS):
+            return value
         raise ExecError(node, f"invalid value; expected {GO_TYPE[kind]}")
     ok: bool
     if kind == K.STR:
         ok = isinstance(value, str)
     elif kind == K.INT:
-        ok = isinstance(value, int) and not isinstance(value, bool)
+        ok = isinstance(value, int) and not isinstance(value, (bool, Int64))
     elif kind == K.FLOAT:
         ok = isinstance(value, float)
     elif kind == K.BOOL:
@@ -530,7 +530,8 @@ class Compiler:
             if kind == K.ANY:
                 return ev
             from_data = isinstance(n, (FieldNode, VariableNode, ChainNode))
-            return lambda st, dot: _validate(ev(st, dot), kind, n, from_data=from_data)
+            at = _last_visited(n)
+            return lambda st, dot: _validate(ev(st, dot), kind, at, from_data=from_data)
         # Literal constants.
         if kind == K.ANY:
             if isinstance(n, BoolNode):
@@ -612,6 +613,7 @@ class Compiler:
             return eval_andor
         evals = [self.arg(a, kind_at(i)) for i, a in enumerate(args)]
         final_kind = kind_at(nin - 1) if has_final else K.ANY
+        final_at = _last_visited(cmd)
 
         def fail(e: Exception) -> ExecError:
             if isinstance(e, ExecError):
@@ -679,7 +681,7 @@ class Compiler:
 
         def eval_call_final(st: State, dot: Value, final: Value) -> Value:
             argv = [e(st, dot) for e in evals]
-            argv.append(final if final_kind == K.ANY else _validate(final, final_kind, cmd))
+            argv.append(final if final_kind == K.ANY else _validate(final, final_kind, final_at))
             try:
                 return fn(*argv)
             except Exception as e:
@@ -704,9 +706,7 @@ def _last_visited(n: Node) -> Node:
 
 def _last_node(pipe: PipeNode) -> Node:
     """The node Go's executor last visited in a pipeline (its error position)."""
-    if pipe.cmds and pipe.cmds[-1].args:
-        return pipe.cmds[-1].args[0]
-    return pipe
+    return _last_visited(pipe)
 
 
 def _raiser(node: Node, msg: str) -> Cmd:

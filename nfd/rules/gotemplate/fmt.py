@@ -160,8 +160,10 @@ def _fmt_str(v: str, sp: _Spec) -> str:
     return _bad(sp, v)
 
 
-def format_verb(v: Any, sp: _Spec) -> str:
+def format_verb(v: Any, sp: _Spec, depth: int = 0) -> str:
     verb = sp.verb
+    if v is None and depth > 0:
+        return "<nil>"  # a nil inside a container prints as <nil> whatever the verb
     if verb == "T":
         return _pad(type_name(v) if v is not None else "<nil>", sp)
     if v is None:
@@ -184,11 +186,15 @@ def format_verb(v: Any, sp: _Spec) -> str:
         inner = _Spec()
         for attr in _Spec.__slots__:
             setattr(inner, attr, getattr(sp, attr))
-        return "[" + " ".join(format_verb(x, inner) for x in v) + "]"
+        return "[" + " ".join(format_verb(x, inner, depth + 1) for x in v) + "]"
     if isinstance(v, dict):
         if sp.sharp and verb == "v":
             return _go_syntax(v)
-        return "map[" + " ".join(f"{format_verb(k, sp)}:{format_verb(v[k], sp)}" for k in sorted_keys(v)) + "]"
+        return (
+            "map["
+            + " ".join(f"{format_verb(k, sp, depth + 1)}:{format_verb(v[k], sp, depth + 1)}" for k in sorted_keys(v))
+            + "]"
+        )
     return _pad(str(v), sp)
 
 

@@ -111,7 +111,7 @@ def parse_int(text: str) -> int | None:
     """strconv.ParseInt(text, 0, 64); None when it does not parse or overflows."""
     s = text
     neg = False
-    if s[:1] in "+-":
+    if s and s[0] in "+-":
         neg = s[0] == "-"
         s = s[1:]
     if not s:

@@ -187,7 +187,7 @@ MATH_FUNCS: dict[str, Func] = {
     "floor": _f(floor, A),
     "round": _f(round_, A, N, variadic=K.FLOAT),
     "int64": _f(_i64(to_int64), A),
-    "int": _f(to_int64, A),
+    "int": _f(lambda v: int(to_int64(v)), A),
     "float64": _f(to_float64, A),
     "toDecimal": _f(_i64(to_decimal), A),
 }

@@ -177,19 +177,27 @@ def trim_prefix(prefix: str, s: str) -> str:
     return s[len(prefix) :] if prefix and s.startswith(prefix) else s
 
 
+# goutils' nospace/initials walk the UTF-8 bytes and treat each byte as a rune (so bytes 0x85
+# and 0xA0 count as spaces, and kept non-ASCII bytes come out Latin-1 re-encoded); reproduced.
+_BYTE_SPACES = frozenset(ord(c) for c in GO_SPACE if ord(c) < 256)
+
+
 def nospace(s: str) -> str:
-    # goutils works byte by byte, so only ASCII whitespace is removed from UTF-8 text.
-    return "".join(c for c in s if not (c.isascii() and is_space(c)))
+    b = s.encode("utf-8")
+    kept = [c for c in b if c not in _BYTE_SPACES]
+    if len(kept) == len(b):
+        return s
+    return "".join(map(chr, kept))
 
 
 def initials(s: str) -> str:
     out = []
     gap = True
-    for c in s:
-        if c.isascii() and is_space(c):
+    for c in s.encode("utf-8"):
+        if c in _BYTE_SPACES:
             gap = True
         elif gap:
-            out.append(c)
+            out.append(chr(c))
             gap = False
     return "".join(out)
 
@@ -202,32 +210,34 @@ def wrap_custom(s: str, width: int, newline: str, wrap_long: bool) -> str:
         newline = "\n"
     if width < 1:
         width = 1
-    n = len(s)
+    src = s.encode("utf-8")  # Go measures and cuts in bytes
+    nl = newline.encode("utf-8")
+    n = len(src)
     off = 0
-    out = []
+    out: list[bytes] = []
     while n - off > width:
-        if s[off] == " ":
+        if src[off] == 0x20:
             off += 1
             continue
         end = width + off + 1
-        sp = s.rfind(" ", off, end)
+        sp = src.rfind(b" ", off, end)
         if sp >= off:
-            out.append(s[off:sp] + newline)
+            out.append(src[off:sp] + nl)
             off = sp + 1
         elif wrap_long:
-            out.append(s[off : width + off] + newline)
+            out.append(src[off : width + off] + nl)
             off += width
         else:
             end = width + off
-            idx = s.find(" ", end)
+            idx = src.find(b" ", end)
             if idx == -1:
-                out.append(s[off:])
+                out.append(src[off:])
                 off = n
             else:
-                out.append(s[off:idx] + newline)
+                out.append(src[off:idx] + nl)
                 off = idx + 1
-    out.append(s[off:])
-    return "".join(out)
+    out.append(src[off:])
+    return b"".join(out).decode("utf-8", "replace")
 
 
 def wrap(width: int, s: str) -> str:
@@ -251,7 +261,9 @@ def cat(*args: Any) -> str:
 
 
 def indent(spaces: int, s: str) -> str:
-    pad = " " * max(spaces, 0)
+    if spaces < 0:
+        raise FuncError("strings: negative Repeat count")
+    pad = " " * spaces
     return pad + s.replace("\n", "\n" + pad)
 
 

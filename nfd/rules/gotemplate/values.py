@@ -86,7 +86,7 @@ def kind_name(v: Any) -> str:
     if isinstance(v, bool):
         return "bool"
     if isinstance(v, int):
-        return "int"
+        return "int64" if isinstance(v, Int64) else "int"
     if isinstance(v, float):
         return "float64"
     if isinstance(v, str):
