@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tarfile
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -232,3 +233,28 @@ def test_podmonitors_select_every_component(kustomize_bin: Path, helm_bin: Path,
             tmpl = o["spec"]["template"]
             assert _selects(monitor["spec"]["selector"], tmpl["metadata"]["labels"]), o["metadata"]["name"]
             assert port in [p["name"] for c in tmpl["spec"]["containers"] for p in c.get("ports", [])]
+
+
+@pytest.mark.parametrize("values", sorted(HELM_VALUES))
+def test_helm_lint_strict(values: str, helm_bin: Path, tmp_path: Path) -> None:
+    vf = tmp_path / "values.yaml"
+    vf.write_text(yaml.safe_dump(HELM_VALUES[values]))
+    proc = subprocess.run([str(helm_bin), "lint", "--strict", str(CHART_DIR), "-f", str(vf)], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_packaged_chart_carries_the_crds(helm_bin: Path, tmp_path: Path) -> None:
+    """`helm package` (what users download) resolves the crds/ symlinks into files."""
+    subprocess.run([str(helm_bin), "package", str(CHART_DIR), "-d", str(tmp_path)], capture_output=True,
+                   timeout=120, check=True)
+    (pkg,) = tmp_path.glob("node-feature-discovery-*.tgz")
+    with tarfile.open(pkg) as tar:
+        members = {m.name: m for m in tar.getmembers() if "/crds/" in m.name}
+        assert set(members) == {f"node-feature-discovery/crds/{n}"
+                                for n in ("nfd-api-crds.yaml", "noderesourcetopologies.yaml")}
+        for name, m in members.items():
+            assert m.isfile()
+            f = tar.extractfile(m)
+            assert f is not None
+            assert f.read() == (REPO_ROOT / "crds" / Path(name).name).read_bytes()
