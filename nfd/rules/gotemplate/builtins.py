@@ -72,6 +72,8 @@ def _basic_kind(v: Any) -> str:
         return "int"
     if isinstance(v, float):
         return "float"
+    if isinstance(v, complex):
+        return "complex"
     if isinstance(v, str):
         return "string"
     return "other"
@@ -114,7 +116,7 @@ def _lt(a: Any, b: Any) -> bool:
         raise FuncError(_ERR_BAD_COMPARISON_TYPE)
     if ka != kb:
         raise FuncError(f"{_ERR_BAD_COMPARISON}: {type_name(a)} and {type_name(b)}")
-    if ka == "bool":
+    if ka in ("bool", "complex"):
         raise FuncError(_ERR_BAD_COMPARISON_TYPE)
     return bool(a < b)
 

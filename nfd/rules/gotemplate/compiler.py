@@ -12,7 +12,7 @@ from typing import Any
 
 from . import funcs as K
 from .builtins import call_named
-from .errors import BreakLoop, ContinueLoop, ExecError, TemplateError
+from .errors import BreakLoop, ContinueLoop, ExecError, FuncError, TemplateError
 from .funcs import GO_TYPE, Func
 from .nodes import (
     ActionNode,
@@ -84,7 +84,11 @@ def _set_var(st: State, name: str, value: Value, node: Node) -> None:
 
 
 def _field(recv: Value, name: str, node: Node, has_args: bool, recv_type: str) -> Value:
-    """One step of a field chain: a map key lookup (missingkey=error)."""
+    """One step of a field chain: a map key lookup (missingkey=error).
+
+    `recv_type` is the Go static type for messages: "interface {}" for values read out of a
+    map or list, "" to use the value's own type (pipeline results).
+    """
     if isinstance(recv, dict):
         if has_args:
             raise ExecError(node, f"{name} is not a method but has arguments")
@@ -97,9 +101,10 @@ def _field(recv: Value, name: str, node: Node, has_args: bool, recv_type: str) -
             return recv.field(name)
         except KeyError:
             raise ExecError(node, f"can't evaluate field {name} in type {recv.type_name}") from None
+    rt = recv_type or type_name(recv)
     if recv is None:
-        raise ExecError(node, f"nil pointer evaluating {recv_type}.{name}")
-    raise ExecError(node, f"can't evaluate field {name} in type {recv_type}")
+        raise ExecError(node, f"nil pointer evaluating {rt}.{name}")
+    raise ExecError(node, f"can't evaluate field {name} in type {rt}")
 
 
 def _field_chain(recv: Value, names: list[str], node: Node, has_args: bool, recv_type: str) -> Value:
@@ -154,14 +159,29 @@ def _validate(value: Value, kind: str, node: Node, *, from_data: bool = False) -
 
 
 def ideal_constant(n: NumberNode) -> Value:
-    """An untyped number constant as interface{}: float only when written like one."""
+    """An untyped number constant as interface{}: float only when written like one.
+
+    Raises ExecError for constants that fit no Go int (callers defer it to execution)."""
+    if n.is_complex:
+        return n.complex_val
     text = n.text.lower()
     is_hex_int = text.lstrip("+-").startswith("0x") and "p" not in text
     if n.is_float and not is_hex_int and not n.is_char and any(c in n.text for c in ".eEpP"):
         return n.float_val
     if n.is_int:
         return n.int_val
+    if n.is_uint:
+        raise ExecError(n, f"{n.text} overflows int")
     return n.float_val
+
+
+def _constant(n: NumberNode) -> Eval:
+    """A closure yielding the constant, or raising its overflow error when executed."""
+    try:
+        c = ideal_constant(n)
+    except ExecError as e:
+        return _raiser2(n, e.message)
+    return lambda st, dot: c
 
 
 class Compiler:
@@ -169,6 +189,10 @@ class Compiler:
         self.funcs = funcs
         self.trees = trees
         self.compiled: dict[str, Walk] = {}
+        # Static Go types for error messages: is dot a range element (interface {})? Which
+        # variables hold range elements?
+        self.dot_elem = False
+        self.elem_vars: frozenset[str] = frozenset()
 
     def compile_all(self) -> dict[str, Walk]:
         for name, tree in self.trees.items():
@@ -256,7 +280,11 @@ class Compiler:
 
     def if_or_with(self, n: BranchNode) -> Walk:
         pipe = self.pipeline(n.pipe)
+        saved = self.dot_elem
+        if n.kind == "with":
+            self.dot_elem = False
         body = self.block(n.body)
+        self.dot_elem = saved
         else_body = self.block(n.else_body) if n.else_body is not None else None
         is_with = n.kind == "with"
 
@@ -287,7 +315,12 @@ class Compiler:
 
     def range(self, n: BranchNode) -> Walk:
         pipe = self.pipeline(n.pipe)
+        saved = self.dot_elem, self.elem_vars
+        self.dot_elem = True
+        if n.pipe.decl:
+            self.elem_vars = self.elem_vars | {n.pipe.decl[-1].ident[0]}
         body = self.block(n.body)
+        self.dot_elem, self.elem_vars = saved
         else_body = self.block(n.else_body) if n.else_body is not None else None
         decl = [d.ident[0] for d in n.pipe.decl]
         is_assign = n.pipe.is_assign
@@ -392,6 +425,7 @@ class Compiler:
     def first_command(self, cmd: CommandNode) -> Eval:
         """A command with no piped-in value, as a (state, dot) closure (the hot path)."""
         first = cmd.args[0]
+        dot_type = "interface {}" if self.dot_elem else ""
         if len(cmd.args) == 1 and isinstance(first, FieldNode):
             names = first.ident
             if len(names) == 1:
@@ -403,12 +437,12 @@ class Compiler:
                             return dot[key]
                         except KeyError:
                             pass
-                    return _field(dot, key, first, False, "interface {}")
+                    return _field(dot, key, first, False, dot_type)
 
                 return eval_field1
 
             def eval_field(st: State, dot: Value) -> Value:
-                return _field_chain(dot, names, first, False, "interface {}")
+                return _field_chain(dot, names, first, False, dot_type)
 
             return eval_field
         if len(cmd.args) == 1 and isinstance(first, VariableNode) and len(first.ident) == 1:
@@ -429,13 +463,14 @@ class Compiler:
     def command(self, cmd: CommandNode, *, has_final: bool) -> Cmd:
         first = cmd.args[0]
         has_args = len(cmd.args) > 1 or has_final
+        dot_type = "interface {}" if self.dot_elem else ""
         if isinstance(first, FieldNode):
             names = first.ident
 
             if has_args:
 
                 def eval_field_args(st: State, dot: Value, final: Value) -> Value:
-                    return _field_chain(dot, names, first, True, "interface {}")
+                    return _field_chain(dot, names, first, True, dot_type)
 
                 return eval_field_args
             if len(names) == 1:
@@ -447,12 +482,12 @@ class Compiler:
                             return dot[key]
                         except KeyError:
                             pass
-                    return _field(dot, key, first, False, "interface {}")
+                    return _field(dot, key, first, False, dot_type)
 
                 return eval_field1
 
             def eval_field(st: State, dot: Value, final: Value) -> Value:
-                return _field_chain(dot, names, first, False, "interface {}")
+                return _field_chain(dot, names, first, False, dot_type)
 
             return eval_field
         if isinstance(first, ChainNode):
@@ -485,8 +520,10 @@ class Compiler:
 
                 return eval_var
 
+            var_type = "interface {}" if name in self.elem_vars else ""
+
             def eval_var_chain(st: State, dot: Value, final: Value) -> Value:
-                return _field_chain(_var_value(st, name, first), rest, first, has_args, "interface {}")
+                return _field_chain(_var_value(st, name, first), rest, first, has_args, var_type)
 
             return eval_var_chain
         err = self._not_a_function(cmd, has_args)
@@ -501,8 +538,8 @@ class Compiler:
         if isinstance(first, DotNode):
             return lambda st, dot, final: dot
         if isinstance(first, NumberNode):
-            c = ideal_constant(first)
-            return lambda st, dot, final: c
+            const = _constant(first)
+            return lambda st, dot, final: const(st, dot)
         if isinstance(first, StringNode):
             s = first.text
             return lambda st, dot, final: s
@@ -538,8 +575,7 @@ class Compiler:
                 b = n.value
                 return lambda st, dot: b
             if isinstance(n, NumberNode):
-                c = ideal_constant(n)
-                return lambda st, dot: c
+                return _constant(n)
             if isinstance(n, StringNode):
                 s = n.text
                 return lambda st, dot: s
@@ -611,6 +647,17 @@ class Compiler:
                 return v
 
             return eval_andor
+        if f.builtin and name == "len":
+            # A missing value (a nil pipeline result) makes Go's len panic inside reflect;
+            # a nil read from the data is reported as a nil pointer.
+            data_arg = bool(args) and isinstance(args[0], (FieldNode, VariableNode, ChainNode))
+            base_len = fn
+
+            def fn(*a: Any) -> Any:
+                if a and a[0] is None and not data_arg:
+                    raise FuncError("reflect: call of reflect.Value.Type on zero Value")
+                return base_len(*a)
+
         evals = [self.arg(a, kind_at(i)) for i, a in enumerate(args)]
         final_kind = kind_at(nin - 1) if has_final else K.ANY
         final_at = _last_visited(cmd)

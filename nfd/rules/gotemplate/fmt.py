@@ -49,9 +49,14 @@ def _pad(s: str, sp: _Spec, *, numeric: bool = False) -> str:
 
 
 def _bad(sp: _Spec, v: Any) -> str:
+    """Go's badVerb: the value is printed with %v but the original flags, width and precision."""
     if v is None:
         return f"%!{sp.verb}(<nil>)"
-    return f"%!{sp.verb}({type_name(v)}={format_value(v)})"
+    as_v = _Spec()
+    for attr in _Spec.__slots__:
+        setattr(as_v, attr, getattr(sp, attr))
+    as_v.verb = "v"
+    return f"%!{sp.verb}({type_name(v)}={format_verb(v, as_v)})"
 
 
 def _fmt_int(v: int, sp: _Spec) -> str:
@@ -63,7 +68,7 @@ def _fmt_int(v: int, sp: _Spec) -> str:
         q = go_quote(ch)[1:-1].replace("'", "\\'").replace('\\"', '"')
         return _pad("'" + q + "'", sp)
     if verb == "U":
-        s = f"U+{v:04X}" if v >= 0 else f"-U+{-v:04X}"
+        s = f"U+{v & ((1 << 64) - 1):04X}"  # Go prints the value as uint64
         if sp.sharp and 0 <= v <= 0x10FFFF and chr(v).isprintable():
             s += f" '{chr(v)}'"
         return _pad(s, sp)
@@ -96,6 +101,14 @@ def _fmt_int(v: int, sp: _Spec) -> str:
         fill = sp.width - len(sign) - len(body)
         if fill > 0:
             body = prefix + "0" * fill + digits
+    if sp.zero and sp.prec is not None:
+        # %05.1d: with a precision, Go pads integers with spaces, not zeros.
+        z = sp.zero
+        sp.zero = False
+        try:
+            return _pad(sign + body, sp)
+        finally:
+            sp.zero = z
     return _pad(sign + body, sp)
 
 
@@ -125,9 +138,12 @@ def _fmt_float(v: float, sp: _Spec) -> str:
         prec = 6 if sp.prec is None else sp.prec
         s = format(v, f"{'#' if sp.sharp else ''}.{prec}{verb.lower() if verb == 'F' else verb}")
     elif verb in ("x", "X"):
-        s = v.hex()
+        s = _hex_float(v, sp.prec)
         if verb == "X":
             s = s.upper()
+    elif verb == "b":
+        m, e = math.frexp(v)
+        s = f"{int(m * (1 << 53))}p{e - 53:+d}" if v != 0 else "0p-1074"
     else:
         return _bad(sp, v)
     if not s.startswith("-"):
@@ -138,8 +154,26 @@ def _fmt_float(v: float, sp: _Spec) -> str:
     return _pad(s, sp, numeric=True)
 
 
+def _hex_float(v: float, prec: int | None) -> str:
+    """strconv 'x' format: -0x1.8p+01 (mantissa without trailing zeros, exponent >= 2 digits)."""
+    h = v.hex()  # e.g. '-0x1.8000000000000p+1'
+    sign = "-" if h.startswith("-") else ""
+    h = h.lstrip("-")[2:]
+    mant, _, exp = h.partition("p")
+    if prec is not None:
+        ip, _, fp = mant.partition(".")
+        fp = (fp + "0" * prec)[:prec] if prec > 0 else ""
+        mant = ip + ("." + fp if fp else "")
+    else:
+        mant = mant.rstrip("0").rstrip(".")
+    e = int(exp)
+    return f"{sign}0x{mant}p{'-' if e < 0 else '+'}{abs(e):02d}"
+
+
 def _fmt_str(v: str, sp: _Spec) -> str:
     verb = sp.verb
+    if verb == "v" and sp.sharp:
+        return _pad(go_quote(v), sp)
     if verb in ("s", "v"):
         s = v if sp.prec is None else v[: sp.prec]
         return _pad(s, sp)
@@ -178,6 +212,10 @@ def format_verb(v: Any, sp: _Spec, depth: int = 0) -> str:
         return _fmt_int(v, sp)
     if isinstance(v, float):
         return _fmt_float(v, sp)
+    if isinstance(v, complex):
+        if verb == "v":
+            return _pad(format_value(v), sp)
+        return _bad(sp, v)
     if isinstance(v, str):
         return _fmt_str(v, sp)
     if isinstance(v, (list, tuple)):

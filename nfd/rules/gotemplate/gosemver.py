@@ -148,7 +148,9 @@ def _parse_constraint(c: str) -> _Constraint:
 
 def _check(v: Version, c: _Constraint) -> bool:
     op, k = c.op, c.con
-    if v.pre and not k.pre:
+    # A prerelease version only satisfies constraints that name a prerelease, except that
+    # an exact `!=` (not wildcarded) compares normally, as in Masterminds/semver.
+    if v.pre and not k.pre and not (op == "!=" and not c.dirty):
         return False
     if op in ("", "="):
         return _tilde(v, c) if c.dirty else v.compare(k) == 0

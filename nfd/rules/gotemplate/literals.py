@@ -109,6 +109,24 @@ _OCT_RE = re.compile(r"_?[0-7]+(_[0-7]+)*\Z")
 
 def parse_int(text: str) -> int | None:
     """strconv.ParseInt(text, 0, 64); None when it does not parse or overflows."""
+    v = parse_int_any(text)
+    if v is None or v < INT64_MIN or v > INT64_MAX:
+        return None
+    return v
+
+
+def parse_uint(text: str) -> int | None:
+    """strconv.ParseUint(text, 0, 64): no sign allowed."""
+    if text[:1] in ("+", "-"):
+        return None
+    v = parse_int_any(text)
+    if v is None or v < 0 or v >= 1 << 64:
+        return None
+    return v
+
+
+def parse_int_any(text: str) -> int | None:
+    """Go integer literal syntax (base prefixes, leading-0 octal, underscores), unbounded."""
     s = text
     neg = False
     if s and s[0] in "+-":
@@ -132,11 +150,7 @@ def parse_int(text: str) -> int | None:
             v = int(s.replace("_", ""))
     except ValueError:
         return None
-    if neg:
-        v = -v
-    if v < INT64_MIN or v > INT64_MAX:
-        return None
-    return v
+    return -v if neg else v
 
 
 def parse_float(text: str) -> float | None:

@@ -60,6 +60,9 @@ class NumberNode(Node):
     int_val: int = 0
     float_val: float = 0.0
     is_char: bool = False
+    is_uint: bool = False  # fits uint64 but not int64: an error when used as a value
+    is_complex: bool = False
+    complex_val: complex = 0j
 
     def __str__(self) -> str:
         return self.text

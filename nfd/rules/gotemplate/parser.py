@@ -11,7 +11,7 @@ from collections.abc import Container
 
 from . import lexer as L
 from .errors import TemplateError
-from .literals import LiteralError, parse_float, parse_int, unquote, unquote_char
+from .literals import LiteralError, parse_float, parse_int, parse_uint, unquote, unquote_char
 from .nodes import (
     ActionNode,
     BoolNode,
@@ -378,11 +378,21 @@ class Parser:
             n.int_val, n.float_val = r, float(r)
             return n
         if t.val.endswith("i"):
-            raise self.errorf(f"complex constants are not supported: {t.val}")
+            f = parse_float(t.val[:-1])
+            if f is not None:
+                n.is_complex, n.complex_val = True, complex(0, f)
+                if f == 0:  # Go's simplifyComplex: also usable as int/float 0
+                    n.is_int = n.is_float = True
+                return n
         i = parse_int(t.val)
         if i is not None:
             n.is_int = n.is_float = True
             n.int_val, n.float_val = i, float(i)
+            return n
+        u = parse_uint(t.val)
+        if u is not None:
+            n.is_uint = n.is_float = True
+            n.float_val = float(u)
             return n
         f = parse_float(t.val)
         if f is not None:

@@ -103,7 +103,7 @@ def slice_(lst: Any, *indices: Any) -> Any:
     start = to_int64(indices[0]) if indices else 0
     end = to_int64(indices[1]) if len(indices) >= 2 else n
     if start < 0 or end > n or start > end:
-        raise FuncError("reflect: slice index out of range")
+        raise FuncError("reflect.Value.Slice: slice index out of bounds")
     return list(lst[start:end])
 
 

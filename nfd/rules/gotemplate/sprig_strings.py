@@ -579,7 +579,8 @@ def camelcase(s: str) -> str:
             break
         out.append(r0)
     else:
-        return "".join(out)
+        # All connectors: xstrings writes the last one a second time.
+        return "".join(out) + r0
     while i < n:
         r1 = r0
         r0 = chars[i]

@@ -49,7 +49,7 @@ def is_true(v: Any) -> bool:
         return False
     if isinstance(v, bool):
         return v
-    if isinstance(v, (int, float)):
+    if isinstance(v, (int, float, complex)):
         return v != 0
     if isinstance(v, (str, list, tuple, dict)):
         return len(v) > 0
@@ -66,6 +66,8 @@ def type_name(v: Any) -> str:
         return "int64" if isinstance(v, Int64) else "int"
     if isinstance(v, float):
         return "float64"
+    if isinstance(v, complex):
+        return "complex128"
     if isinstance(v, str):
         return "string"
     if isinstance(v, TypedList):
@@ -89,6 +91,8 @@ def kind_name(v: Any) -> str:
         return "int64" if isinstance(v, Int64) else "int"
     if isinstance(v, float):
         return "float64"
+    if isinstance(v, complex):
+        return "complex128"
     if isinstance(v, str):
         return "string"
     if isinstance(v, (list, tuple)):
@@ -154,6 +158,9 @@ def format_value(v: Any) -> str:
         return str(v)
     if isinstance(v, float):
         return format_float_g(v)
+    if isinstance(v, complex):
+        im = format_float_g(v.imag)
+        return f"({format_float_g(v.real)}{'' if im[0] in '+-' else '+'}{im}i)"
     if isinstance(v, (list, tuple)):
         return "[" + " ".join(format_value(x) for x in v) + "]"
     if isinstance(v, dict):
