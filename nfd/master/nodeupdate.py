@@ -128,9 +128,12 @@ class Changes:
             "taints_set",
             "taints_removed",
         ):
-            v = getattr(self, name)
+            v = sorted(getattr(self, name))
             if v:
-                parts.append(f"{name.replace('_', ' ')}: {', '.join(sorted(v))}")
+                # Removals are listed in full; additions and updates are capped for readable logs.
+                shown = v if name.endswith("removed") else v[:8]
+                more = f" (+{len(v) - len(shown)} more)" if len(v) > len(shown) else ""
+                parts.append(f"{name.replace('_', ' ')}: {', '.join(shown)}{more}")
         return "; ".join(parts)
 
 
