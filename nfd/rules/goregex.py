@@ -14,8 +14,9 @@ on most syntax but not all of it, so a pattern is translated once, at compile ti
 - Syntax Go rejects is rejected even where Python would accept it: lookarounds, backreferences,
   ``(?#...)``, stacked repeats (``a**``, possessive ``a*+``), repeat counts over 1000, ``\\Z``.
 
-Not supported (rejected with a clear message): Unicode classes ``\\pL``/``\\p{Greek}``. Case
-folding under ``(?i)`` is ASCII-only. Negated classes inside brackets (``[[:^alpha:]]``, ``[\\S]``)
+Unicode classes (``\\pL``, ``\\p{Greek}``, ``\\PN``) have no ``re`` spelling: such patterns run
+on RE2 itself (google-re2, installed with cel-python), Go's dialect. Case folding under ``(?i)``
+is ASCII-only on the ``re`` path. Negated classes inside brackets (``[[:^alpha:]]``, ``[\\S]``)
 are spelled out as explicit complement ranges.
 """
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import Any
 
 
 class GoRegexError(ValueError):
@@ -385,8 +387,29 @@ def _py_flags(on: str, off: str) -> str:
 @lru_cache(maxsize=4096)
 def compile_go(pattern: str) -> re.Pattern[str]:
     """Compile a Go regexp; cached by pattern like upstream. Raises GoRegexError."""
-    src = translate(pattern)
+    try:
+        src = translate(pattern)
+    except GoRegexError as e:
+        if "Unicode character classes" in str(e):
+            rx = _re2_compile(pattern)
+            if rx is not None:
+                return rx  # type: ignore[no-any-return]
+        raise
     try:
         return re.compile(src, re.ASCII)
     except re.error as e:
         raise GoRegexError(f"error parsing regexp: {e}: `{pattern}`") from None
+
+
+def _re2_compile(pattern: str) -> Any:
+    """RE2 (Go's dialect) for what ``re`` cannot spell; None if unavailable or invalid."""
+    try:
+        import re2  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return None
+    options = re2.Options()
+    options.log_errors = False
+    try:
+        return re2.compile(pattern, options)
+    except Exception:
+        return None

@@ -38,6 +38,11 @@ from nfd.rules.goregex import GoRegexError, compile_go
         ("^\\w+$", "é", False),
         ("^\\s$", "\v", False),  # Go's \s excludes \v
         ("^\\s$", "\t", True),
+        ("^\\pL+$", "ver", True),  # Unicode classes run on RE2, as in Go
+        ("^\\pL+$", "v1", False),
+        ("\\p{Greek}", "xβ", True),
+        ("^\\PN+$", "abc", True),
+        ("^\\PN+$", "a1", False),
         ("(?s)a.b", "a\nb", True),
         ("a.b", "a\nb", False),
         ("(?U)a+", "aaa", True),
@@ -93,8 +98,7 @@ def test_matches_like_go(pattern: str, text: str, want: bool) -> None:
         "ab\\E",
         "a{1001}",
         "a{2,1}",
-        "\\pL",
-        "\\p{Greek}",
+        "\\p{Nope}",  # unknown Unicode class
         "(?P<>a)",
         "(?i-)a",
         "(?x)a",
