@@ -5,6 +5,7 @@ run), and every container's command line accepted by the nfd process it starts.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import tarfile
@@ -51,7 +52,8 @@ HELM_VALUES: dict[str, dict[str, Any]] = {
         "worker": {"ownerRefs": ["node", "pod"], "mountUsrSrc": True,
                    "config": {"core": {"sleepInterval": "30s"}},
                    "tolerations": [{"operator": "Exists"}], "nodeSelector": {"kubernetes.io/os": "linux"}},
-        "topologyUpdater": {"enable": True, "updateInterval": "30s", "podSetFingerprint": False},
+        "topologyUpdater": {"enable": True, "updateInterval": "30s", "podSetFingerprint": False,
+                            "config": {"excludeList": {"*": ["hugepages-1Gi"]}}},
         "gc": {"interval": "30m"},
     },
     "master-only": {"worker": {"enable": False}, "gc": {"enable": False}, "postDeleteCleanup": False},
@@ -258,3 +260,41 @@ def test_packaged_chart_carries_the_crds(helm_bin: Path, tmp_path: Path) -> None
             f = tar.extractfile(m)
             assert f is not None
             assert f.read() == (REPO_ROOT / "crds" / Path(name).name).read_bytes()
+
+
+def _uncommented(text: str) -> str:
+    """A commented sample config with its comment markers removed (header line dropped)."""
+    return "\n".join(re.sub(r"^# ?", "", line) for line in text.splitlines()[1:]) + "\n"
+
+
+def _load(component: str, text: str, tmp: Path) -> Any:
+    from nfd.master.config import load_config as master_load
+    from nfd.topology_updater.config import load_config as tu_load
+    from nfd.worker.config import load_config_file as worker_load
+
+    path = tmp / f"{component}.conf"
+    path.write_text(text)
+    if component == "master":
+        return master_load(file_text=text)[0]
+    if component == "worker":
+        return worker_load(str(path))
+    return tu_load(str(path))
+
+
+def test_rendered_configs_and_samples_load(kustomize_bin: Path, helm_bin: Path, tmp_path: Path) -> None:
+    """Each rendered ConfigMap is a config its process loads; the commented samples in the
+    kustomize bases are valid configs once uncommented."""
+    kinds = {"nfd-master.conf": "master", "nfd-worker.conf": "worker", "nfd-topology-updater.conf": "topology-updater"}
+    rendered = kustomize_build(kustomize_bin, DEPLOY_DIR / "overlays" / "master-worker-topologyupdater")
+    rendered += helm_template(helm_bin, values=HELM_VALUES["everything"], tmpdir=tmp_path)
+    seen: dict[str, list[Any]] = {}
+    for cm in (o for o in rendered if o["kind"] == "ConfigMap"):
+        for key, text in cm["data"].items():
+            seen.setdefault(kinds[key], []).append(_load(kinds[key], text, tmp_path))
+            if cm["metadata"]["name"].startswith("nfd-") and text.lstrip().startswith("#"):
+                sample = _load(kinds[key], _uncommented(text), tmp_path)
+                assert sample != _load(kinds[key], "", tmp_path), f"{key}: the sample sets nothing"
+    assert {k: len(v) for k, v in seen.items()} == {"master": 2, "worker": 2, "topology-updater": 2}
+    master_helm = seen["master"][1]
+    assert master_helm.restrictions.allow_overwrite is False
+    assert seen["topology-updater"][1].exclude_list == {"*": ["hugepages-1Gi"]}

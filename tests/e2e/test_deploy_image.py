@@ -3,12 +3,13 @@ Dockerfile copies, and check every entry point the manifests run is there and st
 
 from __future__ import annotations
 
+import configparser
 import os
 import re
 import shutil
 import subprocess
 import sys
-import sysconfig
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -39,23 +40,30 @@ def test_dockerfile_build_context_installs_every_entry_point(tmp_path: Path) -> 
             shutil.copytree(p, ctx / src, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copy2(p, ctx / src)
-    prefix = tmp_path / "install"
-    proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-                           "--prefix", str(prefix), str(ctx)], capture_output=True, text=True, timeout=300,
-                          check=False)
+    # Build a wheel and unpack it: nothing is installed into (or removed from) this environment.
+    wheels = tmp_path / "wheels"
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+                           "-w", str(wheels), str(ctx)], capture_output=True, text=True, timeout=300, check=False)
     if proc.returncode != 0 and "No module named" in proc.stderr:
         pytest.skip(f"pip cannot build offline here: {proc.stderr.strip()[-200:]}")
     assert proc.returncode == 0, proc.stderr
-    for ep in ENTRY_POINTS:
-        assert (prefix / "bin" / ep).exists(), ep
-    purelib = Path(sysconfig.get_path("purelib", vars={"base": str(prefix), "platbase": str(prefix)}))
-    env = dict(os.environ, PYTHONPATH=str(purelib), PYTHONNOUSERSITE="1")
+    (wheel,) = wheels.glob("nfd-*.whl")
+    site = tmp_path / "site"
+    with zipfile.ZipFile(wheel) as z:
+        z.extractall(site)
+    (dist,) = site.glob("nfd-*.dist-info")
+    scripts = configparser.ConfigParser()
+    scripts.read(dist / "entry_points.txt")
+    assert set(scripts["console_scripts"]) == set(ENTRY_POINTS)
+    env = dict(os.environ, PYTHONPATH=str(site), PYTHONNOUSERSITE="1")
     for ep in ENTRY_POINTS[1:]:
-        out = subprocess.run([str(prefix / "bin" / ep), "-version"], capture_output=True, text=True, env=env,
+        module, _, func = scripts["console_scripts"][ep].partition(":")
+        code = f"import sys; from {module} import {func}; sys.argv[0] = {ep!r}; sys.exit({func}())"
+        out = subprocess.run([sys.executable, "-c", code, "-version"], capture_output=True, text=True, env=env,
                              cwd=tmp_path, timeout=60, check=False)
         assert out.returncode == 0, f"{ep}: {out.stderr[-500:]}"
     where = subprocess.run([sys.executable, "-c", "import nfd; print(nfd.__file__)"], capture_output=True,
                            text=True, env=env, cwd=tmp_path, check=True).stdout
-    assert str(purelib) in where  # the installed copy ran, not the checkout
+    assert str(site) in where  # the wheel's copy ran, not the checkout
     # package data the processes read at run time came along
-    assert list(purelib.glob("nfd/**/*.json")) or list(purelib.glob("nfd/**/*.yaml"))
+    assert list(site.glob("nfd/**/*.json")) or list(site.glob("nfd/**/*.yaml"))
