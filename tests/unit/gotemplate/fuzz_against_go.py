@@ -1,0 +1,183 @@
+"""Differential fuzzing against Go (not a pytest module): random templates are run through the
+Go oracle (oracle/README.md) and through nfd.rules.gotemplate, and differences are printed.
+
+    python tests/unit/gotemplate/fuzz_against_go.py /tmp/gt-oracle funcs 1 2000
+    python tests/unit/gotemplate/fuzz_against_go.py /tmp/gt-oracle strings 1 3000
+    python tests/unit/gotemplate/fuzz_against_go.py /tmp/gt-oracle syntax 1 1500
+
+Cases found this way that matter go into golden_cases.py.
+"""
+
+# ruff: noqa: E501, E702, E701, E741, SIM108, UP031
+
+from __future__ import annotations
+
+import json
+import pathlib
+import random
+import subprocess
+import sys
+from typing import Any
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+
+from golden_cases import GEN  # noqa: E402
+
+from nfd.rules.gotemplate import TemplateError, parse  # noqa: E402
+
+F_FIELDS = [".s", ".e", ".n", ".neg", ".z", ".f", ".big", ".t", ".no", ".nil", ".l", ".nums", ".el", ".m", ".em", ".strmap", ".nested.a", ".ver", ".u", ".html", "."]
+F_LITS = ['"abc"', '"A b-C_d"', '""', "1", "0", "-2", "2.5", "true", "false", "nil", "'x'", '"1.2.3"', '"a,b,,c"', '" x "', "3", "10", '"%d-%s"', '"%v"', '"^a"', '"[a-c]+"']
+F_FUNCS = {  # name: arity (None = variadic 0..3)
+    "upper": 1, "lower": 1, "title": 1, "trim": 1, "quote": None, "squote": None, "cat": None, "len": 1, "not": 1,
+    "and": None, "or": None, "print": None, "printf": None, "eq": 2, "ne": 2, "lt": 2, "le": 2, "gt": 2, "ge": 2,
+    "index": 2, "default": 2, "empty": 1, "coalesce": None, "ternary": 3, "list": None, "dict": None, "first": 1, "last": 1,
+    "rest": 1, "initial": 1, "reverse": 1, "uniq": 1, "compact": 1, "has": 2, "without": 2, "join": 2, "sortAlpha": 1,
+    "splitList": 2, "split": 2, "toString": 1, "toStrings": 1, "atoi": 1, "int": 1, "int64": 1, "float64": 1, "add": None,
+    "add1": 1, "sub": 2, "mul": None, "div": 2, "mod": 2, "max": None, "min": None, "floor": 1, "ceil": 1, "round": 2,
+    "toJson": 1, "toPrettyJson": 1, "toRawJson": 1, "typeOf": 1, "kindOf": 1, "kindIs": 2, "typeIs": 2, "deepEqual": 2,
+    "b64enc": 1, "b64dec": 1, "sha256sum": 1, "trunc": 2, "substr": 3, "repeat": 2, "replace": 3, "contains": 2,
+    "hasPrefix": 2, "hasSuffix": 2, "trimPrefix": 2, "trimSuffix": 2, "trimAll": 2, "nospace": 1, "initials": 1,
+    "snakecase": 1, "camelcase": 1, "kebabcase": 1, "swapcase": 1, "untitle": 1, "abbrev": 2, "wrap": 2, "indent": 2,
+    "nindent": 2, "plural": 3, "regexMatch": 2, "regexFind": 2, "regexFindAll": 3, "regexReplaceAll": 3, "regexSplit": 3,
+    "keys": None, "values": 1, "hasKey": 2, "get": 2, "pick": 2, "omit": 2, "pluck": 2, "merge": 2, "slice": None,
+    "concat": None, "append": 2, "prepend": 2, "chunk": 2, "until": 1, "untilStep": 3, "seq": None, "semver": 1,
+    "semverCompare": 2, "html": None, "js": None, "urlquery": None, "base": 1, "dir": 1, "ext": 1, "clean": 1,
+    "fromJson": 1, "toDecimal": 1, "maxf": None, "minf": None, "addf": None, "divf": 2, "mulf": None, "subf": 2,
+}
+def funcs_operand(rnd: random.Random, d: int) -> str:
+    r = rnd.random()
+    if d > 2 or r < 0.45: return rnd.choice(F_FIELDS)
+    if r < 0.75: return rnd.choice(F_LITS)
+    return "(" + funcs_call(rnd, d + 1) + ")"
+def funcs_call(rnd: random.Random, d: int) -> str:
+    name = rnd.choice(list(F_FUNCS))
+    ar = F_FUNCS[name]
+    if ar is None: ar = rnd.randint(0, 3)
+    if rnd.random() < 0.1: ar += rnd.choice([-1, 1])
+    return " ".join([name] + [funcs_operand(rnd, d) for _ in range(max(ar, 0))])
+def funcs_pipeline(rnd: random.Random) -> str:
+    p = funcs_call(rnd, 0)
+    if rnd.random() < 0.3:
+        name = rnd.choice([n for n, a in F_FUNCS.items() if a == 1])
+        p += " | " + name
+    return p
+def funcs_template(rnd: random.Random) -> str:
+    parts = []
+    for _ in range(rnd.randint(1, 3)):
+        r = rnd.random()
+        if r < 0.6: parts.append("{{ " + funcs_pipeline(rnd) + " }}|")
+        elif r < 0.75: parts.append("{{ if " + funcs_pipeline(rnd) + " }}Y{{ else }}N{{ end }}|")
+        elif r < 0.9: parts.append("{{ range $i, $e := " + funcs_pipeline(rnd) + " }}{{ $i }}:{{ $e }},{{ end }}|")
+        else: parts.append("{{ with " + funcs_pipeline(rnd) + " }}[{{ . }}]{{ end }}|")
+    return "".join(parts)
+
+ALPH = "aAbBzZ09_- .!éÉßǅ\t1xXyY"
+def rs(rnd: random.Random, k: int = 8) -> str: return "".join(rnd.choice(ALPH) for _ in range(rnd.randint(0, k)))
+FN1 = ["snakecase", "camelcase", "kebabcase", "swapcase", "title", "untitle", "upper", "lower", "trim", "initials", "nospace", "quote", "squote", "b64enc", "toJson"]
+FN2I = ["trunc", "abbrev", "wrap", "indent", "repeat"]
+def strings_cases(rnd: random.Random, n: int) -> list[tuple[str, Any]]:
+    cases: list[tuple[str, Any]] = []
+    for _ in range(n):
+        r = rnd.random()
+        s = rs(rnd)
+        if r < 0.6:
+            cases.append(("{{ %s .s }}" % rnd.choice(FN1), {"s": s}))
+        elif r < 0.8:
+            cases.append(("{{ %s %d .s }}" % (rnd.choice(FN2I), rnd.randint(0, 9)), {"s": s}))
+        else:
+            v = "%d.%d.%d" % (rnd.randint(0, 3), rnd.randint(0, 3), rnd.randint(0, 3)) + rnd.choice(["", "-alpha", "-0", "-rc.1", "+b"])
+            op = rnd.choice(["", "=", "!=", ">", "<", ">=", "<=", "~", "^", "~>"])
+            c = op + rnd.choice(["1", "1.2", "1.2.3", "0.2", "0.0.1", "1.x", "*", "2.1.x", "0", "1.2.3-beta"])
+            if rnd.random() < 0.3:
+                c += rnd.choice([", <3", " || 0.x", " - 2.5", " >1.1"])
+            cases.append(("{{ semverCompare .c .v }}", {"c": c, "v": v}))
+    return cases
+
+NUMS = ["0", "1", "-1", "+2", "0x1f", "0X1F", "017", "0o17", "0b11", "1_000", "1.5", ".5", "1.", "1e3", "1E-2", "0x1p4", "'a'", "'\\n'", "'\\x41'", "08", "1e", "0x", "9223372036854775807", "9223372036854775808", "1i", "'ab'", "-0", "0.0"]
+STRS = ['"a\\tb"', '"\\u00e9"', '"\\x41\\101"', '"q\\"q"', '`raw\\n`', '"bad\\q"', '""', '"%"', '"a\\\'"']
+VERBS = ["%v", "%d", "%s", "%q", "%x", "%X", "%o", "%b", "%c", "%U", "%e", "%f", "%g", "%t", "%T", "%5d", "%-5s|", "%05.1f", "%+d", "% d", "%#x", "%#v", "%.2s", "%8.3e", "%*d", "%[2]v", "%!", "%", "%%", "%.0f", "%3c"]
+S_FIELDS = [".s", ".n", ".f", ".l", ".m", ".t", ".nil", ".e", ".nums", ".big", ".neg"]
+def syn_atom(rnd: random.Random) -> str:
+    r = rnd.random()
+    if r < 0.3: return rnd.choice(NUMS)
+    if r < 0.45: return rnd.choice(STRS)
+    if r < 0.8: return rnd.choice(S_FIELDS)
+    if r < 0.9: return rnd.choice(["true", "false", "nil", ".", "$"])
+    return "(" + syn_expr(rnd) + ")"
+def syn_expr(rnd: random.Random) -> str:
+    r = rnd.random()
+    if r < 0.3: return syn_atom(rnd)
+    if r < 0.55: return "printf " + '"' + "".join(rnd.choice(VERBS) for _ in range(rnd.randint(1, 3))) + '" ' + " ".join(syn_atom(rnd) for _ in range(rnd.randint(0, 3)))
+    if r < 0.7: return rnd.choice(["eq", "ne", "lt", "le", "gt", "ge"]) + " " + syn_atom(rnd) + " " + syn_atom(rnd)
+    if r < 0.8: return rnd.choice(["and", "or", "not", "len", "print", "println", "index", "slice", "html", "js", "urlquery"]) + " " + " ".join(syn_atom(rnd) for _ in range(rnd.randint(1, 3)))
+    return syn_atom(rnd) + " | " + rnd.choice(["print", "len", "printf \"%v\"", "not", "html"])
+def syn_lt(rnd: random.Random) -> str: return rnd.choice(["{{", "{{- ", "{{-"])
+def syn_rt(rnd: random.Random) -> str: return rnd.choice(["}}", " -}}", "-}}"])
+def syn_text(rnd: random.Random) -> str: return rnd.choice(["", " ", "x", " \n ", "\t", "a b", "\n"])
+def syn_block(rnd: random.Random, d: int = 0) -> str:
+    out = []
+    for _ in range(rnd.randint(1, 3)):
+        r = rnd.random()
+        out.append(syn_text(rnd))
+        if r < 0.35 or d > 2: out.append(syn_lt(rnd) + " " + syn_expr(rnd) + " " + syn_rt(rnd))
+        elif r < 0.45: out.append(syn_lt(rnd) + " $v := " + syn_expr(rnd) + " " + syn_rt(rnd) + "{{ $v }}")
+        elif r < 0.55: out.append(syn_lt(rnd) + " if " + syn_expr(rnd) + " " + syn_rt(rnd) + syn_block(rnd, d + 1) + rnd.choice(["", "{{ else }}" + syn_block(rnd, d + 1), "{{ else if " + syn_expr(rnd) + " }}" + syn_block(rnd, d + 1)]) + "{{ end }}")
+        elif r < 0.65: out.append("{{ range $i, $x := " + syn_expr(rnd) + " }}" + syn_block(rnd, d + 1) + rnd.choice(["", "{{ break }}", "{{ continue }}"]) + rnd.choice(["", "{{ else }}E"]) + "{{ end }}")
+        elif r < 0.72: out.append("{{ with " + syn_expr(rnd) + " }}" + syn_block(rnd, d + 1) + rnd.choice(["", "{{ else }}W", "{{ else with " + syn_expr(rnd) + " }}" + syn_block(rnd, d + 1)]) + "{{ end }}")
+        elif r < 0.78: out.append("{{/* c */}}" if rnd.random() < 0.5 else "{{- /* c */ -}}")
+        elif r < 0.84: out.append('{{ template "t" ' + syn_atom(rnd) + " }}")
+        elif r < 0.88: out.append(rnd.choice(["{{ }}", "{{ end }}", "{{ (1 }}", "{{ $u }}", "{{ .a.1 }}", "{{ 1 | 2 }}", "{{ /* x */ }}", "{{ range }}", "{{ . . }}", "{{\n.s\n}}"]))
+        else: out.append(syn_lt(rnd) + " " + syn_expr(rnd) + " " + syn_rt(rnd))
+    out.append(syn_text(rnd))
+    return "".join(out)
+def syn_template(rnd: random.Random) -> str:
+    t = syn_block(rnd)
+    if rnd.random() < 0.4: t = '{{ define "t" }}<{{ . }}>{{ end }}' + t
+    return t
+
+
+
+def run(oracle: str, cases: list[tuple[str, Any]]) -> int:
+    inp = "".join(json.dumps({"tpl": t, "data": d}) + "\n" for t, d in cases)
+    lines = subprocess.run([oracle], input=inp, capture_output=True, text=True, check=True).stdout.splitlines()
+    bad = 0
+    for (tpl, data), line in zip(cases, lines, strict=True):
+        res = json.loads(line)
+        exp = {k: res[k] for k in ("out", "err", "perr") if k in res}
+        if "err" in exp:
+            exp.pop("out", None)
+        if "panic" in exp.get("err", ""):
+            continue
+        got: dict[str, str]
+        try:
+            t = parse(tpl)
+            try:
+                got = {"out": t.execute(json.loads(json.dumps(data)))}
+            except TemplateError as e:
+                got = {"err": str(e)}
+        except TemplateError as e:
+            got = {"perr": str(e)}
+        except Exception as e:  # an engine bug
+            got = {"crash": repr(e)}
+        if got != exp:
+            bad += 1
+            if bad <= 30:
+                print(repr(tpl), json.dumps(data)[:200], "\n  go:", exp, "\n  py:", got)
+    print("mismatches", bad, "of", len(cases))
+    return 1 if bad else 0
+
+
+def main() -> int:
+    oracle, mode, seed, n = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+    rnd = random.Random(seed)
+    if mode == "funcs":
+        cases: list[tuple[str, Any]] = [(funcs_template(rnd), GEN) for _ in range(n)]
+    elif mode == "strings":
+        cases = strings_cases(rnd, n)
+    else:
+        cases = [(syn_template(rnd), GEN) for _ in range(n)]
+    return run(oracle, cases)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
