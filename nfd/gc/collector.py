@@ -267,11 +267,24 @@ class GarbageCollector:
                     await self._delete(t, report)
             return report.deleted
 
-    async def run(self, interval_s: float) -> None:
-        """Initial pass, then one every ``interval_s`` (node events are handled meanwhile)."""
+    async def run(self, interval_s: float, *, retry_s: float = 5.0, max_retry_s: float = 300.0) -> None:
+        """Initial pass, then one every ``interval_s`` (node events are handled meanwhile).
+
+        A pass that could not complete (API outage, RBAC not effective yet) is retried sooner,
+        with backoff from ``retry_s``, instead of waiting a whole interval (1h by default).
+        """
+        backoff = retry_s
         while True:
             try:
-                await self.sweep()
+                report = await self.sweep()
+                failed = bool(report.aborted)
             except Exception:  # a bug must not stop the daemon; the next pass retries
                 log.exception("garbage collection pass failed")
-            await asyncio.sleep(interval_s)
+                failed = True
+            if failed and backoff < interval_s:
+                log.info("garbage collection pass incomplete, retrying in %.0fs", backoff)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, max_retry_s)
+            else:
+                backoff = retry_s
+                await asyncio.sleep(interval_s)

@@ -129,11 +129,12 @@ def test_collects_stale_objects_at_startup_and_on_node_delete(env: GcEnv) -> Non
     nrt(kube, gone)
 
     proc = env.start("-gc-interval=1h")
-    kube.wait_until(
-        lambda: nf_names(kube, env.ns) == set(live),
-        timeout=30,
-        message=f"stale NodeFeatures deleted; {proc.logs()}",
-    )
+    try:
+        kube.wait_until(
+            lambda: nf_names(kube, env.ns) == set(live), timeout=30, message="stale NodeFeatures deleted"
+        )
+    except TimeoutError as e:
+        raise TimeoutError(f"{e}; now {nf_names(kube, env.ns)}; logs:\n{proc.logs()[-5000:]}") from None
     kube.wait_until(lambda: nrt_names(kube, env.tag) == set(live), timeout=30, message="stale NRT deleted")
     m = env.metrics()
     assert m['nfd_gc_objects_deleted_total{kind="NodeFeature"}'] == 3

@@ -182,3 +182,26 @@ def test_node_delete_event_during_outage_deletes_nothing() -> None:
     assert not [e for e in api.log if e[0] == "GET" and e[1].startswith(NODES + "/")]
     assert asyncio.run(make(api).node_deleted("live-1")) == []
     assert "live-1" in api.names(NRT)
+
+
+def test_incomplete_pass_is_retried_before_the_interval() -> None:
+    api = seeded()
+    broken = {"on": True}
+    api.fail = lambda m, p, q: broken["on"] and p == NF
+    gc = make(api)
+
+    async def go() -> None:
+        task = asyncio.create_task(gc.run(3600, retry_s=0.05))
+        await asyncio.sleep(0.2)
+        assert "gone-1" in api.names(NF)  # outage: nothing deleted, passes retried
+        broken["on"] = False
+        for _ in range(100):
+            if "gone-1" not in api.names(NF):
+                break
+            await asyncio.sleep(0.05)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(go())
+    assert api.names(NF) == {"live-1", "live-2"}
+    assert len([e for e in api.log if e[0] == "LIST" and e[1] == NF]) >= 3
