@@ -19,7 +19,9 @@ NFD: dict[str, Any] = {
     "kernel": {"version": [{"Name": "major", "Value": "6"}, {"Name": "full", "Value": "6.8.0-45-generic"}]},
     "system": {"osRelease": [{"Name": "ID", "Value": "ubuntu"}, {"Name": "VERSION_ID", "Value": "24.04"}]},
     "rule": {"matched": [{"Name": "kernel-feature", "Value": "true"}]},
+    "cpu.topology": [{"Name": "socket_count", "Value": "2"}],
 }
+NFD["cpu"]["topology"] = [{"Name": "hardware_multithreading", "Value": "true"}, {"Name": "socket_count", "Value": "2"}]
 
 GEN: dict[str, Any] = {
     "s": "Hello, World",
@@ -66,6 +68,20 @@ _NFD_TEMPLATES = [
     "{{ (index .pci.device 2).class }}",
     "{{ index .pci.device 1 \"missing\" }}",
     "{{ range .cpu.model }}{{ .Name }}={{ .Value | quote }}\n{{ end }}",
+    "{{ range .pci.device }}pci-{{ .class }}_{{ .vendor }}.present=true\n{{ end }}",
+    "{{ range .pci.device }}{{ if ne (.sriov_totalvfs | default \"0\") \"0\" }}pci-{{ .class }}_{{ .vendor }}.sriov.capable=true\n{{ end }}{{ end }}",
+    "{{ range .pci.device }}gpu.example.com/device-id.{{ .class }}-{{ .device }}.present=true\n{{ end }}device.count={{ len .pci.device }}",
+    "{{- $devices := index . \"pci\" \"device\" -}}\n{{- if $devices }}\npresent=true\ncount={{ len $devices }}\n{{- range $idx, $dev := $devices }}\n{{- $slot := printf \"%02d\" $idx }}\ndevice.{{ $slot }}.vendor={{ index $dev \"vendor\" }}\n{{- end }}\n{{- end }}",
+    "{{- $x := index . \"pci.device\" -}}{{ if $x }}yes{{ else }}no{{ end }}",
+    "{{ range .cpu.topology }}ilmt.{{ .Name }}={{ .Value }}\n{{ end }}",
+    "{{ range .kernel.version }}{{ if eq .Name \"full\" }}kver={{ regexReplaceAll \"-.*\" .Value \"\" }}\nnew={{ semverCompare \">=6.1\" (regexReplaceAll \"-.*\" .Value \"\") }}{{ end }}{{ end }}",
+    "{{ range .system.osRelease }}{{ if eq .Name \"VERSION_ID\" }}os-major={{ (splitList \".\" .Value) | first }}{{ end }}{{ end }}",
+    "{{ range .cpu.cpuid }}{{ if has .Name (list \"AVX512F\" \"AMX\") }}{{ .Name | lower }}=true\n{{ end }}{{ end }}",
+    "{{ $n := 0 }}{{ range .pci.device }}{{ if eq .vendor \"8086\" }}{{ $n = add1 $n }}{{ end }}{{ end }}intel.count={{ $n }}",
+    "{{ range .cpu.model }}{{ .Name }}={{ .Value | trunc 63 | trimSuffix \"-\" }}\n{{ end }}",
+    "{{ range $k, $v := .cpu }}{{ $k }}={{ len $v }}\n{{ end }}",
+    "{{ (index .pci.device 0).nosuch }}",
+    "{{ range .pci.device }}{{ .Name }}{{ end }}",
 ]
 
 _SYNTAX = [
