@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e.harness import ManagedProcess
+from tests.e2e.harness import KubeCluster, ManagedProcess
 from tests.e2e.tools import (
     DEPLOY_DIR,
     NFD_API,
@@ -63,7 +63,7 @@ spec:
 """
 
 
-def start_scheduler(kube: AuditedCluster, binary: Path) -> ManagedProcess:
+def start_scheduler(kube: KubeCluster, binary: Path) -> ManagedProcess:
     """kube-scheduler under a ServiceAccount bound to the bootstrap scheduler roles."""
     kube.create_serviceaccount("kube-system", "e2e-kube-scheduler", exist_ok=True)
     for role in ("system:kube-scheduler", "system:volume-scheduler"):
@@ -118,12 +118,13 @@ def test_install_label_and_schedule(installed: Installed, kube_scheduler_bin: Pa
 
     def phase(name: str) -> tuple[str | None, str | None]:
         obj = kube.get(f"/api/v1/namespaces/{apps}/pods/{name}")
-        cond = next((c for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == "PodScheduled"), {})
+        conds: list[dict[str, Any]] = (obj.get("status") or {}).get("conditions") or []
+        cond = next((c for c in conds if c["type"] == "PodScheduled"), {})
         return obj["spec"].get("nodeName"), cond.get("reason")
 
-    for p in pods.values():
-        kube.wait_until(lambda n=p["metadata"]["name"]: phase(n) == (None, "Unschedulable"), timeout=60,
-                        message=f"{p['metadata']['name']} found unschedulable by the scheduler")
+    for name in (p["metadata"]["name"] for p in pods.values()):
+        kube.wait_until(lambda name=name: phase(name) == (None, "Unschedulable"), timeout=60,  # type: ignore[misc]
+                        message=f"{name} found unschedulable by the scheduler")
 
     # nfd as installed: one worker per node, the master with its rendered config.
     conf = next(o for o in installed.objs if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "nfd-master-conf")

@@ -236,6 +236,7 @@ def install_kube(request: pytest.FixtureRequest) -> AuditedCluster:
         except BuildError as e:
             pytest.fail(f"cannot build the test kube-apiserver: {e}", pytrace=False)
         cluster = AuditedCluster.start(binary=binary)
+        assert isinstance(cluster, AuditedCluster)
         _cluster = cluster
 
         def close() -> None:
@@ -244,6 +245,7 @@ def install_kube(request: pytest.FixtureRequest) -> AuditedCluster:
             _cluster = None
 
         request.addfinalizer(close)
+        return cluster
     return _cluster
 
 
