@@ -272,6 +272,22 @@ class Compiler:
 
             return walk_decl
 
+        cmds = n.pipe.cmds
+        if len(cmds) == 1 and len(cmds[0].args) == 1:
+            field = cmds[0].args[0]
+            if isinstance(field, FieldNode) and len(field.ident) == 1:
+                # The most common action, {{ .Name }}: look up and print in one call.
+                key = field.ident[0]
+
+                def walk_field(st: State, dot: Value) -> None:
+                    if type(dot) is dict and key in dot:
+                        v = dot[key]
+                    else:
+                        v = pipe(st, dot)  # the general path raises the right error
+                    st.out.append(v if type(v) is str else print_value(v))
+
+                return walk_field
+
         def walk_action(st: State, dot: Value) -> None:
             v = pipe(st, dot)
             st.out.append(v if type(v) is str else print_value(v))

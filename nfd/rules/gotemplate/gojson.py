@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from .errors import FuncError
-from .values import sorted_keys
+from .values import GoObject, sorted_keys
 
 
 def _float(f: float) -> str:
@@ -85,6 +85,10 @@ def marshal(v: Any, *, escape_html: bool = True, indent: str = "", _level: int =
             for k in sorted_keys(v)
         ]
         return "{" + nl + ("," + nl).join(items) + end + "}"
+    if isinstance(v, GoObject):  # e.g. *semver.Version marshals as its string form
+        return _string(v.go_string(), escape_html)
+    if isinstance(v, complex):
+        raise FuncError("json: unsupported type: complex128")
     raise FuncError(f"json: unsupported type: {type(v).__name__}")
 
 
