@@ -414,6 +414,9 @@ class KubeCluster:
                 self._start_etcd()
                 break
             except RuntimeError:
+                if self._etcd is not None:
+                    _terminate(self._etcd, timeout=5)
+                shutil.rmtree(self._tmp / "etcd" / "data", ignore_errors=True)
                 if attempt == 2:
                     raise
         for attempt in range(3):
