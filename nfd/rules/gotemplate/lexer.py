@@ -24,6 +24,7 @@ SPACE = "space"
 BOOL = "bool"
 CHAR = "char"  # a single printable ASCII character such as ','
 CHARCONST = "charconst"
+COMPLEX = "complex"
 ASSIGN = "="
 DECLARE = ":="
 FIELD = "field"
@@ -62,7 +63,7 @@ KEYWORDS = {
     "template": TEMPLATE,
     "with": WITH,
 }
-KEYWORD_KINDS = frozenset(KEYWORDS.values()) - {NIL}
+KEYWORD_KINDS = frozenset(KEYWORDS.values()) | {DOT}  # printed as <word> in errors
 
 
 class Token(NamedTuple):
@@ -152,15 +153,16 @@ def lex(src: str) -> list[Token]:
         pos = x + 2
         after = 2 if _has_left_trim(src, pos) else 0
         if src.startswith(LEFT_COMMENT, pos + after):
+            comment_start = pos + after
             pos += after + 2
             y = src.find(RIGHT_COMMENT, pos)
             if y < 0:
-                emit(Token(ERROR, "unclosed comment", pos))
+                emit(Token(ERROR, "unclosed comment", comment_start))
                 return toks
             pos = y + 2
             delim, trim = _at_right_delim(src, pos)
             if not delim:
-                emit(Token(ERROR, "comment ends before closing delimiter", pos))
+                emit(Token(ERROR, "comment ends before closing delimiter", comment_start))
                 return toks
             pos += (2 if trim else 0) + 2
             if trim:
@@ -237,7 +239,7 @@ def lex(src: str) -> list[Token]:
                     return toks
                 pos = y + 1
                 emit(Token(RAWSTRING, src[start:pos], start))
-            elif c == "$" or (c == "." and not (pos < n and "0" <= src[pos] <= "9")):
+            elif c == "$" or (c == "." and pos < n and not "0" <= src[pos] <= "9"):
                 if at_terminator(pos):
                     emit(Token(VARIABLE if c == "$" else DOT, c, start))
                     continue
@@ -253,7 +255,16 @@ def lex(src: str) -> list[Token]:
                     end_bad = -pos
                     emit(Token(ERROR, f"bad number syntax: {_q(src[start:end_bad])}", start))
                     return toks
-                emit(Token(NUMBER, src[start:pos], start))
+                kind = NUMBER
+                if pos < n and src[pos] in "+-":
+                    # Complex constant 1+2i: no spaces, must end in 'i'.
+                    p2 = _scan_number(src, pos)
+                    end2 = -p2 if p2 < 0 else p2
+                    if p2 < 0 or src[end2 - 1] != "i":
+                        emit(Token(ERROR, f"bad number syntax: {_q(src[start:end2])}", start))
+                        return toks
+                    pos, kind = p2, COMPLEX
+                emit(Token(kind, src[start:pos], start))
             elif _is_alnum(c):
                 while pos < n and _is_alnum(src[pos]):
                     pos += 1

@@ -95,9 +95,17 @@ def unquote(text: str) -> str:
 def unquote_char(text: str) -> int:
     """A Go rune literal 'x' to its code point."""
     if len(text) < 3 or text[0] != "'" or text[-1] != "'":
-        raise LiteralError("malformed character constant")
-    parts = _unescape(text[1:-1], "'")
+        raise LiteralError("invalid syntax")
+    body = text[1:-1]
+    # strconv.UnquoteChar: decode the first character; anything after it is "malformed".
+    if body[0] == "\\" and len(body) > 1:
+        width = {"x": 4, "u": 6, "U": 10}.get(body[1], 4 if body[1] in "01234567" else 2)
+    else:
+        width = 1
+    parts = _unescape(body[:width], "'")
     if len(parts) != 1:
+        raise LiteralError("invalid syntax")
+    if body[width:]:
         raise LiteralError("malformed character constant")
     p = parts[0]
     return p if isinstance(p, int) else ord(p)
@@ -158,6 +166,8 @@ def parse_float(text: str) -> float | None:
     s = text.replace("_", "") if "_" in text else text
     try:
         if s.lower().lstrip("+-").startswith("0x"):
+            if "p" not in s.lower():
+                return None  # Go requires the p exponent in hex floats
             sign = -1.0 if s.startswith("-") else 1.0
             return sign * float.fromhex(s.lstrip("+-"))
         return float(s)

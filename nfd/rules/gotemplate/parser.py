@@ -53,7 +53,7 @@ class _Else(Node):
 
 
 _OPERAND_START = frozenset(
-    {L.BOOL, L.CHARCONST, L.DOT, L.FIELD, L.IDENT, L.NUMBER, L.NIL, L.RAWSTRING, L.STRING, L.VARIABLE, L.LPAREN}
+    {L.BOOL, L.CHARCONST, L.COMPLEX, L.DOT, L.FIELD, L.IDENT, L.NUMBER, L.NIL, L.RAWSTRING, L.STRING, L.VARIABLE, L.LPAREN}
 )
 
 
@@ -64,9 +64,10 @@ class Parser:
         self.funcs = funcs
         self.toks = L.lex(src)
         self.i = 0
-        self.last: L.Token | None = None
+        self.far = 0  # one past the furthest token read
         self.vars: list[str] = ["$"]
         self.range_depth = 0
+        self.action_line = 0  # line of the {{ being parsed, for multi-line lexer errors
         self.trees: dict[str, ListNode] = {}
 
     # --- errors -------------------------------------------------------
@@ -74,12 +75,19 @@ class Parser:
         return self.src.count("\n", 0, pos) + 1
 
     def errorf(self, msg: str) -> TemplateError:
-        pos = self.last.pos if self.last is not None else 0
+        # Go reports the line of the furthest token read so far (look-ahead included).
+        far = self.toks[min(self.far, len(self.toks)) - 1] if self.far else None
+        pos = far.pos if far is not None else 0
         return TemplateError(f"template: {self.name}:{self.line_of(pos)}: {msg}")
 
     def unexpected(self, tok: L.Token, context: str) -> TemplateError:
         if tok.kind == L.ERROR:
-            return self.errorf(tok.val)
+            extra = ""
+            if self.action_line and self.line_of(tok.pos) != self.action_line:
+                extra = f" in action started at {self.name}:{self.action_line}"
+                if tok.val.endswith(" action"):
+                    extra = extra[len(" in action") :]
+            return self.errorf(tok.val + extra)
         return self.errorf(f"unexpected {tok.describe()} in {context}")
 
     # --- token stream -------------------------------------------------
@@ -87,7 +95,8 @@ class Parser:
         toks = self.toks
         t = toks[self.i] if self.i < len(toks) else toks[-1]
         self.i += 1
-        self.last = t
+        if self.i > self.far:
+            self.far = self.i
         return t
 
     def backup(self, n: int = 1) -> None:
@@ -174,7 +183,12 @@ class Parser:
         if t.kind == L.TEXT:
             return TextNode(t.pos, t.val)
         if t.kind == L.LDELIM:
-            return self.action()
+            saved = self.action_line
+            self.action_line = self.line_of(t.pos)
+            try:
+                return self.action()
+            finally:
+                self.action_line = saved
         raise self.unexpected(t, "input")
 
     # --- actions ------------------------------------------------------
@@ -185,9 +199,9 @@ class Parser:
             return self.block_control()
         if k == L.BREAK or k == L.CONTINUE:
             word = "{{" + k + "}}"
+            self.expect(L.RDELIM, word)
             if self.range_depth == 0:
                 raise self.errorf(f"{word} outside {{{{range}}}}")
-            self.expect(L.RDELIM, word)
             return BreakNode(t.pos) if k == L.BREAK else ContinueNode(t.pos)
         if k == L.ELSE:
             p = self.peek_non_space()
@@ -355,7 +369,7 @@ class Parser:
             return FieldNode(t.pos, [t.val[1:]])
         if k == L.BOOL:
             return BoolNode(t.pos, t.val == "true")
-        if k in (L.NUMBER, L.CHARCONST):
+        if k in (L.NUMBER, L.CHARCONST, L.COMPLEX):
             return self.number(t)
         if k == L.LPAREN:
             return self.pipeline("parenthesized pipeline", L.RPAREN)
@@ -372,10 +386,23 @@ class Parser:
         if t.kind == L.CHARCONST:
             try:
                 r = unquote_char(t.val)
-            except LiteralError:
+            except LiteralError as e:
+                if str(e) == "invalid syntax":
+                    raise self.errorf("invalid syntax") from None
                 raise self.errorf(f"malformed character constant: {t.val}") from None
             n.is_char = n.is_int = n.is_float = True
             n.int_val, n.float_val = r, float(r)
+            return n
+        if t.kind == L.COMPLEX:
+            try:
+                c = complex(t.val.replace("_", "")[:-1] + "j")
+            except ValueError:
+                raise self.errorf(f"illegal number syntax: {_q(t.val)}") from None
+            n.is_complex, n.complex_val = True, c
+            if c.imag == 0:
+                n.is_float, n.float_val = True, c.real
+                if c.real == int(c.real):
+                    n.is_int, n.int_val = True, int(c.real)
             return n
         if t.val.endswith("i"):
             f = parse_float(t.val[:-1])

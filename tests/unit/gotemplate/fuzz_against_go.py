@@ -4,6 +4,7 @@ Go oracle (oracle/README.md) and through nfd.rules.gotemplate, and differences a
     python tests/unit/gotemplate/fuzz_against_go.py /tmp/gt-oracle funcs 1 2000
     python tests/unit/gotemplate/fuzz_against_go.py /tmp/gt-oracle strings 1 3000
     python tests/unit/gotemplate/fuzz_against_go.py /tmp/gt-oracle syntax 1 1500
+    python tests/unit/gotemplate/fuzz_against_go.py /tmp/gt-oracle garbage 1 3000
 
 Cases found this way that matter go into golden_cases.py.
 """
@@ -137,6 +138,13 @@ def syn_template(rnd: random.Random) -> str:
 
 
 
+GARBAGE = ["{{", "}}", "{{-", "-}}", " ", "\n", "(", ")", "|", "$", "$x", ":=", "=", ".", ".a", ".a.b", '"s"', "`r`", "'c'", "1", "-", "if", "else", "end", "range", "with", "define", "template", "block", "break", "continue", "nil", "true", "/*", "*/", ",", "print", "len", "and", "x", "\t", "0x", "1e", "\\", '"', "'", "`", "{{/*", "*/}}", "é", "\x00", "{", "}"]
+
+
+def garbage_template(rnd: random.Random) -> str:
+    return "".join(rnd.choice(GARBAGE) for _ in range(rnd.randint(1, 25)))
+
+
 def run(oracle: str, cases: list[tuple[str, Any]]) -> int:
     inp = "".join(json.dumps({"tpl": t, "data": d}) + "\n" for t, d in cases)
     lines = subprocess.run([oracle], input=inp, capture_output=True, text=True, check=True).stdout.splitlines()
@@ -174,6 +182,8 @@ def main() -> int:
         cases: list[tuple[str, Any]] = [(funcs_template(rnd), GEN) for _ in range(n)]
     elif mode == "strings":
         cases = strings_cases(rnd, n)
+    elif mode == "garbage":
+        cases = [(garbage_template(rnd), {"a": {"b": 1}}) for _ in range(n)]
     else:
         cases = [(syn_template(rnd), GEN) for _ in range(n)]
     return run(oracle, cases)
