@@ -267,10 +267,43 @@ class CompiledRule:
         )
 
     def _expand(self, data: Any, labels: dict[str, str], vars_: dict[str, str]) -> None:
+        data = go_typed_matches(data)
         if self.labels_template is not None:
             self.labels_template.expand(data, labels)
         if self.vars_template is not None:
             self.vars_template.expand(data, vars_)
+
+
+_ELEM_T = "nodefeaturerule.MatchedElement"
+
+
+def go_typed_matches(data: dict[str, dict[str, list[dict[str, str]]]]) -> Any:
+    """Template data with upstream's Go types (matchedFeatures -> domainMatchedFeatures ->
+    []MatchedElement -> MatchedElement), which templates can observe: ``typeOf``/``%T``, zero
+    values of ``index`` on a missing key, Sprig map functions rejecting them, and a term that
+    matched nothing being a nil slice (``toJson`` null)."""
+    from nfd.rules.gotemplate import values
+    typed_map, typed_list = values.TypedMap, values.typed_list
+    nil_elems = typed_list([], f"[]{_ELEM_T}", go_nil=True)
+    dom_t = "nodefeaturerule.domainMatchedFeatures"
+    nil_domain = typed_map(go_type=dom_t, zero=nil_elems, go_nil=True)
+    return typed_map(
+        {
+            dom: typed_map(
+                {
+                    name: typed_list([typed_map(e, go_type=_ELEM_T, zero="") for e in elems], f"[]{_ELEM_T}")
+                    if elems
+                    else nil_elems
+                    for name, elems in feats.items()
+                },
+                go_type=dom_t,
+                zero=nil_elems,
+            )
+            for dom, feats in data.items()
+        },
+        go_type="nodefeaturerule.matchedFeatures",
+        zero=nil_domain,
+    )
 
 
 def _expr(key: str, e: MatchExpression, path: str, problems: list[tuple[str, str]]) -> Expr:

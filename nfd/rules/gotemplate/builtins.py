@@ -9,7 +9,7 @@ from . import funcs as K
 from .errors import FuncError
 from .fmt import sprint, sprintf, sprintln
 from .funcs import Func
-from .values import format_value, go_len, is_true, type_name
+from .values import TypedMap, format_value, go_len, is_true, type_name
 
 
 def _not(v: Any) -> bool:
@@ -58,6 +58,8 @@ def _index(item: Any, *indexes: Any) -> Any:
 
 def _zero_elem(m: dict[str, Any]) -> Any:
     """Zero value of a map's element type: "" for string maps (NFD's element maps), else nil."""
+    if isinstance(m, TypedMap):
+        return m.zero
     if m and all(isinstance(v, str) for v in m.values()):
         return ""
     return None

@@ -35,7 +35,7 @@ from .nodes import (
     TextNode,
     VariableNode,
 )
-from .values import GoObject, Int64, is_true, print_value, sorted_keys, type_name
+from .values import GoObject, Int64, TypedMap, is_true, print_value, sorted_keys, type_name
 
 MAX_EXEC_DEPTH = 100  # Go allows 100000 nested {{template}} calls; Python's stack does not.
 
@@ -147,8 +147,8 @@ def _validate(value: Value, kind: str, node: Node, *, from_data: bool = False) -
         ok = isinstance(value, bool)
     elif kind == K.LIST:
         ok = isinstance(value, (list, tuple))
-    elif kind == K.MAP:
-        ok = isinstance(value, dict)
+    elif kind == K.MAP:  # a typed map (NFD's MatchedElement...) is not map[string]interface{}
+        ok = isinstance(value, dict) and not isinstance(value, TypedMap)
     elif kind == K.STRS:
         ok = isinstance(value, (list, tuple)) and all(isinstance(x, str) for x in value)
     else:  # pragma: no cover - registry bug

@@ -220,7 +220,7 @@ def format_verb(v: Any, sp: _Spec, depth: int = 0) -> str:
         return _fmt_str(v, sp)
     if isinstance(v, (list, tuple)):
         if sp.sharp and verb == "v":
-            return "[]interface {}{" + ", ".join(_go_syntax(x) for x in v) + "}"
+            return _go_syntax(v)
         inner = _Spec()
         for attr in _Spec.__slots__:
             setattr(inner, attr, getattr(sp, attr))
@@ -249,10 +249,15 @@ def _go_syntax(v: Any) -> str:
     if isinstance(v, float):
         return format_float_g(v)
     if isinstance(v, (list, tuple)):
-        return "[]interface {}{" + ", ".join(_go_syntax(x) for x in v) + "}"
+        if not v and getattr(v, "go_nil", False):
+            return f"{type_name(v)}(nil)"
+        return type_name(v) + "{" + ", ".join(_go_syntax(x) for x in v) + "}"
     if isinstance(v, dict):
+        if not v and getattr(v, "go_nil", False):
+            return f"{type_name(v)}(nil)"
         return (
-            "map[string]interface {}{"
+            type_name(v)
+            + "{"
             + ", ".join(f"{go_quote(str(k))}:{_go_syntax(v[k])}" for k in sorted_keys(v))
             + "}"
         )

@@ -73,12 +73,12 @@ def marshal(v: Any, *, escape_html: bool = True, indent: str = "", _level: int =
     end = "\n" + indent * _level if indent else ""
     if isinstance(v, (list, tuple)):
         if not v:
-            return "[]"
+            return "null" if getattr(v, "go_nil", False) else "[]"
         items = [marshal(x, escape_html=escape_html, indent=indent, _level=_level + 1) for x in v]
         return "[" + nl + ("," + nl).join(items) + end + "]"
     if isinstance(v, dict):
         if not v:
-            return "{}"
+            return "null" if getattr(v, "go_nil", False) else "{}"
         sep = ": " if indent else ":"
         items = [
             _string(str(k), escape_html) + sep + marshal(v[k], escape_html=escape_html, indent=indent, _level=_level + 1)

@@ -37,6 +37,27 @@ class IntList(TypedList):
     go_type = "[]int"
 
 
+class TypedMap(dict):  # type: ignore[type-arg]
+    """A map of a Go type other than map[string]interface{} (NFD's template data is
+    ``map[string]domainMatchedFeatures`` down to ``MatchedElement`` string maps): `%T` names it,
+    ``index`` of a missing key gives the element type's zero value, Sprig's
+    map[string]interface{} functions reject it, and a nil one marshals as JSON null."""
+
+    def __init__(self, data: Any = (), *, go_type: str, zero: Any = None, go_nil: bool = False) -> None:
+        super().__init__(data)
+        self.go_type = go_type
+        self.zero = zero
+        self.go_nil = go_nil
+
+
+def typed_list(items: list[Any], go_type: str, *, go_nil: bool = False) -> TypedList:
+    """A slice of a named element type; ``go_nil``: a nil slice (JSON null, otherwise empty)."""
+    out = TypedList(items)
+    out.go_type = go_type
+    out.go_nil = go_nil  # type: ignore[attr-defined]
+    return out
+
+
 class Int64(int):
     """An int64 result (Sprig arithmetic); behaves as an int."""
 
@@ -74,6 +95,8 @@ def type_name(v: Any) -> str:
         return v.go_type
     if isinstance(v, (list, tuple)):
         return "[]interface {}"
+    if isinstance(v, TypedMap):
+        return v.go_type
     if isinstance(v, dict):
         return "map[string]interface {}"
     if isinstance(v, GoObject):
