@@ -25,7 +25,9 @@ def _load() -> list[tuple[str, dict[str, Any]]]:
         if path.suffix == ".yaml":
             cases = yaml.safe_load(path.read_text(encoding="utf-8"))
         elif path.suffix == ".jsonl":
-            cases = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+            cases = [
+                json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+            ]
             cases = [c for c in cases if "comment" not in c]
         else:
             continue
