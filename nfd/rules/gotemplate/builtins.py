@@ -57,11 +57,9 @@ def _index(item: Any, *indexes: Any) -> Any:
 
 
 def _zero_elem(m: dict[str, Any]) -> Any:
-    """Zero value of a map's element type: "" for string maps (NFD's element maps), else nil."""
+    """Zero value of a map's element type: the typed map's (NFD's MatchedElement: ""), else nil."""
     if isinstance(m, TypedMap):
         return m.zero
-    if m and all(isinstance(v, str) for v in m.values()):
-        return ""
     return None
 
 

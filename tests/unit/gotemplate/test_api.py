@@ -139,3 +139,14 @@ def test_catastrophic_pattern_completes() -> None:
     t = parse('{{ regexMatch "^(a+)+$" .s }}')
     assert t.execute({"s": "a" * 60 + "b"}) == "false"
     assert t.execute({"s": "a" * 60}) == "true"
+
+
+def test_index_missing_key_gives_the_typed_zero_value() -> None:
+    from nfd.rules.gotemplate.values import TypedMap
+
+    elem = TypedMap({"vendor": "8086"}, go_type="nodefeaturerule.MatchedElement", zero="")
+    t = parse('[{{ index . "device" }}]{{ typeOf . }}')
+    assert t.execute(elem) == "[]nodefeaturerule.MatchedElement"
+    assert parse('[{{ index . "device" }}]').execute({"vendor": "8086"}) == "[<no value>]"
+    with pytest.raises(TemplateError, match="expected map"):
+        parse('{{ hasKey . "vendor" }}').execute(elem)
