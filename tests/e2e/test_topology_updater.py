@@ -136,6 +136,8 @@ class UpdaterEnv:
         shutil.rmtree(self.sockdir, ignore_errors=True)
         self.kube.delete_node(self.node)
         self.kube.delete_namespace(self.ns)
+        with contextlib.suppress(Exception):  # leave no NRT of a deleted node in the shared cluster
+            self.kube.admin.request("DELETE", self.path)
 
     def nrt(self) -> dict[str, Any] | None:
         obj: dict[str, Any] | None = self.kube.get_or_none(self.path)
