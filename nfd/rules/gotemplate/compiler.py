@@ -355,7 +355,7 @@ class Compiler:
             elif isinstance(val, int) and not isinstance(val, bool):
                 if ndecl > 1:
                     raise ExecError(at_node, f"can't use {val} to iterate over more than one variable")
-                items = [(i, i) for i in range(val)] if val > 0 else None
+                items = ((i, i) for i in range(val)) if val > 0 else None
             elif val is None:
                 items = None
             else:

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .compiler import Compiler, State, Walk
-from .errors import ExecError, TemplateError
+from .errors import BreakLoop, ContinueLoop, ExecError, TemplateError
 from .funcmap import FORBIDDEN, FUNCS
 from .funcs import Func
 from .nodes import ListNode, Node
@@ -46,6 +46,10 @@ class Template:
             raise TemplateError(self._format(e, e.tmpl_name or self.name)) from None
         except RecursionError:
             raise TemplateError(f"template: {self.name}: execution too deeply nested") from None
+        except (BreakLoop, ContinueLoop):  # pragma: no cover - the parser keeps these inside range
+            raise TemplateError(f"template: {self.name}: break/continue outside range") from None
+        except Exception as e:  # an engine bug or resource exhaustion must not escape as a crash
+            raise TemplateError(f"template: {self.name}: internal error: {type(e).__name__}: {e}") from None
         return "".join(st.out)
 
     def defined_templates(self) -> list[str]:
