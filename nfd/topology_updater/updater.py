@@ -138,6 +138,7 @@ class TopologyUpdater:
         self._trigger = asyncio.Event()
         self._reasons: set[str] = set()
         self._retry_handle: asyncio.TimerHandle | None = None
+        self._missing_logged: frozenset[tuple[str, str]] = frozenset()
 
     # --- triggers -------------------------------------------------------------------------
 
@@ -255,33 +256,45 @@ class TopologyUpdater:
         return nrt
 
     def _hold_for_missing(self, missing: list[tuple[str, str]]) -> bool:
-        """True to skip publishing while listed pods are briefly unknown to the pod cache."""
+        """True to skip publishing while a listed pod is briefly unknown to the pod cache.
+
+        Each pod is waited for at most ``missing_pod_grace_s`` (a rescan is scheduled, and its
+        arrival in the cache triggers one); after that it is accounted from kubelet data alone,
+        so a pod that never shows up (e.g. a static pod without mirror) cannot block publishing.
+        """
         now = time.monotonic()
         current = set(missing)
         self._missing_since = {k: v for k, v in self._missing_since.items() if k in current}
         for key in current:
             self._missing_since.setdefault(key, now)
         if not current:
+            self._missing_logged = frozenset()
             return False
-        oldest = min(self._missing_since.values())
-        if now - oldest >= self.opts.missing_pod_grace_s:
-            log.info(
-                "%d listed pod(s) still unknown to the pod cache after %.0fs (e.g. %s/%s): "
-                "accounting them from kubelet data alone",
-                len(current),
-                self.opts.missing_pod_grace_s,
-                *missing[0],
-            )
+        youngest = max(self._missing_since.values())
+        if now - youngest >= self.opts.missing_pod_grace_s:
+            if current != self._missing_logged:  # say it once per set, not every scan
+                self._missing_logged = frozenset(current)
+                log.info(
+                    "%d listed pod(s) unknown to the pod cache for %.0fs or more (e.g. %s/%s): "
+                    "accounting them from kubelet data alone",
+                    len(current),
+                    self.opts.missing_pod_grace_s,
+                    *missing[0],
+                )
             return False
         log.info(
             "%d listed pod(s) not yet in the pod cache (e.g. %s/%s): publish deferred",
             len(current),
             *missing[0],
         )
-        if self._retry_handle is None or self._retry_handle.cancelled():
-            delay = max(0.2, self.opts.missing_pod_grace_s - (now - oldest))
-            self._retry_handle = asyncio.get_running_loop().call_later(delay, self.request_scan, POD_CACHE)
+        if self._retry_handle is None:
+            delay = max(0.2, self.opts.missing_pod_grace_s - (now - youngest))
+            self._retry_handle = asyncio.get_running_loop().call_later(delay, self._retry_after_grace)
         return True
+
+    def _retry_after_grace(self) -> None:
+        self._retry_handle = None
+        self.request_scan(POD_CACHE)
 
     async def publish(self, nrt: NodeResourceTopology) -> bool:
         """Server-side apply when the object changed (or the resync period passed)."""

@@ -351,3 +351,33 @@ def test_unexpected_scan_error_does_not_stop_the_daemon(tmp_path, sock, kubelet,
     asyncio.run(go())
     assert u.publishes == 1
     assert u.metrics.scan_errors._value.get() == 1
+
+
+def test_deferred_publish_is_retried_after_grace_without_ticks(tmp_path, sock, kubelet, topo_two) -> None:
+    state = tmp_path / "kubelet"
+    (state / "device-plugins").mkdir(parents=True)
+    u, api, _ = make(
+        tmp_path, sock, topo_two, sleep_interval=0, kubelet_state_dir=str(state), missing_pod_grace_s=0.3
+    )
+    kubelet.add_pod(Pod("ns", "static-a", [Container("c", cpus=[4])]))  # never in the pod cache
+
+    async def wait_publishes(n: int) -> None:
+        for _ in range(100):
+            if u.publishes >= n:
+                return
+            await asyncio.sleep(0.05)
+
+    async def go() -> None:
+        task = asyncio.create_task(u.run())
+        await wait_publishes(1)
+        assert resources(api.objects["node-a"], "node-0")["cpu"][2] == "69"
+        kubelet.add_pod(Pod("ns", "static-b", [Container("c", cpus=[5])]))
+        (state / "cpu_manager_state").write_text("{}")  # one trigger; the retry must come by itself
+        await wait_publishes(2)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await u.kubelet.close()
+
+    asyncio.run(go())
+    assert u.publishes == 2
+    assert resources(api.objects["node-a"], "node-0")["cpu"][2] == "68"
