@@ -220,8 +220,8 @@ def static_rules() -> list[Any]:
 
 
 def dropin_rules(ctx: DiscoveryContext) -> list[Any]:
-    """Rules from ``custom.d``: sorted, one level of sub-directories, dot-files skipped; a file
-    that fails to parse is skipped whole with a warning naming it."""
+    """Rules from ``custom.d``: sorted, one level of sub-directories, dot-files skipped (but not
+    dot-directories, as upstream); a file that fails to parse is skipped whole with a warning."""
     base = ctx.paths.custom_d()
     files: list[str] = []
     try:
@@ -230,15 +230,14 @@ def dropin_rules(ctx: DiscoveryContext) -> list[Any]:
         return []
     import yaml  # only when there is a custom.d to read
     for e in entries:
-        if e.name.startswith("."):
-            continue
-        if e.is_dir():
+        if e.is_dir(follow_symlinks=False):
             try:
                 sub = sorted(os.scandir(e.path), key=lambda s: s.name)
             except OSError:
                 continue
-            files.extend(s.path for s in sub if not s.name.startswith(".") and s.is_file())
-        elif e.is_file():
+            files.extend(s.path for s in sub if not s.is_dir(follow_symlinks=False)
+                         and not s.name.startswith(".") and s.is_file())
+        elif not e.name.startswith(".") and e.is_file():
             files.append(e.path)
     out: list[Any] = []
     for path in files:

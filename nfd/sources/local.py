@@ -124,11 +124,9 @@ def parse_feature_file(
             continue
         if expiry < now:
             continue
+        # upstream keeps any key, even "" (``=value``): features carry it, the label is dropped
+        # later as an invalid name
         key, sep, value = line.partition("=")
-        if not key or not key.isprintable():
-            ctx.warn(f"{path}:{lineno}: malformed line ignored: {line[:60]!r}")
-            skip_label = skip_feature = False
-            continue
         value = value if sep else "true"
         if skip_feature:
             features.pop(key, None)

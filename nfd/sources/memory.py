@@ -10,7 +10,9 @@ from nfd.api.features import Features
 from nfd.sources.base import DiscoveryContext, FeatureSource
 from nfd.sources.hostfs import list_dir, read_text, read_value
 
-_HUGEPAGES_DIR = re.compile(r"^hugepages-(\d+)kB$")
+# upstream strips "hugepages-" and trailing k/B characters, then parses "<rest>Ki"
+_HUGEPAGES_DIR = re.compile(r"^(?:hugepages-)?(\d+)[kB]*$")
+_GO_INT = re.compile(r"^[+-]?\d+$")
 
 
 class MemorySource(FeatureSource):
@@ -62,16 +64,19 @@ def _hugepages(ctx: DiscoveryContext) -> dict[str, str]:
     enabled = False
     for entry in entries:
         m = _HUGEPAGES_DIR.match(entry)
-        if not m:
+        path = os.path.join(base, entry)
+        if not m or not os.path.isdir(path) or os.path.islink(path):
             continue
-        count = read_value(ctx, os.path.join(base, entry, "nr_hugepages"))
+        # an unreadable count is published as "" (as upstream), it just cannot enable hugepages
+        count = read_value(ctx, os.path.join(path, "nr_hugepages"))
         if count is None:
-            continue
+            ctx.warn(f"{os.path.join(path, 'nr_hugepages')}: cannot read the page count")
+            count = ""
         out["hugepages-" + quantity_kib(int(m.group(1)))] = count
-        try:
+        if _GO_INT.match(count):
             enabled = enabled or int(count) > 0
-        except ValueError:
-            ctx.warn(f"{os.path.join(base, entry, 'nr_hugepages')}: not an integer: {count[:40]!r}")
+        elif count:
+            ctx.warn(f"{os.path.join(path, 'nr_hugepages')}: not an integer: {count[:40]!r}")
     out["enabled"] = "true" if enabled else "false"
     return out
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import glob
 import os
 from typing import Any
 
 from nfd.api.features import Features
 from nfd.sources.base import DiscoveryContext, FeatureSource, str_list
-from nfd.sources.hostfs import read_value
+from nfd.sources.hostfs import exists, list_dir, read_value
 from nfd.sources.pci import device_label, label_fields
 
 FIELDS = ("class", "vendor", "device", "serial")
@@ -29,10 +28,14 @@ class UsbSource(FeatureSource):
         return cfg
 
     def discover(self, ctx: DiscoveryContext, config: dict[str, Any]) -> Features:
-        pattern = os.path.join(glob.escape(ctx.paths.sys("bus/usb/devices")), "*", "idProduct")
+        # upstream globs */idProduct with Go's filepath.Glob: dot-names match too and entries
+        # come in directory-name order ("1-1" before "1-1.2"), not full-path order
+        base = ctx.paths.sys("bus/usb/devices")
         out: list[dict[str, str]] = []
-        for id_product in sorted(glob.glob(pattern)):
-            dev = os.path.dirname(id_product)
+        for name in list_dir(ctx, base) or []:
+            dev = os.path.join(base, name)
+            if not exists(os.path.join(dev, "idProduct")):
+                continue
             attrs: dict[str, str] = {}
             for field in FIELDS:
                 v = read_value(ctx, os.path.join(dev, _FILES[field]))
@@ -41,12 +44,20 @@ class UsbSource(FeatureSource):
             if attrs.get("class") != "00":
                 out.append(attrs)
                 continue
-            # class 00: the class is per interface; one instance per interface (duplicates kept)
-            for intf in sorted(glob.glob(os.path.join(glob.escape(dev), "*", "bInterfaceClass"))):
-                cls = read_value(ctx, intf)
-                if cls is None:
+            # class 00: the class is per interface; one instance per interface (duplicates kept);
+            # one unreadable interface class drops the whole device, as upstream
+            per_intf: list[dict[str, str]] = []
+            for intf in list_dir(ctx, dev) or []:
+                path = os.path.join(dev, intf, "bInterfaceClass")
+                if not exists(path):
                     continue
-                out.append({**attrs, "class": cls})
+                cls = read_value(ctx, path)
+                if cls is None:
+                    ctx.warn(f"{path}: unreadable interface class, USB device {name} skipped")
+                    per_intf = []
+                    break
+                per_intf.append({**attrs, "class": cls})
+            out.extend(per_intf)
         f = Features()
         f.instances["usb.device"] = out
         return f

@@ -216,8 +216,11 @@ def test_local_garbage_lines_and_files(tree):
     root = tree(d + "40-big", "z=1\n" * 20000)
     os.makedirs(os.path.join(root, d, "subdir"))
     f, labels, ctx = run("local", root)
-    assert labels == {"x": "override", "y": "2"}
-    assert any("10-good:2" in w for w in ctx.warnings) and any("10-good:3" in w for w in ctx.warnings)
+    # as upstream, odd keys stay in the features; only label validation drops them
+    assert labels == {"x": "override", "y": "2", "": "nokey", "bell\x07": "1"}
+    assert f.attributes["local.feature"] == labels
+    published = compute_labels(f, ["local"], {}, ctx_for(root))
+    assert published == {"x": "override", "y": "2"}
     assert any("30-binary" in w for w in ctx.warnings) and any("40-big" in w for w in ctx.warnings)
 
 
