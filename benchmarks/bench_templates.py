@@ -8,6 +8,7 @@ from __future__ import annotations
 import timeit
 
 from nfd.rules.gotemplate import parse
+from nfd.rules.gotemplate.values import TypedMap, typed_list
 
 RANGE3 = """{{ range .pci.device }}vendor-{{ .vendor }}-{{ .device }}.present=true
 class-{{ .class }}.present=true
@@ -27,6 +28,16 @@ DATA = {
 }
 
 
+_ELEM = "nodefeaturerule.MatchedElement"
+# What the rule engine passes: upstream's Go types on the matched-feature data.
+TYPED = {
+    "pci": TypedMap(
+        {"device": typed_list([TypedMap(e, go_type=_ELEM, zero="") for e in DATA["pci"]["device"]], f"[]{_ELEM}")},
+        go_type="nodefeaturerule.domainMatchedFeatures",
+    )
+}
+
+
 def _bench(label: str, fn: object, number: int) -> None:
     t = min(timeit.repeat(fn, number=number, repeat=5)) / number  # type: ignore[arg-type]
     print(f"{label:<52} {t * 1e6:9.1f} µs")
@@ -38,6 +49,7 @@ def main() -> None:
     big_src = "{{ range .cpu.cpuid }}{{ .Name }}=true\n{{ end }}" * 1000
     _bench("parse 3-line range template", lambda: parse(RANGE3), 2000)
     _bench("execute 3-line range template, 20 elements", lambda: t3.execute(DATA), 2000)
+    _bench("execute 3-line range template, 20 typed elements", lambda: t3.execute(TYPED), 2000)
     _bench("execute cpuid Name=true template, 20 elements", lambda: tc.execute(DATA), 2000)
     _bench(f"parse {len(big_src)} byte template", lambda: parse(big_src), 5)
 

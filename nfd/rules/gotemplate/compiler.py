@@ -110,7 +110,7 @@ def _field(recv: Value, name: str, node: Node, has_args: bool, recv_type: str) -
 def _field_chain(recv: Value, names: list[str], node: Node, has_args: bool, recv_type: str) -> Value:
     last = len(names) - 1
     for i, name in enumerate(names):
-        if type(recv) is dict and not (has_args and i == last):
+        if isinstance(recv, dict) and not (has_args and i == last):
             try:
                 recv = recv[name]
                 recv_type = "interface {}"
@@ -280,7 +280,7 @@ class Compiler:
                 key = field.ident[0]
 
                 def walk_field(st: State, dot: Value) -> None:
-                    if type(dot) is dict and key in dot:
+                    if isinstance(dot, dict) and key in dot:
                         v = dot[key]
                     else:
                         v = pipe(st, dot)  # the general path raises the right error
@@ -448,7 +448,7 @@ class Compiler:
                 key = names[0]
 
                 def eval_field1(st: State, dot: Value) -> Value:
-                    if type(dot) is dict:
+                    if isinstance(dot, dict):
                         try:
                             return dot[key]
                         except KeyError:
@@ -493,7 +493,7 @@ class Compiler:
                 key = names[0]
 
                 def eval_field1(st: State, dot: Value, final: Value) -> Value:
-                    if type(dot) is dict:
+                    if isinstance(dot, dict):
                         try:
                             return dot[key]
                         except KeyError:
