@@ -36,12 +36,3 @@ class Func:
     params: tuple[str, ...] = ()
     variadic: str | None = None
     builtin: bool = False
-
-
-def func(*params: str, variadic: str | None = None) -> Callable[[Callable[..., Any]], Func]:
-    """Decorator: declare a Python function's Go signature."""
-
-    def wrap(fn: Callable[..., Any]) -> Func:
-        return Func(fn, tuple(params), variadic)
-
-    return wrap

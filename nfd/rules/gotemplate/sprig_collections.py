@@ -22,11 +22,6 @@ def _as_list(v: Any, what: str) -> list[Any]:
     raise FuncError(f"Cannot {what} type {kind_name(v)}")
 
 
-def _must(fn: Any) -> Any:
-    """The must* variant: same function, errors are reported instead of panicking (same text here)."""
-    return fn
-
-
 def push(lst: Any, v: Any) -> list[Any]:
     return _as_list(lst, "push on") + [v]
 

@@ -53,6 +53,7 @@ class Template:
         return "".join(st.out)
 
     def defined_templates(self) -> list[str]:
+        """Names of the templates in this source ({{define}}/{{block}} plus the main one)."""
         return sorted(self._trees)
 
     def _format(self, e: ExecError, tmpl_name: str) -> str:
