@@ -67,7 +67,7 @@ class Parser:
         self.far = 0  # one past the furthest token read
         self.vars: list[str] = ["$"]
         self.range_depth = 0
-        self.action_line = 0  # line of the {{ being parsed, for multi-line lexer errors
+        self.action_pos = -1  # where the {{ being parsed starts, for multi-line lexer errors
         self.trees: dict[str, ListNode] = {}
 
     # --- errors -------------------------------------------------------
@@ -83,8 +83,9 @@ class Parser:
     def unexpected(self, tok: L.Token, context: str) -> TemplateError:
         if tok.kind == L.ERROR:
             extra = ""
-            if self.action_line and self.line_of(tok.pos) != self.action_line:
-                extra = f" in action started at {self.name}:{self.action_line}"
+            action_line = self.line_of(self.action_pos) if self.action_pos >= 0 else 0
+            if action_line and self.line_of(tok.pos) != action_line:
+                extra = f" in action started at {self.name}:{action_line}"
                 if tok.val.endswith(" action"):
                     extra = extra[len(" in action") :]
             return self.errorf(tok.val + extra)
@@ -183,12 +184,12 @@ class Parser:
         if t.kind == L.TEXT:
             return TextNode(t.pos, t.val)
         if t.kind == L.LDELIM:
-            saved = self.action_line
-            self.action_line = self.line_of(t.pos)
+            saved = self.action_pos
+            self.action_pos = t.pos
             try:
                 return self.action()
             finally:
-                self.action_line = saved
+                self.action_pos = saved
         raise self.unexpected(t, "input")
 
     # --- actions ------------------------------------------------------
