@@ -12,6 +12,7 @@ null expression means ``Exists``.
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Any
 
@@ -22,6 +23,8 @@ from nfd.sources.base import DiscoveryContext, FeatureSource
 ALLOWED_OPS = {"In", "NotIn", "InRegexp", "Exists", "DoesNotExist", "Gt", "Lt", "GtLt", "IsTrue", "IsFalse"}
 RULE_FIELDS = {"name", "labels", "labelsTemplate", "vars", "varsTemplate", "matchFeatures", "matchAny", "matchCEL"}
 MAX_DEPTH = 100
+
+log = logging.getLogger(__name__)
 
 STATIC_RULES: list[dict[str, Any]] = [
     {
@@ -45,6 +48,8 @@ STATIC_RULES: list[dict[str, Any]] = [
 
 
 def _scalar(v: Any, path: str) -> str:
+    if v is None:
+        return ""  # as a YAML null decoded into a Go string
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, float):
@@ -67,7 +72,25 @@ def _str_values(v: Any, path: str) -> list[str]:
     return [_scalar(v, path)]
 
 
-def convert_expression(raw: Any, path: str) -> dict[str, Any]:
+def _unknown_fields(raw: dict[str, Any], allowed: set[str], path: str, strict: bool) -> None:
+    """custom.d files are decoded strictly upstream (an unknown field rejects the file); the
+    worker config is not (unknown fields are ignored), so there we only log them."""
+    unknown = set(raw) - allowed
+    if not unknown:
+        return
+    if strict:
+        raise ValidationError(path, f"unknown field(s) {sorted(map(str, unknown))}")
+    log.warning("%s: unknown field(s) %s ignored", path, sorted(map(str, unknown)))
+
+
+def _str_map(raw: Any, path: str) -> Any:
+    """labels/vars: scalar values become strings as in upstream's YAML decoding (5 -> "5")."""
+    if not isinstance(raw, dict):
+        return raw
+    return {str(k): _scalar(v, f"{path}.{k}") if not isinstance(v, (dict, list)) else v for k, v in raw.items()}
+
+
+def convert_expression(raw: Any, path: str, *, strict: bool = True) -> dict[str, Any]:
     """Custom-dialect expression -> CRD ``{op, value}``."""
     if raw is None:
         return {"op": "Exists"}
@@ -75,9 +98,7 @@ def convert_expression(raw: Any, path: str) -> dict[str, Any]:
         op = raw.get("op")
         if op not in ALLOWED_OPS:
             raise ValidationError(f"{path}.op", f"invalid Op {op!r}")
-        unknown = set(raw) - {"op", "value"}
-        if unknown:
-            raise ValidationError(path, f"unknown field(s) {sorted(unknown)}")
+        _unknown_fields(raw, {"op", "value"}, path, strict)
         out: dict[str, Any] = {"op": op}
         if raw.get("value") is not None:
             out["value"] = _str_values(raw["value"], f"{path}.value")
@@ -85,7 +106,7 @@ def convert_expression(raw: Any, path: str) -> dict[str, Any]:
     return {"op": "In", "value": _str_values(raw, path)}
 
 
-def convert_expression_set(raw: Any, path: str) -> dict[str, Any]:
+def convert_expression_set(raw: Any, path: str, *, strict: bool = True) -> dict[str, Any]:
     if raw is None:
         return {}
     if isinstance(raw, list):
@@ -98,10 +119,10 @@ def convert_expression_set(raw: Any, path: str) -> dict[str, Any]:
         return out
     if not isinstance(raw, dict):
         raise ValidationError(path, "must be an object or a list of names")
-    return {str(k): convert_expression(v, f"{path}.{k}") for k, v in raw.items()}
+    return {str(k): convert_expression(v, f"{path}.{k}", strict=strict) for k, v in raw.items()}
 
 
-def _convert_matcher(raw: Any, path: str) -> list[dict[str, Any]]:
+def _convert_matcher(raw: Any, path: str, *, strict: bool) -> list[dict[str, Any]]:
     if raw is None:
         return []
     if not isinstance(raw, list):
@@ -111,14 +132,13 @@ def _convert_matcher(raw: Any, path: str) -> list[dict[str, Any]]:
         p = f"{path}[{i}]"
         if not isinstance(term, dict):
             raise ValidationError(p, "must be an object")
-        unknown = set(term) - {"feature", "matchExpressions", "matchName"}
-        if unknown:
-            raise ValidationError(p, f"unknown field(s) {sorted(unknown)}")
+        _unknown_fields(term, {"feature", "matchExpressions", "matchName"}, p, strict)
         t: dict[str, Any] = {"feature": term.get("feature")}
         if "matchExpressions" in term:
-            t["matchExpressions"] = convert_expression_set(term["matchExpressions"], f"{p}.matchExpressions")
+            t["matchExpressions"] = convert_expression_set(
+                term["matchExpressions"], f"{p}.matchExpressions", strict=strict)
         if term.get("matchName") is not None:
-            t["matchName"] = convert_expression(term["matchName"], f"{p}.matchName")
+            t["matchName"] = convert_expression(term["matchName"], f"{p}.matchName", strict=strict)
         out.append(t)
     return out
 
@@ -133,34 +153,40 @@ def _depth(v: Any, d: int = 0) -> int:
     return d
 
 
-def convert_rule(raw: Any, path: str) -> dict[str, Any]:
-    """Custom-dialect rule -> NodeFeatureRule rule dict (strict: unknown fields are errors)."""
+def convert_rule(raw: Any, path: str, *, strict: bool = True) -> dict[str, Any]:
+    """Custom-dialect rule -> NodeFeatureRule rule dict (strict: unknown fields are errors,
+    otherwise they are logged and ignored)."""
     if not isinstance(raw, dict):
         raise ValidationError(path, "rule must be an object")
     if _depth(raw) > MAX_DEPTH:
         raise ValidationError(path, f"nesting deeper than {MAX_DEPTH}")
-    unknown = set(raw) - RULE_FIELDS
-    if unknown:
-        raise ValidationError(path, f"unknown field(s) {sorted(unknown)}")
-    out: dict[str, Any] = {
-        k: raw[k] for k in ("name", "labels", "labelsTemplate", "vars", "varsTemplate", "matchCEL") if k in raw
-    }
+    _unknown_fields(raw, RULE_FIELDS, path, strict)
+    out: dict[str, Any] = {k: raw[k] for k in ("name", "labelsTemplate", "varsTemplate", "matchCEL") if k in raw}
+    for k in ("name", "labelsTemplate", "varsTemplate"):
+        if k in out and not isinstance(out[k], (dict, list)):
+            out[k] = _scalar(out[k], f"{path}.{k}")
+    for k in ("labels", "vars"):
+        if k in raw:
+            out[k] = _str_map(raw[k], f"{path}.{k}")
     if "matchFeatures" in raw:
-        out["matchFeatures"] = _convert_matcher(raw["matchFeatures"], f"{path}.matchFeatures")
+        out["matchFeatures"] = _convert_matcher(raw["matchFeatures"], f"{path}.matchFeatures", strict=strict)
     if raw.get("matchAny") is not None:
         if not isinstance(raw["matchAny"], list):
             raise ValidationError(f"{path}.matchAny", "must be a list")
         out["matchAny"] = []
         for i, elem in enumerate(raw["matchAny"]):
             p = f"{path}.matchAny[{i}]"
-            if not isinstance(elem, dict) or set(elem) - {"matchFeatures"}:
-                raise ValidationError(p, "must be an object with only matchFeatures")
-            out["matchAny"].append({"matchFeatures": _convert_matcher(elem.get("matchFeatures"), f"{p}.matchFeatures")})
+            if not isinstance(elem, dict):
+                raise ValidationError(p, "must be an object with matchFeatures")
+            _unknown_fields(elem, {"matchFeatures"}, p, strict)
+            out["matchAny"].append(
+                {"matchFeatures": _convert_matcher(elem.get("matchFeatures"), f"{p}.matchFeatures", strict=strict)})
     return out
 
 
-def compile_custom_rules(raw: Any, *, path: str) -> list[Any]:
-    """Convert and compile a list of custom rules; raises ValidationError naming the first bad one."""
+def compile_custom_rules(raw: Any, *, path: str, strict: bool = True) -> list[Any]:
+    """Convert and compile a list of custom rules; raises ValidationError naming the first bad one.
+    ``strict=False`` (worker config) ignores unknown fields as upstream's lenient decoding does."""
     from nfd.rules.engine import compile_rule
 
     if raw is None:
@@ -171,7 +197,7 @@ def compile_custom_rules(raw: Any, *, path: str) -> list[Any]:
     for i, r in enumerate(raw):
         p = f"{path}[{i}]"
         try:
-            out.append(compile_rule(convert_rule(r, p), path=p))
+            out.append(compile_rule(convert_rule(r, p, strict=strict), path=p))
         except ValidationErrors as e:
             raise ValidationError(p, "; ".join(str(x) for x in e.errors)) from e
     return out
@@ -187,7 +213,7 @@ class CustomSource(FeatureSource):
         return {"rules": []}
 
     def parse_config(self, raw: Any, *, path: str) -> dict[str, Any]:
-        return {"rules": compile_custom_rules(raw, path=path)}
+        return {"rules": compile_custom_rules(raw, path=path, strict=False)}
 
     def labels(self, features: Features, config: dict[str, Any], ctx: DiscoveryContext) -> dict[str, str]:
         from nfd.rules.engine import RULE_BACKREF_FEATURE, evaluate_rule
