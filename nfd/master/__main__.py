@@ -90,8 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
     opt("config-poll-interval", type=_duration, default=5.0, help="how often to check the config file for changes")
     # klog compatibility
     opt("v", type=int, default=None, help="log verbosity")
-    for k in KLOG_FLAGS:
-        opt(k, default=None, help=argparse.SUPPRESS)
+    for k in KLOG_FLAGS:  # accepted for compatibility; logging goes to stderr
+        opt(k, nargs="?", const="true", default=None, help=argparse.SUPPRESS)
     return p
 
 

@@ -324,6 +324,7 @@ class NfdMaster:
         """Live reload: a new (already validated) config; every node is re-evaluated."""
         old = self.config
         self.config = config
+        self.nf_informer.page_size = config.informer_page_size  # used by the next relist
         limiter = getattr(self.write_api, "limiter", None)
         if limiter is not None and (old.kube_api_qps, old.kube_api_burst) != (config.kube_api_qps, config.kube_api_burst):
             limiter.qps, limiter.burst = config.kube_api_qps, max(1, config.kube_api_burst)

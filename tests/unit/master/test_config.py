@@ -133,3 +133,10 @@ def test_feature_gates():
         parse_feature_gates("Bogus=true")
     with pytest.raises(ValueError, match="locked"):
         parse_feature_gates("NodeFeatureAPI=false")
+
+
+def test_go_style_flags_accepted():
+    a = build_parser().parse_args(
+        ["-v=3", "-logtostderr", "-port", "8081", "--instance=blue", "-stderrthreshold=2", "-enable-leader-election"]
+    )
+    assert (a.v, a.port, a.instance, a.enable_leader_election) == (3, 8081, "blue", True)
