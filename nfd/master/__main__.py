@@ -308,10 +308,18 @@ def main(argv: list[str] | None = None) -> int:
         log.warning("config: %s", w)
     if args.metrics is not None:
         log.warning("-metrics is deprecated; /metrics is served on -port")
+    from nfd.k8s.config import ConfigError as KubeconfigError
+
     try:
         return asyncio.run(amain(args, cfg, gates, text))
     except KeyboardInterrupt:
         return 0
+    except KubeconfigError as e:
+        log.error("cannot connect to the API server: %s", e)
+        return 1
+    except OSError as e:
+        log.error("cannot start: %s", e)
+        return 1
 
 
 if __name__ == "__main__":

@@ -140,3 +140,15 @@ def test_go_style_flags_accepted():
         ["-v=3", "-logtostderr", "-port", "8081", "--instance=blue", "-stderrthreshold=2", "-enable-leader-election"]
     )
     assert (a.v, a.port, a.instance, a.enable_leader_election) == (3, 8081, "blue", True)
+
+
+def test_main_reports_bad_config_in_one_line(tmp_path, capsys):
+    from nfd.master.__main__ import main
+
+    conf = tmp_path / "nfd-master.conf"
+    conf.write_text("nfdApiParallelism: -1\n")
+    assert main([f"-config={conf}"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "nfdApiParallelism" in err
+    assert main(["-instance=-bad-"]) == 2
+    assert main(["-feature-gates=Nope=true"]) == 2
