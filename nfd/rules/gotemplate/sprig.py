@@ -9,6 +9,7 @@ from .errors import FuncError
 from .funcs import Func
 from .gosemver import new_version, semver_compare
 from .sprig_collections import COLLECTION_FUNCS
+from .sprig_date import DATE_FUNCS
 from .sprig_math import MATH_FUNCS
 from .sprig_misc import MISC_FUNCS
 from .sprig_regex import REGEX_FUNCS
@@ -22,37 +23,13 @@ def _unsupported(name: str) -> Func:
     return Func(f, (), K.ANY)
 
 
-# Date/time helpers: present upstream, meaningless for node labels (non-deterministic);
-# accepted at parse time and refused when executed.
-_DATE_FUNCS = {
-    name: _unsupported(name)
-    for name in (
-        "ago",
-        "date",
-        "date_in_zone",
-        "date_modify",
-        "dateInZone",
-        "dateModify",
-        "duration",
-        "durationRound",
-        "htmlDate",
-        "htmlDateInZone",
-        "must_date_modify",
-        "mustDateModify",
-        "mustToDate",
-        "now",
-        "toDate",
-        "unixEpoch",
-    )
-}
-
 SPRIG: dict[str, Func] = {
     **STRING_FUNCS,
     **COLLECTION_FUNCS,
     **MATH_FUNCS,
     **MISC_FUNCS,
     **REGEX_FUNCS,
-    **_DATE_FUNCS,
+    **DATE_FUNCS,
     "semver": Func(new_version, (K.STR,)),
     "semverCompare": Func(semver_compare, (K.STR, K.STR)),
 }

@@ -24,8 +24,24 @@ def _run(tpl: str, data: Any) -> dict[str, str]:
         return {"err": str(e)}
 
 
+def _have_zone(name: str) -> bool:
+    try:
+        from zoneinfo import ZoneInfo
+
+        ZoneInfo(name)
+        return True
+    except Exception:
+        return False
+
+
+_ZONES = ("Asia/Kolkata", "America/New_York")
+_MISSING_ZONES = [z for z in _ZONES if not _have_zone(z)]
+
+
 @pytest.mark.parametrize("case", GOLDEN, ids=[f"{i}:{c['tpl'][:40]}" for i, c in enumerate(GOLDEN)])
 def test_matches_go(case: dict[str, Any]) -> None:
+    if any(z in case["tpl"] for z in _MISSING_ZONES):
+        pytest.skip("host has no tz database entry for this zone")
     got = _run(case["tpl"], case["data"])
     expected = {k: case[k] for k in ("out", "err", "perr") if k in case}
     assert got == expected
