@@ -58,6 +58,9 @@ class MasterOptions:
     delete_grace_s: float = 5.0
     # Ours: re-process a node when its labels/annotations/taints/capacity change on the API side.
     react_to_node_changes: bool = True
+    # NodeFeature changes of one node within this period are handled in one pass (upstream
+    # flushes its event batch once per second).
+    batch_s: float = 1.0
 
     @property
     def node_feature_groups(self) -> bool:
@@ -211,12 +214,12 @@ class NfdMaster:
             return
         if etype == "ADDED" or old is None:
             if self._namespace_selected(key[0]):
-                self.node_queue.add(node)
+                self.node_queue.add_after(node, self.opts.batch_s)
             self._all_groups()
             return
         changed = spec_changed(old, obj)
         if changed or publish_metadata_changed(old, obj) or old_node != node:
-            self.node_queue.add(node)
+            self.node_queue.add_after(node, self.opts.batch_s)
         if changed:
             self._all_groups()
 

@@ -32,6 +32,7 @@ class WorkQueue(Generic[T]):
         self._dirty: set[T] = set()
         self._failures: dict[T, int] = {}
         self._delayed: list[tuple[float, int, T]] = []
+        self._delayed_at: dict[T, float] = {}
         self._seq = itertools.count()
         self._wakeup = asyncio.Event()
         self._timer: asyncio.TimerHandle | None = None
@@ -45,7 +46,7 @@ class WorkQueue(Generic[T]):
         return len(self._processing)
 
     def idle(self) -> bool:
-        return not self._queue and not self._processing and not self._delayed
+        return not self._queue and not self._processing and not self._delayed_at
 
     def add(self, item: T) -> None:
         if self._shutdown:
@@ -64,7 +65,11 @@ class WorkQueue(Generic[T]):
             self.add(item)
             return
         loop = asyncio.get_running_loop()
-        heapq.heappush(self._delayed, (loop.time() + delay, next(self._seq), item))
+        at = loop.time() + delay
+        if self._delayed_at.get(item, float("inf")) <= at:
+            return  # already due no later than that
+        self._delayed_at[item] = at
+        heapq.heappush(self._delayed, (at, next(self._seq), item))
         self._arm(loop)
 
     def add_rate_limited(self, item: T) -> float:
@@ -92,7 +97,10 @@ class WorkQueue(Generic[T]):
         loop = asyncio.get_running_loop()
         now = loop.time()
         while self._delayed and self._delayed[0][0] <= now:
-            _, _, item = heapq.heappop(self._delayed)
+            at, _, item = heapq.heappop(self._delayed)
+            if self._delayed_at.get(item) != at:
+                continue  # superseded by an earlier due time
+            del self._delayed_at[item]
             self.add(item)
         self._arm(loop)
 
@@ -119,6 +127,7 @@ class WorkQueue(Generic[T]):
         self._queued.clear()
         self._dirty.clear()
         self._delayed.clear()
+        self._delayed_at.clear()
         self._failures.clear()
         if self._timer is not None:
             self._timer.cancel()

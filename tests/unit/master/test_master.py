@@ -78,7 +78,7 @@ async def settle(master: NfdMaster, api: FakeApi, timeout: float = 5.0) -> None:
 
 
 async def start(api: FakeApi, config: MasterConfig | None = None, **opts: Any) -> NfdMaster:
-    options = MasterOptions(namespace=NFD_NS, delete_grace_s=opts.pop("grace", 0.05), **opts)
+    options = MasterOptions(namespace=NFD_NS, delete_grace_s=opts.pop("grace", 0.05), batch_s=0.02, **opts)
     m = NfdMaster(api, config=config or MasterConfig(resync_period=0), options=options)  # type: ignore[arg-type]
     await m.start_caches()
     await asyncio.sleep(0.02)  # let the watches open

@@ -67,3 +67,15 @@ def test_evidence_rules():
     assert ev.pending("n")
     ev.forget("n")
     assert not ev.pending("n")
+
+
+async def test_delayed_adds_coalesce():
+    q: WorkQueue[str] = WorkQueue()
+    for _ in range(5):
+        q.add_after("n", 0.03)
+    q.add_after("n", 0.01)  # an earlier due time wins
+    assert len(q._delayed_at) == 1
+    assert await asyncio.wait_for(q.get(), timeout=1) == "n"
+    q.done("n")
+    await asyncio.sleep(0.05)  # the superseded 0.03 s entry must not re-queue it
+    assert len(q) == 0 and q.idle()
