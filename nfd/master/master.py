@@ -128,6 +128,7 @@ class NfdMaster:
         self.on_synced: Callable[[], None] | None = None
         self.elector: Any = None
         self._logged_rule_errors: set[tuple[Any, ...]] = set()
+        self._recent_deletes: dict[str, dict[tuple[str, str], float]] = {}
 
         page = config.informer_page_size
         self.nf_informer = Informer(
@@ -197,6 +198,7 @@ class NfdMaster:
             target = node or key[1]
             log.info("NodeFeature %s/%s deleted (node %s)", key[0], key[1], target)
             self.evidence.mark_deleted(target)
+            self._recent_deletes.setdefault(target, {})[key] = time.monotonic()
             if self.ready:
                 self.node_queue.add_after(target, self.opts.delete_grace_s)
                 self._all_groups()
@@ -272,6 +274,7 @@ class NfdMaster:
         if etype == "DELETED":
             self.evidence.forget(name)
             self.desired_cache.pop(name, None)
+            self._recent_deletes.pop(name, None)
             return
         if not self.ready:
             return
@@ -446,7 +449,30 @@ class NfdMaster:
         if cur is not None and new_rv.isdigit() and cur_rv.isdigit() and int(new_rv) > int(cur_rv):
             self.node_informer.cache[("", name)] = slim
 
+    def _in_delete_grace(self, name: str) -> float:
+        """Seconds until a recent NodeFeature delete of this node may be acted on (0: now).
+
+        Any work on the node waits for the grace period unless the deleted objects are back,
+        so other events cannot bring the removal forward.
+        """
+        rd = self._recent_deletes.get(name)
+        if not rd:
+            return 0.0
+        now = time.monotonic()
+        present = self.nf_index.get(name, set())
+        for k, t in list(rd.items()):
+            if k in present or now - t >= self.opts.delete_grace_s:
+                del rd[k]
+        if not rd:
+            del self._recent_deletes[name]
+            return 0.0
+        return min(self.opts.delete_grace_s - (now - t) for t in rd.values())
+
     async def process_node(self, name: str) -> None:
+        wait = self._in_delete_grace(name)
+        if wait > 0:
+            self.node_queue.add_after(name, wait)
+            return
         self.metrics.node_update_requests.inc()
         # Plan against the watched cache; without a Node watch, read the Node (as upstream).
         cached = self.node_informer.get(name) if self.watch_nodes else None

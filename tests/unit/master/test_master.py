@@ -408,3 +408,22 @@ async def test_prune_removes_owned_items_and_nfd_annotations(api: FakeApi) -> No
     assert n1 is not None
     assert n1["metadata"]["labels"] == {"kubernetes.io/hostname": "n1"}
     assert n1["metadata"]["annotations"] == {"other.io/keep": "y"}
+
+
+async def test_delete_grace_not_shortened_by_other_events(api: FakeApi) -> None:
+    api.put("nodefeatures", nodefeature("n1", name="vendor-n1", namespace="vendor", labels={"vendor.io/gpu": "1"}))
+    m = await start(api, grace=0.4)
+    mark = len(api.writes())
+    nf = api.obj("nodefeatures", "n1", NFD_NS)
+    api.remove("nodefeatures", "n1", NFD_NS)
+    # another producer updates its object for the same node right away
+    api.put("nodefeatures", nodefeature("n1", name="vendor-n1", namespace="vendor", labels={"vendor.io/gpu": "2"}))
+    await asyncio.sleep(0.1)
+    api.put("nodefeatures", nf)  # type: ignore[arg-type]  # the worker re-creates its object
+    await asyncio.sleep(0.5)
+    await settle(m, api)
+    labels = api.obj("nodes", "n1")["metadata"]["labels"]  # type: ignore[index]
+    assert labels["vendor.io/gpu"] == "2" and labels[f"{NS}/cpu-avx"] == "true"
+    assert not [p for p in removed_paths(api)[:] if p.startswith("/metadata/labels")]
+    assert len(api.writes()) > mark
+    await m.stop()
