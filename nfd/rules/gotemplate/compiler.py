@@ -35,7 +35,7 @@ from .nodes import (
     TextNode,
     VariableNode,
 )
-from .values import GoObject, Int64, TypedMap, is_true, print_value, sorted_keys, type_name
+from .values import GoObject, TypedMap, is_true, print_value, sorted_keys, type_name
 
 MAX_EXEC_DEPTH = 100  # Go allows 100000 nested {{template}} calls; Python's stack does not.
 
@@ -58,7 +58,7 @@ MISSING: Any = _Missing()
 
 
 class State:
-    __slots__ = ("out", "vars", "name", "depth", "templates")
+    __slots__ = ("out", "vars", "name", "depth", "templates", "at")
 
     def __init__(self, name: str, templates: Mapping[str, Walk], root: Value) -> None:
         self.out: list[str] = []
@@ -66,6 +66,7 @@ class State:
         self.name = name
         self.depth = 0
         self.templates = templates
+        self.at: Node | None = None  # last argument an and/or evaluated (Go's s.at), for errors
 
 
 def _var_value(st: State, name: str, node: Node) -> Value:
@@ -140,7 +141,7 @@ def _validate(value: Value, kind: str, node: Node, *, from_data: bool = False) -
     if kind == K.STR:
         ok = isinstance(value, str)
     elif kind == K.INT:
-        ok = isinstance(value, int) and not isinstance(value, (bool, Int64))
+        ok = isinstance(value, int) and not isinstance(value, bool) and not hasattr(value, "go_type")
     elif kind == K.FLOAT:
         ok = isinstance(value, float)
     elif kind == K.BOOL:
@@ -354,12 +355,12 @@ class Compiler:
                 items = [(k, val[k]) for k in sorted_keys(val)] if val else None
             elif isinstance(val, int) and not isinstance(val, bool):
                 if ndecl > 1:
-                    raise ExecError(at_node, f"can't use {val} to iterate over more than one variable")
+                    raise ExecError(_at(st, at_node), f"can't use {val} to iterate over more than one variable")
                 items = ((i, i) for i in range(val)) if val > 0 else None
             elif val is None:
                 items = None
             else:
-                raise ExecError(at_node, f"range can't iterate over {print_value(val)}")
+                raise ExecError(_at(st, at_node), f"range can't iterate over {print_value(val)}")
             if items is not None:
                 vars_ = st.vars
                 try:
@@ -431,7 +432,7 @@ class Compiler:
                 value = c(st, dot, value)
             for name in decl:
                 if is_assign:
-                    _set_var(st, name, value, at_node)
+                    _set_var(st, name, value, _at(st, at_node))
                 else:
                     st.vars.append([name, value])
             return value
@@ -515,7 +516,7 @@ class Compiler:
             def eval_chain(st: State, dot: Value, final: Value) -> Value:
                 recv = base(st, dot)
                 rtype = type_name(recv) if base_is_call else "interface {}"
-                return _field_chain(recv, fields, at, has_args, rtype)
+                return _field_chain(recv, fields, _at(st, at), has_args, rtype)
 
             return eval_chain
         if isinstance(first, IdentifierNode):
@@ -584,6 +585,8 @@ class Compiler:
                 return ev
             from_data = isinstance(n, (FieldNode, VariableNode, ChainNode))
             at = _last_visited(n)
+            if isinstance(at, _DynamicAt):
+                return lambda st, dot: _validate(ev(st, dot), kind, _at(st, at), from_data=from_data)
             return lambda st, dot: _validate(ev(st, dot), kind, at, from_data=from_data)
         # Literal constants.
         if kind == K.ANY:
@@ -651,11 +654,17 @@ class Compiler:
         if f.builtin and name in ("and", "or"):
             evals = [self.arg(a, K.ANY) for a in args]
             want = name == "or"
+            # Where Go's executor stands after evaluating each argument (for later errors).
+            arg_at = [_last_visited(a) for a in args]
 
             def eval_andor(st: State, dot: Value, final: Value = MISSING) -> Value:
                 v: Value = None
-                for e in evals:
+                if not evals:
+                    st.at = ident
+                for e, at in zip(evals, arg_at, strict=True):
                     v = e(st, dot)
+                    if not isinstance(at, _DynamicAt):
+                        st.at = at
                     if is_true(v) == want:
                         return v
                 if final is not MISSING:
@@ -744,7 +753,7 @@ class Compiler:
 
         def eval_call_final(st: State, dot: Value, final: Value) -> Value:
             argv = [e(st, dot) for e in evals]
-            argv.append(final if final_kind == K.ANY else _validate(final, final_kind, final_at))
+            argv.append(final if final_kind == K.ANY else _validate(final, final_kind, _at(st, final_at)))
             try:
                 return fn(*argv)
             except Exception as e:
@@ -756,15 +765,35 @@ class Compiler:
 _BASIC_TYPES = (str, int, float, bool)
 
 
+class _DynamicAt(Node):
+    """Stands for "whichever argument an and/or evaluated last" (known only at run time)."""
+
+    def __init__(self, fallback: Node) -> None:
+        self.pos = fallback.pos
+        self.fallback = fallback
+
+    def __str__(self) -> str:
+        return str(self.fallback)
+
+
 def _last_visited(n: Node) -> Node:
     """The last node Go's executor positions on while evaluating `n` (the last argument)."""
     while True:
         if isinstance(n, PipeNode) and n.cmds:
             n = n.cmds[-1]
         elif isinstance(n, CommandNode) and n.args:
+            first = n.args[0]
+            if isinstance(first, IdentifierNode) and first.name in ("and", "or"):
+                return _DynamicAt(_last_visited(n.args[-1]) if len(n.args) > 1 else first)
             n = n.args[-1]
         else:
             return n
+
+
+def _at(st: State, node: Node) -> Node:
+    if isinstance(node, _DynamicAt):
+        return st.at if st.at is not None else node.fallback
+    return node
 
 
 def _last_node(pipe: PipeNode) -> Node:

@@ -135,7 +135,8 @@ def _decimal_op(a: Any, bs: tuple[Any, ...], op: str) -> float:
                     r = (r / d).quantize(Decimal(1).scaleb(-16)) if d != 0 else r / d
                 except (DivisionByZero, InvalidOperation):
                     raise FuncError("decimal division by 0") from None
-        return float(r)
+        f = float(r)
+        return 0.0 if f == 0 else f  # decimal has no negative zero
 
 
 def to_decimal(v: Any) -> int:

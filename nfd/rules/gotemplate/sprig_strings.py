@@ -17,7 +17,7 @@ from . import funcs as K
 from .conv import byte_slice, strval
 from .errors import FuncError
 from .funcs import Func
-from .values import StringList, go_len, go_quote
+from .values import StringList, TypedMap, go_len, go_quote
 
 # unicode.IsSpace (Python's isspace() also counts \x1c-\x1f, Go does not).
 GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
@@ -302,11 +302,13 @@ def sort_alpha(v: Any) -> list[str]:
 
 
 def split(sep: str, s: str) -> dict[str, str]:
-    return {f"_{i}": p for i, p in enumerate(go_split(s, sep, -1))}
+    parts = {f"_{i}": p for i, p in enumerate(go_split(s, sep, -1))}
+    return TypedMap(parts, go_type="map[string]string", zero="")
 
 
 def splitn(sep: str, n: int, s: str) -> dict[str, str]:
-    return {f"_{i}": p for i, p in enumerate(go_split(s, sep, n))}
+    parts = {f"_{i}": p for i, p in enumerate(go_split(s, sep, n))}
+    return TypedMap(parts, go_type="map[string]string", zero="")
 
 
 def split_list(sep: str, s: str) -> list[str]:

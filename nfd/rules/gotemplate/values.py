@@ -64,6 +64,12 @@ class Int64(int):
     go_type = "int64"
 
 
+class Uint8(int):
+    """A byte (indexing a string yields one)."""
+
+    go_type = "uint8"
+
+
 def is_true(v: Any) -> bool:
     """Go template truth: false, 0, nil, and empty string/list/map are false."""
     if v is None:
@@ -84,7 +90,7 @@ def type_name(v: Any) -> str:
     if isinstance(v, bool):
         return "bool"
     if isinstance(v, int):
-        return "int64" if isinstance(v, Int64) else "int"
+        return getattr(v, "go_type", "int")
     if isinstance(v, float):
         return "float64"
     if isinstance(v, complex):
@@ -111,7 +117,7 @@ def kind_name(v: Any) -> str:
     if isinstance(v, bool):
         return "bool"
     if isinstance(v, int):
-        return "int64" if isinstance(v, Int64) else "int"
+        return getattr(v, "go_type", "int")
     if isinstance(v, float):
         return "float64"
     if isinstance(v, complex):
