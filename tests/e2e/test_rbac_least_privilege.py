@@ -198,7 +198,12 @@ def run_everything(inst: Installed) -> None:
     gc.stop()
     prune = inst.start_master("-prune", component="prune")
     assert prune.wait(timeout=120) == 0, prune.logs()
-    assert not [k for k in inst.node(a)["metadata"]["labels"] if k.startswith(f"{FNS}/{tag}")]
+    # nothing nfd put on the nodes is left: labels, bookkeeping annotations, extended resources
+    for n in (a, b):
+        node = inst.node(n)
+        assert not [k for k in node["metadata"].get("labels") or {} if k.startswith(f"{FNS}/")], n
+        assert not [k for k in node["metadata"].get("annotations") or {} if k.startswith("nfd.node.kubernetes.io/")], n
+        assert not [r for r in node["status"].get("capacity") or {} if r.startswith(f"{FNS}/")], n
     kube.request("DELETE", f"{NFD_API}/nodefeaturerules/{tag}")
     kube.request("DELETE", f"{NRT_API}/{a}")
 
