@@ -7,7 +7,7 @@ from typing import Any
 
 from nfd.api.features import Features
 from nfd.sources.base import DiscoveryContext, FeatureSource
-from nfd.sources.hostfs import exists, list_dir, read_value
+from nfd.sources.hostfs import list_dir, read_value
 
 _DEV_ATTRS = ("operstate", "speed", "device/sriov_numvfs", "device/sriov_totalvfs", "mtu")
 _VIRT_ATTRS = ("operstate", "speed", "mtu")
@@ -27,7 +27,8 @@ class NetworkSource(FeatureSource):
             if name == "bonding_masters":
                 continue
             path = os.path.join(base, name)
-            physical = exists(os.path.join(path, "device"))
+            # upstream stat()s the link: a dangling "device" link means a virtual interface
+            physical = os.path.exists(os.path.join(path, "device"))
             attrs = {"name": name}
             for attr in _DEV_ATTRS if physical else _VIRT_ATTRS:
                 v = read_value(ctx, os.path.join(path, attr))

@@ -1,0 +1,55 @@
+"""The differential cases: host roots x worker configs, and what is host-dependent.
+
+Shared by the test and by ``regen_expected.py`` (which runs upstream's binary to refresh the
+expected data), so both always agree on the case list and the filtering.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EXPECTED = os.path.join(HERE, "expected")
+CONFIGS = os.path.join(HERE, "configs")
+FIXTURES = os.path.abspath(os.path.join(HERE, "..", "..", "fixtures", "sysfs"))
+UPSTREAM_PCI = "/work/shared/fixtures/upstream-pci/rootfs-1"
+NODE_NAME = "parity-node"
+
+MODELS = ["arm-host", "gpu-server", "hugepages-nvdimm", "hybrid-cpu", "kvm-guest", "sriov-host"]
+
+#: (host, config or None)
+CASES: list[tuple[str, str | None]] = (
+    [(h, None) for h in [*MODELS, "edge-cases", "upstream-pci"]]
+    + [("gpu-server", "pci1"), ("sriov-host", "pci1"), ("edge-cases", "pci1"),
+       ("sriov-host", "pci2"), ("edge-cases", "pci2"), ("gpu-server", "pci3"), ("edge-cases", "pci4"),
+       ("hybrid-cpu", "usb1"), ("edge-cases", "usb1"), ("edge-cases", "usb2"),
+       ("gpu-server", "kernel1"), ("edge-cases", "kernel1"), ("gpu-server", "kernel2"),
+       ("edge-cases", "custom1"), ("edge-cases", "scalars"),
+       ("gpu-server", "wl"), ("edge-cases", "wl")]
+)
+
+#: features that come from the CPUID instruction: upstream cannot be pointed at a modelled CPU
+HOST_FEATURES = {("flags", "cpu.cpuid"), ("attributes", "cpu.cpuid"), ("attributes", "cpu.model")}
+HOST_LABEL_PREFIXES = ("feature.node.kubernetes.io/cpu-cpuid.", "feature.node.kubernetes.io/cpu-model.")
+
+#: labels we publish on purpose where upstream does not (docs/compatibility.md: hybrid CPUs)
+DELIBERATE_EXTRA_LABELS = {
+    "hybrid-cpu": {"feature.node.kubernetes.io/cpu-cpu_atom": "true",
+                   "feature.node.kubernetes.io/cpu-cpu_core": "true"},
+}
+
+
+def case_id(host: str, config: str | None) -> str:
+    return f"{host}@{config}" if config else host
+
+
+def host_independent_features(obj: dict[str, Any]) -> dict[str, Any]:
+    out = {kind: dict(obj.get(kind) or {}) for kind in ("flags", "attributes", "instances")}
+    for kind, name in HOST_FEATURES:
+        out[kind].pop(name, None)
+    return out
+
+
+def host_independent_labels(labels: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in labels.items() if not k.startswith(HOST_LABEL_PREFIXES)}

@@ -1,0 +1,111 @@
+// Test driver (not committed anywhere): upstream sources with a worker-style config.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	worker "sigs.k8s.io/node-feature-discovery/pkg/nfd-worker"
+	"sigs.k8s.io/node-feature-discovery/source"
+)
+
+func main() {
+	what := flag.String("what", "features", "features|labels")
+	cfgPath := flag.String("config", "", "worker config yaml")
+	srcs := flag.String("sources", "", "comma list of feature sources (default: all enabled by default)")
+	flag.Parse()
+
+	confSources := source.GetAllConfigurableSources()
+	cfgs := map[string]source.Config{}
+	for n, s := range confSources {
+		cfgs[n] = s.NewConfig()
+	}
+	wl := regexp.MustCompile("")
+	if *cfgPath != "" {
+		data, err := os.ReadFile(*cfgPath)
+		if err != nil {
+			panic(err)
+		}
+		var top struct {
+			Core    map[string]json.RawMessage `json:"core"`
+			Sources map[string]json.RawMessage `json:"sources"`
+		}
+		if err := yaml.Unmarshal(data, &top); err != nil {
+			panic(err)
+		}
+		for k, raw := range top.Sources {
+			if v, ok := cfgs[k]; ok {
+				if err := yaml.Unmarshal(raw, &v); err != nil {
+					panic(err)
+				}
+			}
+		}
+		if raw, ok := top.Core["labelWhiteList"]; ok {
+			var s string
+			_ = json.Unmarshal(raw, &s)
+			wl = regexp.MustCompile(s)
+		}
+	}
+	for n, s := range confSources {
+		s.SetConfig(cfgs[n])
+	}
+	sel := map[string]bool{}
+	if *srcs != "" {
+		for _, n := range strings.Split(*srcs, ",") {
+			sel[n] = true
+		}
+	}
+	for n, s := range source.GetAllFeatureSources() {
+		if ts, ok := s.(source.SupplementalSource); ok && ts.DisableByDefault() {
+			continue
+		}
+		if len(sel) > 0 && !sel[n] && *what == "features" {
+			continue
+		}
+		if err := s.Discover(); err != nil {
+			fmt.Fprintf(os.Stderr, "discover %s: %v\n", n, err)
+		}
+	}
+	var out interface{}
+	if *what == "features" {
+		out = source.GetAllFeatures()
+	} else {
+		ls := []source.LabelSource{}
+		for _, s := range source.GetAllLabelSources() {
+			if ts, ok := s.(source.SupplementalSource); ok && ts.DisableByDefault() {
+				continue
+			}
+			ls = append(ls, s)
+		}
+		sort.Slice(ls, func(i, j int) bool {
+			if ls[i].Priority() != ls[j].Priority() {
+				return ls[i].Priority() < ls[j].Priority()
+			}
+			return ls[i].Name() < ls[j].Name()
+		})
+		labels := worker.Labels{}
+		for _, s := range ls {
+			if len(sel) > 0 && !sel[s.Name()] {
+				continue
+			}
+			l, err := worker.GetFeatureLabels(s, *wl)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "labels %s: %v\n", s.Name(), err)
+				continue
+			}
+			for k, v := range l {
+				labels[k] = v
+			}
+		}
+		out = labels
+	}
+	b, _ := json.MarshalIndent(out, "", "  ")
+	fmt.Println(string(b))
+}
