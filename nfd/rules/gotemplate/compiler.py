@@ -99,9 +99,12 @@ def _field(recv: Value, name: str, node: Node, has_args: bool, recv_type: str) -
             raise ExecError(node, f'map has no entry for key "{name}"') from None
     if isinstance(recv, GoObject):
         try:
-            return recv.field(name)
+            value = recv.field(name)
         except KeyError:
             raise ExecError(node, f"can't evaluate field {name} in type {recv.type_name}") from None
+        if has_args:  # only argument-less methods are offered
+            raise ExecError(node, f"wrong number of args for {name}: want 0")
+        return value
     rt = recv_type or type_name(recv)
     if recv is None:
         raise ExecError(node, f"nil pointer evaluating {rt}.{name}")
@@ -186,6 +189,8 @@ def _constant(n: NumberNode) -> Eval:
 
 
 class Compiler:
+    """Turns the parse trees of one template source into closures, once."""
+
     def __init__(self, funcs: Mapping[str, Func], trees: Mapping[str, ListNode]) -> None:
         self.funcs = funcs
         self.trees = trees
