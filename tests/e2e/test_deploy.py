@@ -48,13 +48,15 @@ HELM_VALUES: dict[str, dict[str, Any]] = {
                    "denyLabelNs": ["denied.example.com"], "enableTaints": True, "resyncPeriod": "2h",
                    "nfdApiParallelism": 5, "config": {"restrictions": {"allowOverwrite": False}},
                    "extraArgs": ["-v=2"], "extraEnvs": [{"name": "EXTRA", "value": "1"}],
+                   "podDisruptionBudget": {"enable": True},
                    "nodeSelector": {"kubernetes.io/os": "linux"}},
         "worker": {"ownerRefs": ["node", "pod"], "mountUsrSrc": True,
                    "config": {"core": {"sleepInterval": "30s"}},
                    "tolerations": [{"operator": "Exists"}], "nodeSelector": {"kubernetes.io/os": "linux"}},
         "topologyUpdater": {"enable": True, "updateInterval": "30s", "podSetFingerprint": False,
-                            "config": {"excludeList": {"*": ["hugepages-1Gi"]}}},
-        "gc": {"interval": "30m"},
+                            "config": {"excludeList": {"*": ["hugepages-1Gi"]}}, "watchNamespace": "team-a",
+                            "kubeletConfigPath": "/var/lib/kubelet/config.yaml"},
+        "gc": {"interval": "30m", "podDisruptionBudget": {"enable": True}},
     },
     "master-only": {"worker": {"enable": False}, "gc": {"enable": False}, "postDeleteCleanup": False},
 }
@@ -128,7 +130,13 @@ def test_helm_values_reach_the_objects(helm_bin: Path, tmp_path: Path) -> None:
     assert {m["mountPath"] for m in wspec["containers"][0]["volumeMounts"]} >= {"/host-usr/src", "/host-sys"}
     # ownerRefs=node needs (and only then gets) read access to Nodes
     assert ("ClusterRole", "nfd-node-feature-discovery-worker-node") in by
-    assert ("DaemonSet", "nfd-node-feature-discovery-topology-updater") in by
+    tu = by[("DaemonSet", "nfd-node-feature-discovery-topology-updater")]["spec"]["template"]["spec"]
+    assert {"-watch-namespace=team-a", "-kubelet-config-uri=file:///host-var/kubelet-config"} <= \
+        set(tu["containers"][0]["args"])
+    for component in ("master", "gc"):
+        pdb = by[("PodDisruptionBudget", f"nfd-node-feature-discovery-{component}")]
+        pods = next(o for o in objs if o["kind"] == "Deployment" and o["metadata"]["name"].endswith(component))
+        assert pdb["spec"]["selector"]["matchLabels"].items() <= pods["spec"]["template"]["metadata"]["labels"].items()
     assert yaml.safe_load(by[("ConfigMap", "nfd-node-feature-discovery-master-conf")]["data"]["nfd-master.conf"]) \
         == {"restrictions": {"allowOverwrite": False}}
     for name, spec in _pod_specs(objs):
