@@ -462,6 +462,20 @@ _MORE = [
     "{{ (urlParse \"https://u:p@example.com:8080/a/b?q=1#frag\").host }}|{{ (urlParse \"https://example.com/x\").path }}|{{ urlJoin (dict \"scheme\" \"http\" \"host\" \"h\" \"path\" \"/p\") }}",
 ]
 
+
+# Regression sets for Masterminds/semver constraints and xstrings case conversion.
+_SEMVER_PAIRS = [
+    (c, v)
+    for c in ["1", "1.2", "~1.2", "^1.2", "^0.2", "^0.0.3", "1.x", "*", "!=1.2.3", "!=1.2", ">1.2", ">=1.2.3-0",
+              "<=1.2", "<2", "1.1 - 1.3", ">1, <3 || 0.x", "=1.2.3", "~>1.2.3", ">= 1.2, < 1.4"]
+    for v in ["1.2.3", "1.3.0", "0.2.5", "1.2.3-beta", "2.0.0", "0.0.3"]
+]
+_CASE_WORDS = ["FirstName", "HTTPServer", "already_snake", "with space", "v2Beta1", "ABCDef", "foo_bar-baz",
+               "ID123abc", "simpleXMLParser", "IPv6Address", "AVX512F", "x86_64", "--a--b", "_", "-",
+               "a", "A", "aB", "Ab1C", "hello.world", "ǅemo", "ÀÉÎ õ", "mIxEd_CaSe-Str1ng"]
+
 CASES: list[tuple[str, Any]] = (
     [(t, NFD) for t in _NFD_TEMPLATES] + [(t, GEN) for t in _SYNTAX + _BUILTINS + _SPRIG + _MORE]
+    + [("{{ semverCompare .c .v }}", {"c": c, "v": v}) for c, v in _SEMVER_PAIRS]
+    + [("{{ snakecase .s }}|{{ kebabcase .s }}|{{ camelcase .s }}|{{ swapcase .s }}|{{ title .s }}|{{ untitle .s }}", {"s": w}) for w in _CASE_WORDS]
 )
