@@ -9,4 +9,6 @@ python3 -m mypy nfd
 # Build (or reuse) the e2e kube-apiserver; prints the build time when it builds. Without Go
 # this only notes it, and pytest reports the e2e tests as skipped.
 python3 -m tests.e2e.build --if-go
+# Likewise helm, kustomize and kube-scheduler for the deploy/ tests (tests/tools/).
+python3 -m tests.e2e.tools --if-go
 python3 -m pytest -q -rs -p no:cacheprovider tests "$@"
