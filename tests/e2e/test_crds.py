@@ -6,7 +6,9 @@ error instead of being silently pruned, and read back to check nothing was dropp
 
 from __future__ import annotations
 
+import contextlib
 import copy
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -175,8 +177,22 @@ zones:
 """)
 
 
-def _create(kube: KubeCluster, path: str, obj: dict[str, Any]) -> dict[str, Any]:
+@pytest.fixture
+def cleanup(kube: KubeCluster) -> Iterator[list[str]]:
+    """Paths of cluster-scoped objects to delete after the test (an NFR left behind would
+    label the nodes of every later test that runs nfd-master)."""
+    paths: list[str] = []
+    yield paths
+    for path in paths:
+        with contextlib.suppress(HttpError):
+            kube.request("DELETE", path)
+
+
+def _create(kube: KubeCluster, path: str, obj: dict[str, Any],
+            cleanup: list[str] | None = None) -> dict[str, Any]:
     out: dict[str, Any] = kube.request("POST", path, body=obj, params={"fieldValidation": "Strict"})
+    if cleanup is not None:
+        cleanup.append(f"{path}/{out['metadata']['name']}")
     return out
 
 
@@ -210,10 +226,10 @@ def test_short_names_discoverable(kube: KubeCluster) -> None:
     assert nrt["noderesourcetopologies"]["namespaced"] is False
 
 
-def test_nodefeaturerule_sample_roundtrips(kube: KubeCluster) -> None:
+def test_nodefeaturerule_sample_roundtrips(kube: KubeCluster, cleanup: list[str]) -> None:
     obj = copy.deepcopy(SAMPLE_NFR)
     obj["metadata"]["name"] = kube.unique_name("nfr")
-    created = _create(kube, f"{NFD}/nodefeaturerules", obj)
+    created = _create(kube, f"{NFD}/nodefeaturerules", obj, cleanup)
     got = kube.get(f"{NFD}/nodefeaturerules/{created['metadata']['name']}")
     assert got["spec"] == obj["spec"]  # nothing pruned, no defaults injected (as upstream)
 
@@ -246,17 +262,17 @@ def test_nodefeaturegroup_spec_and_status_subresource(kube: KubeCluster, namespa
     assert "status.nodes[1]" in ei.value.message and "Duplicate value" in ei.value.message
 
 
-def test_noderesourcetopology_v1alpha2_and_v1alpha1(kube: KubeCluster) -> None:
+def test_noderesourcetopology_v1alpha2_and_v1alpha1(kube: KubeCluster, cleanup: list[str]) -> None:
     obj = copy.deepcopy(SAMPLE_NRT_V2)
     obj["metadata"]["name"] = kube.unique_name("nrt")
-    created = _create(kube, f"{NRT}/v1alpha2/noderesourcetopologies", obj)
+    created = _create(kube, f"{NRT}/v1alpha2/noderesourcetopologies", obj, cleanup)
     for key in ("attributes", "topologyPolicies", "zones"):
         assert created[key] == obj[key]
     # v1alpha1 is still served (not stored): topologyPolicies is required there.
     v1 = {"apiVersion": "topology.node.k8s.io/v1alpha1", "kind": "NodeResourceTopology",
           "metadata": {"name": kube.unique_name("nrt")}, "topologyPolicies": ["None"],
           "zones": [{"name": "node-0", "type": "Node"}]}
-    _create(kube, f"{NRT}/v1alpha1/noderesourcetopologies", v1)
+    _create(kube, f"{NRT}/v1alpha1/noderesourcetopologies", v1, cleanup)
     as_v2 = kube.get(f"{NRT}/v1alpha2/noderesourcetopologies/{v1['metadata']['name']}")
     assert as_v2["apiVersion"] == "topology.node.k8s.io/v1alpha2"
     assert as_v2["zones"] == v1["zones"]
