@@ -264,3 +264,35 @@ def test_unauthorized_write_shows_up_as_refused(install_kube: AuditedCluster) ->
     events = [json.loads(line) for line in install_kube.audit_log.read_bytes()[start:].decode().splitlines() if line]
     uses, denied = used(events, ns, "default")
     assert denied and ("", "nodes", "list") not in uses
+
+
+def test_granted_and_used_read_rbac_and_audit_events() -> None:
+    """The two readings the least-privilege test compares, on hand-written inputs."""
+    objs = [
+        {"kind": "ClusterRole", "metadata": {"name": "r"},
+         "rules": [{"apiGroups": ["", "x.io"], "resources": ["nodes", "nodes/status"], "verbs": ["get", "patch"]}]},
+        {"kind": "ClusterRoleBinding", "metadata": {"name": "b"}, "roleRef": {"kind": "ClusterRole", "name": "r"},
+         "subjects": [{"kind": "ServiceAccount", "name": "sa", "namespace": "ns"}]},
+        {"kind": "ClusterRoleBinding", "metadata": {"name": "other"}, "roleRef": {"kind": "ClusterRole", "name": "r"},
+         "subjects": [{"kind": "ServiceAccount", "name": "sa", "namespace": "elsewhere"}]},
+    ]
+    assert granted(objs, "ns", "sa") == {(g, r, v) for g in ("", "x.io") for r in ("nodes", "nodes/status")
+                                         for v in ("get", "patch")}
+    assert granted(objs, "ns", "nobody") == set()
+    user = {"username": "system:serviceaccount:ns:sa"}
+    events = [
+        {"user": user, "verb": "patch", "objectRef": {"resource": "nodes", "subresource": "status"},
+         "responseStatus": {"code": 200}},
+        {"user": user, "verb": "patch", "objectRef": {"apiGroup": "x.io", "resource": "things"},
+         "responseStatus": {"code": 201}},
+        {"user": user, "verb": "get", "objectRef": {"resource": "nodes"}, "responseStatus": {"code": 404}},
+        {"user": user, "verb": "list", "objectRef": {"resource": "pods"}, "requestURI": "/api/v1/pods",
+         "responseStatus": {"code": 403, "message": "forbidden"}},
+        {"user": {"username": "system:serviceaccount:ns:other"}, "verb": "delete", "objectRef": {"resource": "nodes"},
+         "responseStatus": {"code": 200}},
+        {"user": user, "verb": "get", "requestURI": "/healthz", "responseStatus": {"code": 200}},
+    ]
+    uses, refused = used(events, "ns", "sa")
+    assert uses == {("", "nodes/status", "patch"), ("x.io", "things", "patch"), ("x.io", "things", "create"),
+                    ("", "nodes", "get")}
+    assert refused == ["list /api/v1/pods: forbidden"]
