@@ -286,6 +286,7 @@ class Installed:
         kube.apply_objects([o for o in objs if o["kind"] != "CustomResourceDefinition"])
         self.nodes: list[str] = []
         self._counter = 0
+        self._first_process = len(kube.processes)
 
     def workload(self, component: str) -> dict[str, Any]:
         for o in self.objs:
@@ -365,6 +366,10 @@ class Installed:
         return node
 
     def close(self) -> None:
+        """Stop every process started since this install (a master left running would keep
+        acting on later tests' nodes) and delete the nodes."""
+        for p in self.kube.processes[self._first_process:]:
+            p.stop()
         for n in self.nodes:
             self.kube.delete_node(n)
 
