@@ -45,6 +45,8 @@ def _index(item: Any, *indexes: Any) -> Any:
             else:
                 item = item[ix]
         elif isinstance(item, dict):
+            if ix is None:
+                raise FuncError("value is nil; should be of type string")
             if not isinstance(ix, str):
                 raise FuncError(f"value has type {type_name(ix)}; should be string")
             if ix in item:

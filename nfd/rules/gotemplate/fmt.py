@@ -132,11 +132,9 @@ def _fmt_float(v: float, sp: _Spec) -> str:
         s = format_float_g(v, upper=verb == "G")
     elif verb in ("v", "g", "G"):
         s = format(v, f".{sp.prec}{'G' if verb == 'G' else 'g'}")
-        if sp.sharp and "." not in s:
-            s += "."
     elif verb in ("e", "E", "f", "F"):
         prec = 6 if sp.prec is None else sp.prec
-        s = format(v, f"{'#' if sp.sharp else ''}.{prec}{verb.lower() if verb == 'F' else verb}")
+        s = format(v, f".{prec}{verb.lower() if verb == 'F' else verb}")
     elif verb in ("x", "X"):
         s = _hex_float(v, sp.prec)
         if verb == "X":
@@ -146,12 +144,46 @@ def _fmt_float(v: float, sp: _Spec) -> str:
         s = f"{int(m * (1 << 53))}p{e - 53:+d}" if v != 0 else "0p-1074"
     else:
         return _bad(sp, v)
+    if sp.sharp and verb not in ("b", "v"):  # %#v is Go syntax, not the '#' float flag
+        s = _sharp_float(s, verb, sp.prec)
     if not s.startswith("-"):
         if sp.plus:
             s = "+" + s
         elif sp.space:
             s = " " + s
     return _pad(s, sp, numeric=True)
+
+
+def _sharp_float(s: str, verb: str, prec: int | None) -> str:
+    """fmt's '#' flag on floats: always a decimal point; %#g/%#x keep trailing zeros up to the
+    precision (default 6 significant digits), counting as Go does."""
+    digits = 0
+    if verb in ("v", "g", "G", "x"):
+        digits = 6 if prec is None else prec
+    sign = "-" if s.startswith("-") else ""
+    num = s[1:] if sign else s
+    tail = ""
+    has_point = False
+    seen_nonzero = False
+    for i, c in enumerate(num):
+        if c == ".":
+            has_point = True
+        elif c in "pP" or (c in "eE" and verb not in ("x", "X")):
+            tail = num[i:]
+            num = num[:i]
+            break
+        else:
+            if c != "0":
+                seen_nonzero = True
+            if seen_nonzero:
+                digits -= 1
+    if not has_point:
+        if num == "0":
+            digits -= 1
+        num += "."
+    if digits > 0:
+        num += "0" * digits
+    return sign + num + tail
 
 
 def _hex_float(v: float, prec: int | None) -> str:
@@ -186,6 +218,8 @@ def _fmt_str(v: str, sp: _Spec) -> str:
         b = v.encode("utf-8")
         if sp.prec is not None:
             b = b[: sp.prec]
+        if not b:
+            return _pad("", sp)
         parts = [format(c, "02x" if verb == "x" else "02X") for c in b]
         pre = ("0x" if verb == "x" else "0X") if sp.sharp else ""
         if sp.space:
@@ -213,8 +247,16 @@ def format_verb(v: Any, sp: _Spec, depth: int = 0) -> str:
     if isinstance(v, float):
         return _fmt_float(v, sp)
     if isinstance(v, complex):
-        if verb == "v":
-            return _pad(format_value(v), sp)
+        if verb in "vbgGxXfFeE":
+            # Each part formatted as a float (v as g); the imaginary part always has a sign.
+            part = _Spec()
+            for attr in _Spec.__slots__:
+                setattr(part, attr, getattr(sp, attr))
+            if verb == "v":
+                part.verb, part.sharp = "g", False
+            re_part = _fmt_float(v.real, part)
+            part.plus = True
+            return "(" + re_part + _fmt_float(v.imag, part) + "i)"
         return _bad(sp, v)
     if isinstance(v, str):
         return _fmt_str(v, sp)
