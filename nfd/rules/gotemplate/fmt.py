@@ -306,6 +306,29 @@ def _go_syntax(v: Any) -> str:
     return str(v)
 
 
+_MAX_WIDTH = 1_000_000  # fmt rejects larger widths and precisions ("tooLarge")
+
+
+def _parse_num(fmt: str, i: int) -> tuple[int | None, int]:
+    """fmt's parsenum: digits at fmt[i:]; a runaway number consumes the rest of the format."""
+    num: int | None = None
+    n = len(fmt)
+    while i < n and "0" <= fmt[i] <= "9":
+        if num is not None and num > _MAX_WIDTH:
+            return None, n
+        num = (num or 0) * 10 + ord(fmt[i]) - 48
+        i += 1
+    return num, i
+
+
+def _int_arg(args: tuple[Any, ...], i: int) -> bool:
+    """A usable `*` width/precision argument: an int no larger than Go allows."""
+    if i >= len(args):
+        return False
+    a = args[i]
+    return isinstance(a, int) and not isinstance(a, bool) and abs(a) <= _MAX_WIDTH
+
+
 def sprintf(fmt: str, *args: Any) -> str:
     out: list[str] = []
     n = len(fmt)
@@ -352,7 +375,7 @@ def sprintf(fmt: str, *args: Any) -> str:
         reordered = reordered or fmt[i - 1 : i] == "]"
         if i < n and fmt[i] == "*":
             i += 1
-            if argn < nargs and isinstance(args[argn], int) and not isinstance(args[argn], bool):
+            if _int_arg(args, argn):
                 w = args[argn]
                 if w < 0:
                     sp.minus, sp.zero, w = True, False, -w
@@ -361,27 +384,23 @@ def sprintf(fmt: str, *args: Any) -> str:
                 bad_width = True
             argn += 1
         else:
-            st = i
-            while i < n and fmt[i].isdigit():
-                i += 1
-            if i > st:
-                sp.width = int(fmt[st:i])
+            num, i = _parse_num(fmt, i)
+            if num is not None:
+                sp.width = num
         if i < n and fmt[i] == ".":
             i += 1
             i, argn, ok = arg_index(i, argn)
             good_index = good_index and ok
             if i < n and fmt[i] == "*":
                 i += 1
-                if argn < nargs and isinstance(args[argn], int) and not isinstance(args[argn], bool):
+                if _int_arg(args, argn):
                     sp.prec = args[argn] if args[argn] >= 0 else None
                 else:
                     bad_prec = True
                 argn += 1
             else:
-                st = i
-                while i < n and fmt[i].isdigit():
-                    i += 1
-                sp.prec = int(fmt[st:i]) if i > st else 0
+                num, i = _parse_num(fmt, i)
+                sp.prec = num if num is not None else 0
         if bad_width:
             out.append("%!(BADWIDTH)")
         if bad_prec:
