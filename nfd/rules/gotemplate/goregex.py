@@ -7,6 +7,7 @@ Sprig needs from Go's regexp API: FindAll's handling of empty matches, ReplaceAl
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import Any
 
@@ -33,7 +34,9 @@ def compile_go(pat: str) -> Any:
         raise RegexError(str(e)) from None
     except RecursionError:
         raise RegexError(f"error parsing regexp: expression nests too deeply: `{pat}`") from None
-    if nested_repetition(pat):
+    # RE2 itself for patterns `re` would run differently: exponential backtracking shapes, and
+    # case-insensitive matching of non-ASCII text (the `re` path folds ASCII only).
+    if nested_repetition(pat) or (not pat.isascii() and re.search(r"\(\?[a-zA-Z]*i", pat)):
         linear = _re2_compile(pat)
         if linear is not None:
             return linear

@@ -445,6 +445,7 @@ _MORE = [
     "{{ typeOf (split \",\" \"a,b\") }}|{{ hasKey (split \",\" \"a,b\") \"_0\" }}",
     "{{ printf \"%*d|%.*f|\" 9223372036854775807 1 2000000 1.5 }}|{{ len (printf \"%2000000d|x\" 1) }}|{{ printf \"%20000000d|x\" 1 }}",
     "{{ printf \"%#v|%#g|%#x|%#.3e|%#f|%#x|%v|%.2f|%e\" 1.5 1.0 16.0 2.0 3.0 \"\" 1i 2i 3i }}",
+    "{{ regexMatch \"\\\\pL+\" \"é\" }}|{{ regexMatch \"(?i)É\" \"é\" }}|{{ regexFindAll \"\\\\p{Greek}\" \"aβγ\" -1 }}|{{ regexReplaceAll \"(?i)Ö(x)\" \"aöXb\" \"[$1]\" }}",
     "{{ js .l .nil | base }}|{{ html .el .nil .u }}|{{ urlquery .nil }}",
     "{{ b64enc (int (sub \"abc\" .e)) }}",
     "{{ mul . .nested.a | until }}",
