@@ -20,7 +20,7 @@ MODELS = ["arm-host", "gpu-server", "hugepages-nvdimm", "hybrid-cpu", "kvm-guest
 
 #: (host, config or None)
 CASES: list[tuple[str, str | None]] = (
-    [(h, None) for h in [*MODELS, "edge-cases", "upstream-pci"]]
+    [(h, None) for h in [*MODELS, "edge-cases", "upstream-pci", "cpu-a", "cpu-b", "cpu-c", "cpu-d"]]
     + [("gpu-server", "pci1"), ("sriov-host", "pci1"), ("edge-cases", "pci1"),
        ("sriov-host", "pci2"), ("edge-cases", "pci2"), ("gpu-server", "pci3"), ("edge-cases", "pci4"),
        ("hybrid-cpu", "usb1"), ("edge-cases", "usb1"), ("edge-cases", "usb2"),
@@ -37,6 +37,7 @@ HOST_LABEL_PREFIXES = ("feature.node.kubernetes.io/cpu-cpuid.", "feature.node.ku
 DELIBERATE_EXTRA_LABELS = {
     "hybrid-cpu": {"feature.node.kubernetes.io/cpu-cpu_atom": "true",
                    "feature.node.kubernetes.io/cpu-cpu_core": "true"},
+    "cpu-a": {"feature.node.kubernetes.io/cpu-cpu_atom": "true"},
 }
 
 

@@ -38,6 +38,8 @@ from cases import (  # noqa: E402
 def host_root(host: str, scratch: str) -> str:
     if host == "edge-cases":
         return build_edge.build(os.path.join(scratch, "edge-cases"))
+    if host in build_edge.CPU_VARIANTS:
+        return build_edge.build_cpu_variant(host, os.path.join(scratch, host))
     if host == "upstream-pci":
         return UPSTREAM_PCI
     return os.path.join(FIXTURES, host, "root")

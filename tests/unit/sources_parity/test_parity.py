@@ -40,9 +40,11 @@ def edge_root(tmp_path_factory):
     return build_edge.build(str(tmp_path_factory.mktemp("edge") / "root"))
 
 
-def _root(host: str, edge_root: str) -> str:
+def _root(host: str, edge_root: str, tmp_path) -> str:
     if host == "edge-cases":
         return edge_root
+    if host in build_edge.CPU_VARIANTS:
+        return build_edge.build_cpu_variant(host, str(tmp_path / host))
     if host == "upstream-pci":
         if not os.path.isdir(UPSTREAM_PCI):
             pytest.skip(f"{UPSTREAM_PCI} not present")
@@ -76,7 +78,7 @@ def _diff(expected: dict, got: dict) -> list[str]:
 
 @pytest.mark.parametrize("host,config", CASES, ids=[case_id(h, c) for h, c in CASES])
 def test_features_equal_upstream(host, config, edge_root, tmp_path):
-    got = host_independent_features(_export("features", _root(host, edge_root), config, tmp_path))
+    got = host_independent_features(_export("features", _root(host, edge_root, tmp_path), config, tmp_path))
     want = _expected(case_id(host, config), "features")
     problems = [f"{kind} {d}" for kind in ("flags", "attributes", "instances")
                 for d in _diff(want[kind], got[kind])]
@@ -85,7 +87,7 @@ def test_features_equal_upstream(host, config, edge_root, tmp_path):
 
 @pytest.mark.parametrize("host,config", CASES, ids=[case_id(h, c) for h, c in CASES])
 def test_labels_equal_upstream(host, config, edge_root, tmp_path):
-    got = host_independent_labels(_export("labels", _root(host, edge_root), config, tmp_path))
+    got = host_independent_labels(_export("labels", _root(host, edge_root, tmp_path), config, tmp_path))
     want = dict(_expected(case_id(host, config), "labels"))
     extra = DELIBERATE_EXTRA_LABELS.get(host, {})
     if not config or config != "wl":
