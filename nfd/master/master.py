@@ -423,14 +423,26 @@ class NfdMaster:
         return None if obj is None else NodeState.from_obj(obj)
 
     async def _execute(self, node: NodeState, plan: NodePlan) -> NodeState:
-        """Send the first non-empty stage of the plan; returns the node as the API returned it."""
+        """Send the plan's stages in order; returns the node as the API last returned it.
+
+        A stage's resourceVersion guard is moved to the version the previous stage produced
+        (our own write), so one plan needs no re-planning between its requests.
+        """
+        obj: dict[str, Any] | None = None
         if plan.status_ops:
             obj = await patch(self.write_api, NODES, name=node.name, body=plan.status_ops, subresource="status")
-        elif plan.metadata_ops:
-            obj = await patch(self.write_api, NODES, name=node.name, body=plan.metadata_ops)
-        else:
-            obj = await patch(self.write_api, NODES, name=node.name, body=plan.taints_patch, patch_type="merge")
-        self._remember(obj)
+            self._remember(obj)
+        rv = ((obj or {}).get("metadata") or {}).get("resourceVersion") or node.resource_version
+        if plan.metadata_ops:
+            ops = [dict(op, value=rv) if op["op"] == "test" else op for op in plan.metadata_ops]
+            obj = await patch(self.write_api, NODES, name=node.name, body=ops)
+            self._remember(obj)
+        elif plan.taints_patch is not None:
+            body = dict(plan.taints_patch)
+            body["metadata"] = dict(body["metadata"], resourceVersion=rv)
+            obj = await patch(self.write_api, NODES, name=node.name, body=body, patch_type="merge")
+            self._remember(obj)
+        assert obj is not None
         return NodeState.from_obj(obj)
 
     def _remember(self, obj: dict[str, Any]) -> None:
@@ -496,7 +508,7 @@ class NfdMaster:
         all_changes: list[str] = []
         removed = False
         refreshed = False
-        for _ in range(6):
+        for _ in range(3):
             plan = plan_node_update(
                 node,
                 cd.desired,
@@ -529,6 +541,7 @@ class NfdMaster:
             if desc and desc not in all_changes:
                 all_changes.append(desc)
             removed = removed or plan.changes.removed_anything()
+            break
         else:
             raise RuntimeError(f"node {name}: plan did not converge")
         self.evidence.commit(name, res)

@@ -34,7 +34,9 @@ def compact_nodefeature(obj: dict[str, Any]) -> dict[str, Any]:
     if WORKER_POD_UID_ANNOTATION in anns:
         slim_meta["annotations"] = {WORKER_POD_UID_ANNOTATION: anns[WORKER_POD_UID_ANNOTATION]}
     try:
-        raw = json.dumps(obj.get("spec"), sort_keys=True, separators=(",", ":")).encode()
+        # The API server returns a stored object's keys in a stable order, so no sort is needed
+        # to detect "unchanged"; a re-ordered but equal spec costs one re-evaluation, no write.
+        raw = json.dumps(obj.get("spec"), separators=(",", ":")).encode()
     except (TypeError, ValueError):
         raw = b"null"
     return {
