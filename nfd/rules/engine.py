@@ -418,6 +418,17 @@ def features_view(features: Features) -> Features:
     return Features(flags=features.flags, attributes=dict(features.attributes), instances=features.instances)
 
 
+def join_ns(ns: str, name: str) -> str:
+    """Go's path.Join(ns, name) for an unprefixed name, as addNsToMapKeys builds names: the path
+    is cleaned, so "" and "." give the bare namespace and ".." gives "." (both then fail
+    validation instead of becoming "ns/")."""
+    if name in ("", "."):
+        return ns
+    if name == "..":
+        return "."
+    return f"{ns}/{name}"
+
+
 def _merge_prefixed(acc: dict[str, str], new: dict[str, str], ns: str | None) -> None:
     """maps.Copy(acc, addNsToMapKeys(new, ns)); ``ns`` None copies names unchanged."""
     if ns is None:
@@ -427,7 +438,7 @@ def _merge_prefixed(acc: dict[str, str], new: dict[str, str], ns: str | None) ->
         if "/" in k:
             acc[k] = v
         else:
-            fq = f"{ns}/{k}"
+            fq = join_ns(ns, k)
             if fq not in new:
                 acc[fq] = v
 

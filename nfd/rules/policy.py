@@ -31,7 +31,7 @@ from nfd.api.validation import (
     validate_label,
     validate_taint,
 )
-from nfd.rules.engine import RuleOutput
+from nfd.rules.engine import RuleOutput, join_ns
 from nfd.rules.goregex import GoRegexError, compile_go
 
 
@@ -128,7 +128,7 @@ def add_ns(items: Mapping[str, str], ns: str | None) -> dict[str, str]:
         if "/" in k:
             out[k] = v
         else:
-            fq = f"{ns}/{k}"
+            fq = join_ns(ns, k)
             if fq not in items:
                 out[fq] = v
     return out
@@ -192,13 +192,17 @@ def apply_policy(
     features: Features,
     config: PolicyConfig,
 ) -> PolicyResult:
-    """What nfd-master applies to the node. ``features`` should include ``rule.matched``
+    """What nfd-master applies to the node. ``rule_output`` is ``ProcessResult.master_output``
+    (names already prefixed per rule, as upstream does; prefixing again would turn a name that
+    prefixing left without a slash, such as the bare namespace from an empty key, into a new
+    valid one). ``nodefeature_labels`` are prefixed here (again, like upstream, after the
+    per-object prefixing of the merge). ``features`` should include ``rule.matched``
     (``ProcessResult.features``) so ``@rule.matched.x`` resolves."""
     res = PolicyResult()
     ns = None if config.disable_auto_prefix else DEFAULT_LABEL_NS
 
     labels = add_ns(nodefeature_labels, ns)
-    labels.update(add_ns(rule_output.labels, ns))
+    labels.update(rule_output.labels)
     for name, value in labels.items():
         v, why = filter_label(name, value, features, config)
         if why is not None:
@@ -209,7 +213,7 @@ def apply_policy(
         res.rejected.extend(Rejection("label", k, "restrictions.disableLabels") for k in res.labels)
         res.labels = {}
 
-    for name, value in add_ns(rule_output.extended_resources, ns).items():
+    for name, value in rule_output.extended_resources.items():
         v, why = filter_extended_resource(name, value, features, config)
         if why is not None:
             res.rejected.append(Rejection("extendedResource", name, why))
@@ -222,7 +226,7 @@ def apply_policy(
         )
         res.extended_resources = {}
 
-    for name, value in add_ns(rule_output.annotations, ns).items():
+    for name, value in rule_output.annotations.items():
         err = validate_annotation(name, value)
         if err is not None and not (config.disable_auto_prefix and err is ERR_UNPREFIXED):
             res.rejected.append(Rejection("annotation", name, err))

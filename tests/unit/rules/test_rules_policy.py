@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from nfd.api import DEFAULT_LABEL_NS
 from nfd.api.errors import ValidationError
 from nfd.api.features import Features
 from nfd.api.nodefeature import NodeFeature
-from nfd.rules.engine import RuleOutput
+from nfd.rules.engine import RuleOutput, compile_nodefeaturerule, process_rule_sets
 from nfd.rules.policy import (
     PolicyConfig,
     add_ns,
@@ -91,6 +92,16 @@ def test_add_ns_prefixed_twin_wins() -> None:
     assert add_ns({"a": "1"}, None) == {"a": "1"}
 
 
+def _master(out: RuleOutput) -> RuleOutput:
+    """apply_policy takes process_rule_sets' master_output: names already auto-prefixed."""
+    return RuleOutput(
+        labels=add_ns(out.labels, DEFAULT_LABEL_NS),
+        annotations=add_ns(out.annotations, DEFAULT_LABEL_NS),
+        extended_resources=add_ns(out.extended_resources, DEFAULT_LABEL_NS),
+        taints=out.taints,
+    )
+
+
 def test_apply_policy_end_to_end() -> None:
     features = Features(attributes={"kernel.version": {"major": "6"}, "rule.matched": {"gpu": "true"}})
     out = RuleOutput(
@@ -111,7 +122,7 @@ def test_apply_policy_end_to_end() -> None:
     )
     res = apply_policy(
         nodefeature_labels={"a": "nf", "b": "nf"},
-        rule_output=out,
+        rule_output=_master(out),
         features=features,
         config=PolicyConfig(enable_taints=True),
     )
@@ -142,12 +153,16 @@ def test_taints_only_with_enable_taints_and_restrictions() -> None:
         extended_resources={"e": "1"},
         taints=[{"key": "feature.node.kubernetes.io/t", "value": "", "effect": "NoSchedule"}],
     )
-    res = apply_policy(nodefeature_labels={}, rule_output=out, features=Features(), config=PolicyConfig())
+    res = apply_policy(
+        nodefeature_labels={}, rule_output=_master(out), features=Features(), config=PolicyConfig()
+    )
     assert res.taints == [] and res.labels and res.annotations and res.extended_resources
     cfg = PolicyConfig(
         disable_labels=True, disable_annotations=True, disable_extended_resources=True, enable_taints=True
     )
-    res = apply_policy(nodefeature_labels={"z": "1"}, rule_output=out, features=Features(), config=cfg)
+    res = apply_policy(
+        nodefeature_labels={"z": "1"}, rule_output=_master(out), features=Features(), config=cfg
+    )
     assert (res.labels, res.annotations, res.extended_resources) == ({}, {}, {})
     assert len(res.taints) == 1
 
@@ -214,3 +229,27 @@ def test_from_master_config() -> None:
     assert cfg.enable_taints and cfg.disable_labels and not cfg.allow_overwrite
     with pytest.raises(ValidationError, match="extraLabelNs"):
         PolicyConfig.from_master_config({"extraLabelNs": [1]})
+
+
+def test_rule_output_names_are_prefixed_once() -> None:
+    # upstream path.Join's an empty key to the bare namespace, which then fails validation;
+    # prefixing master_output again would turn it into a valid "ns/ns" label
+    out = process_rule_sets(
+        [
+            compile_nodefeaturerule(
+                {
+                    "kind": "NodeFeatureRule",
+                    "metadata": {"name": "a"},
+                    "spec": {"rules": [{"name": "r", "labels": {"": "x", "ok": "1"}}]},
+                }
+            )
+        ],
+        Features(),
+        node_name="n",
+    )
+    assert set(out.master_output.labels) == {DEFAULT_LABEL_NS, f"{DEFAULT_LABEL_NS}/ok"}
+    res = apply_policy(
+        nodefeature_labels={}, rule_output=out.master_output, features=out.features, config=PolicyConfig()
+    )
+    assert res.labels == {f"{DEFAULT_LABEL_NS}/ok": "1"}
+    assert (("label", DEFAULT_LABEL_NS)) in {(r.kind, r.key) for r in res.rejected}
