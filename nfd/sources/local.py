@@ -9,8 +9,9 @@ files over 64 KiB are skipped, files are read in name order and later files over
 from __future__ import annotations
 
 import os
+import re
 import stat
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from nfd.api.features import Features
@@ -87,11 +88,35 @@ def _read_feature_file(ctx: DiscoveryContext, path: str) -> str | None:
         return data.decode("utf-8", errors="replace")
 
 
+# What Go's time.Parse(time.RFC3339, v) accepts: its strict fast path or, failing that, the
+# general layout parser (1-digit hour, "," before the fraction, zone offsets up to 24:60).
+_RFC3339 = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{1,2}):([0-9]{2}):([0-9]{2})(?:[.,]([0-9]+))?"
+    r"(?:(Z)|([+-])([0-9]{2}):([0-9]{2}))"
+)
+_OLDEST = datetime.min.replace(tzinfo=UTC)
+_MDAYS = (0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
 def parse_rfc3339(value: str) -> datetime:
-    dt = datetime.fromisoformat(value.strip())
-    if dt.tzinfo is None or "T" not in value.upper():
-        raise ValueError(f"{value.strip()!r} is not an RFC 3339 time with a time zone")
-    return dt
+    v = value.strip()
+    m = _RFC3339.fullmatch(v)
+    if not m:
+        raise ValueError(f"{v!r} is not an RFC 3339 time")
+    year, month, day, hour, minute, sec = (int(g) for g in m.groups()[:6])
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)  # year 0 is leap in Go
+    mdays = _MDAYS[month] + (1 if month == 2 and leap else 0) if 1 <= month <= 12 else 0
+    off_h, off_m = (int(m.group(10)), int(m.group(11))) if m.group(9) else (0, 0)
+    if not (1 <= day <= mdays and hour <= 23 and minute <= 59 and sec <= 59 and off_h <= 24 and off_m <= 60):
+        raise ValueError(f"{v!r}: field out of range")
+    if year == 0:
+        return _OLDEST  # before datetime's range; only ever compared as "already expired"
+    micro = int((m.group(7) or "0")[:6].ljust(6, "0"))
+    offset = timedelta(hours=off_h, minutes=off_m) * (-1 if m.group(9) == "-" else 1)
+    try:
+        return datetime(year, month, day, hour, minute, sec, micro, tzinfo=UTC) - offset
+    except OverflowError:
+        return _OLDEST if offset > timedelta(0) else datetime.max.replace(tzinfo=UTC)
 
 
 def parse_feature_file(
