@@ -129,6 +129,8 @@ class NfdMaster:
         self.elector: Any = None
         self._logged_rule_errors: set[tuple[Any, ...]] = set()
         self._recent_deletes: dict[str, dict[tuple[str, str], float]] = {}
+        self._own_rv: dict[str, int] = {}  # newest resourceVersion our own writes produced
+        self._own_slim: dict[str, dict[str, Any]] = {}  # that state, until its echo arrives
 
         page = config.informer_page_size
         self.nf_informer = Informer(
@@ -275,6 +277,19 @@ class NfdMaster:
             self.evidence.forget(name)
             self.desired_cache.pop(name, None)
             self._recent_deletes.pop(name, None)
+            self._own_rv.pop(name, None)
+            self._own_slim.pop(name, None)
+            return
+        nm = obj.get("metadata") or {}
+        rv = nm.get("resourceVersion") or ""
+        own = self._own_rv.get(name, 0)
+        if etype == "MODIFIED" and rv.isdigit() and int(rv) <= own:
+            # The echo of our own write (or older): nothing new to react to. An older echo must
+            # not replace the newer state our last write returned.
+            if int(rv) < own and name in self._own_slim:
+                self.node_informer.cache[("", name)] = self._own_slim[name]
+            else:
+                self._own_slim.pop(name, None)
             return
         if not self.ready:
             return
@@ -283,7 +298,7 @@ class NfdMaster:
             return
         if not self.opts.react_to_node_changes:
             return
-        om, nm = old.get("metadata") or {}, obj.get("metadata") or {}
+        om = old.get("metadata") or {}
         if (
             om.get("labels") != nm.get("labels")
             or om.get("annotations") != nm.get("annotations")
@@ -448,8 +463,8 @@ class NfdMaster:
     def _remember(self, obj: dict[str, Any]) -> None:
         """Put the node as our write left it into the cache, unless the watch already has newer.
 
-        Later work on the node then plans against what is really there, and the watch event of
-        our own write compares equal and re-queues nothing.
+        Later work on the node then plans against what is really there, and the watch events of
+        our own writes (up to the newest resourceVersion they produced) re-queue nothing.
         """
         slim = slim_node(obj)
         name = slim["metadata"].get("name") or ""
@@ -457,6 +472,9 @@ class NfdMaster:
             return
         cur = self.node_informer.cache.get(("", name))
         new_rv = slim["metadata"].get("resourceVersion") or ""
+        if new_rv.isdigit() and int(new_rv) > self._own_rv.get(name, 0):
+            self._own_rv[name] = int(new_rv)
+            self._own_slim[name] = slim
         cur_rv = (cur or {}).get("metadata", {}).get("resourceVersion") or ""
         if cur is not None and new_rv.isdigit() and cur_rv.isdigit() and int(new_rv) > int(cur_rv):
             self.node_informer.cache[("", name)] = slim

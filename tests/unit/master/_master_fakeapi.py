@@ -84,6 +84,7 @@ class FakeApi:
         self.log: list[tuple[str, str, Any]] = []  # (verb, path, body) of writes
         self.down = False
         self.forbidden: set[tuple[str, str]] = set()  # (verb, resource) denied by "RBAC"
+        self.watch_lag = 0.0
         self._watchers: list[tuple[str, str | None, asyncio.Queue[dict[str, Any] | None]]] = []
         self.history: list[tuple[str, dict[str, Any]]] = []  # (plural, event), for watch resumes
 
@@ -118,7 +119,11 @@ class FakeApi:
         self.history.append((plural, {"type": etype, "object": copy.deepcopy(obj)}))
         for p, ns, q in list(self._watchers):
             if p == plural and (ns is None or ns == (obj["metadata"].get("namespace") or "")):
-                q.put_nowait({"type": etype, "object": copy.deepcopy(obj)})
+                ev = {"type": etype, "object": copy.deepcopy(obj)}
+                if self.watch_lag > 0:  # events arrive after the response, as over a network
+                    asyncio.get_running_loop().call_later(self.watch_lag, q.put_nowait, ev)
+                else:
+                    q.put_nowait(ev)
 
     def break_watches(self) -> None:
         for _, _, q in list(self._watchers):

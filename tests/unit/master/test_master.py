@@ -427,3 +427,27 @@ async def test_delete_grace_not_shortened_by_other_events(api: FakeApi) -> None:
     assert not [p for p in removed_paths(api)[:] if p.startswith("/metadata/labels")]
     assert len(api.writes()) > mark
     await m.stop()
+
+
+async def test_echoes_of_own_writes_queue_nothing(api: FakeApi) -> None:
+    # two requests for n1 (status for the extended resource, then metadata): two echoes
+    api.put("nodefeaturerules", rule_obj("r1", [dict(AVX_RULE, extendedResources={"avx": "1"})]))
+    m = await start(api)
+    api.watch_lag = 0.05
+    m.update_all_nodes("resync")  # nothing to write: a no-op pass
+    await settle(m, api)
+    assert m.counts["noop"] == 3  # n2 at start, then both nodes
+    api.put("nodefeaturerules", rule_obj("r1", [dict(AVX_RULE, labels={"cpu-avx": "v2"}, extendedResources={"avx": "2"})]))
+    await asyncio.sleep(0.2)
+    await settle(m, api)
+    # two nodes, each processed once: the watch events of our writes re-queue neither
+    # 3 passes per node (start, resync, rule change); the lagging echoes of n1's two writes
+    # per change re-queued nothing
+    assert m.metrics.node_update_requests._value.get() == 6  # type: ignore[attr-defined]
+    assert m.counts["written"] == 2 and m.counts["noop"] == 4
+    # the cache holds what our last write returned
+    n1 = api.obj("nodes", "n1")
+    assert n1 is not None
+    cached = m.node_informer.get("n1")
+    assert cached is not None and cached["metadata"]["resourceVersion"] == n1["metadata"]["resourceVersion"]
+    await m.stop()
