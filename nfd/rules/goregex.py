@@ -14,8 +14,9 @@ on most syntax but not all of it, so a pattern is translated once, at compile ti
 - Syntax Go rejects is rejected even where Python would accept it: lookarounds, backreferences,
   ``(?#...)``, stacked repeats (``a**``, possessive ``a*+``), repeat counts over 1000, ``\\Z``.
 
-Unicode classes (``\\pL``, ``\\p{Greek}``, ``\\PN``) have no ``re`` spelling: such patterns run
-on RE2 itself (google-re2, installed with cel-python), Go's dialect. Case folding under ``(?i)``
+Unicode classes (``\\pL``, ``\\p{Greek}``, ``\\PN``) have no ``re`` spelling, and nested
+repetitions (``(a+)+$``) backtrack exponentially on ``re``: such patterns run on RE2 itself
+(google-re2, installed with cel-python), Go's dialect and linear time. Case folding under ``(?i)``
 is ASCII-only on the ``re`` path. Negated classes inside brackets (``[[:^alpha:]]``, ``[\\S]``)
 are spelled out as explicit complement ranges.
 """
@@ -386,23 +387,93 @@ def _py_flags(on: str, off: str) -> str:
 
 @lru_cache(maxsize=4096)
 def compile_go(pattern: str) -> re.Pattern[str]:
-    """Compile a Go regexp; cached by pattern like upstream. Raises GoRegexError."""
+    """Compile a Go regexp; cached by pattern like upstream. Raises GoRegexError.
+
+    Ordinary patterns run on the fast ``re`` translation. Two kinds run on RE2 itself (Go's
+    engine, google-re2 from cel-python) when it is installed: Unicode classes, which ``re``
+    cannot spell, and nested repetitions (see ``nested_repetition``), which would backtrack
+    exponentially on ``re``. RE2 offers the ``re`` API the callers use.
+    """
     try:
         src = translate(pattern)
     except GoRegexError as e:
         if "Unicode character classes" in str(e):
-            rx = _re2_compile(pattern)
+            rx = re2_compile(pattern)
             if rx is not None:
                 return rx  # type: ignore[no-any-return]
         raise
     try:
-        return re.compile(src, re.ASCII)
+        compiled = re.compile(src, re.ASCII)
     except re.error as e:
         raise GoRegexError(f"error parsing regexp: {e}: `{pattern}`") from None
+    if nested_repetition(pattern):
+        linear = re2_compile(pattern)
+        if linear is not None:
+            return linear  # type: ignore[no-any-return]
+    return compiled
 
 
-def _re2_compile(pattern: str) -> Any:
-    """RE2 (Go's dialect) for what ``re`` cannot spell; None if unavailable or invalid."""
+def nested_repetition(pattern: str) -> bool:
+    """Is a repeat applied to a group holding a repeat or an alternation, or to a repeat?
+
+    That shape (``(a+)+$``, ``(a|aa)*c``, Go's legal ``a*(?i)+``) is what makes a backtracking
+    engine exponential. A flags-only group ``(?i)`` is transparent, as in Go's parser.
+    """
+    stack: list[bool] = []  # per open group: has it seen a repeat or '|'?
+    risky = False  # the item just before is a risky group or a repeat
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        risky_before, risky = risky, False
+        if c == "\\":
+            i += 2
+        elif c == "[":
+            i = _skip_class(pattern, i)
+        elif c == "(":
+            fm = _FLAGS.match(pattern, i)
+            if fm and fm.group(2) == ")":
+                risky = risky_before
+                i = fm.end()
+                continue
+            stack.append(False)
+            i += 2 if pattern.startswith("(?", i) else 1  # "(?" opens a group, not a repeat
+        elif c == ")":
+            inner = stack.pop() if stack else False
+            risky = inner
+            if inner and stack:
+                stack[-1] = True
+            i += 1
+        elif c in "*+?" or (c == "{" and _REPEAT.match(pattern, i)):
+            if risky_before:
+                return True
+            if stack:
+                stack[-1] = True
+            rm = _REPEAT.match(pattern, i) if c == "{" else None
+            i = rm.end() if rm else i + 1
+            if pattern.startswith("?", i):  # lazy marker, not another repeat
+                i += 1
+            risky = True
+        else:
+            if c == "|" and stack:
+                stack[-1] = True
+            i += 1
+    return False
+
+
+def _skip_class(pattern: str, i: int) -> int:
+    """The index just past the bracket expression starting at pattern[i] == '['."""
+    j = i + 1
+    if pattern.startswith("^", j):
+        j += 1
+    if pattern.startswith("]", j):
+        j += 1
+    while j < len(pattern) and pattern[j] != "]":
+        j += 2 if pattern[j] == "\\" else 1
+    return j + 1
+
+
+def re2_compile(pattern: str) -> Any:
+    """RE2 (Go's dialect) for what ``re`` cannot spell or run safely; None if unavailable or invalid."""
     try:
         import re2  # type: ignore[import-not-found,unused-ignore]
     except ImportError:

@@ -42,6 +42,7 @@ from nfd.rules.celc.values import (
     type_name,
 )
 from nfd.rules.goregex import GoRegexError, compile_go
+from nfd.rules.goregex import nested_repetition as _backtracking_risk  # noqa: F401 - old name, tests use it
 
 
 class Overload(NamedTuple):
@@ -334,79 +335,14 @@ def _bool_from_string(s: str) -> bool:
 def compile_regex(pattern: str) -> Any:
     """Compile a Go RE2 pattern for ``matches()``; the result has ``.search(text)``.
 
-    Patterns go through the same Go-to-Python translation as ``InRegexp`` (fast, and the same
-    answers). A pattern that repeats a group holding a repetition or an alternation, the shape
-    that makes a backtracking engine exponential (``(a+)+$``), runs on RE2 itself (google-re2,
+    The same shared translation as ``InRegexp`` (fast, and the same answers); it runs nested
+    repetitions (``(a+)+$``), exponential on a backtracking engine, on RE2 itself (google-re2,
     a cel-python dependency): linear time, about 15 µs per call instead of well under 1 µs.
     """
     try:
-        rx = compile_go(pattern)
+        return compile_go(pattern)
     except GoRegexError as e:
         raise CelError(f"invalid regular expression: {e}") from None
-    if _backtracking_risk(pattern):
-        linear = _re2(pattern)
-        if linear is not None:
-            return linear
-    return rx
-
-
-def _backtracking_risk(pattern: str) -> bool:
-    """Does a quantifier follow a group that contains a quantifier or an alternation?"""
-    stack: list[bool] = []  # per open group: has it seen a quantifier or '|'?
-    i, n = 0, len(pattern)
-    closed_risky = False
-    while i < n:
-        c = pattern[i]
-        if c == "\\":
-            i += 2
-            closed_risky = False
-            continue
-        if c == "[":  # skip a character class
-            j = i + 1
-            if j < n and pattern[j] == "^":
-                j += 1
-            if j < n and pattern[j] == "]":
-                j += 1
-            while j < n and pattern[j] != "]":
-                j += 2 if pattern[j] == "\\" else 1
-            i = j + 1
-            closed_risky = False
-            continue
-        if c == "(":
-            stack.append(False)
-            i += 2 if pattern[i + 1:i + 2] == "?" else 1
-            closed_risky = False
-            continue
-        if c == ")":
-            inner = stack.pop() if stack else False
-            closed_risky = inner
-            if inner and stack:
-                stack[-1] = True
-            i += 1
-            continue
-        if c in "*+?{":
-            if closed_risky:
-                return True
-            if stack:
-                stack[-1] = True
-        elif c == "|" and stack:
-            stack[-1] = True
-        closed_risky = False
-        i += 1
-    return False
-
-
-def _re2(pattern: str) -> Any:
-    try:
-        import re2  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return None
-    options = re2.Options()
-    options.log_errors = False
-    try:
-        return re2.compile(pattern, options)
-    except re2.error:
-        return None
 
 
 def _matches(s: str, pattern: str) -> bool:

@@ -11,7 +11,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from ..goregex import GoRegexError
+from ..goregex import GoRegexError, re2_compile
 from ..goregex import compile_go as _shared_compile
 from .errors import FuncError
 
@@ -22,11 +22,11 @@ class RegexError(FuncError):
 
 @lru_cache(maxsize=1024)
 def compile_go(pat: str) -> Any:
-    """Compile a Go regexp with the project's shared RE2→`re` translator.
+    """Compile a Go regexp with the project's shared translator (nfd.rules.goregex).
 
-    Patterns that repeat a group containing a repetition or alternation (`(a+)+$`) can take
-    exponential time on a backtracking engine; those run on RE2 itself (google-re2, installed
-    with cel-python) when available, like Go. Either object offers the `re` API used here.
+    That already runs nested repetitions (exponential on a backtracking engine) on RE2; here
+    case-insensitive non-ASCII patterns go there too, since the `re` path folds ASCII only.
+    Either object offers the `re` API used here.
     """
     try:
         rx = _shared_compile(pat)
@@ -34,70 +34,11 @@ def compile_go(pat: str) -> Any:
         raise RegexError(str(e)) from None
     except RecursionError:
         raise RegexError(f"error parsing regexp: expression nests too deeply: `{pat}`") from None
-    # RE2 itself for patterns `re` would run differently: exponential backtracking shapes, and
-    # case-insensitive matching of non-ASCII text (the `re` path folds ASCII only).
-    if nested_repetition(pat) or (not pat.isascii() and re.search(r"\(\?[a-zA-Z]*i", pat)):
-        linear = _re2_compile(pat)
+    if not pat.isascii() and re.search(r"\(\?[a-zA-Z]*i", pat):
+        linear = re2_compile(pat)
         if linear is not None:
             return linear
     return rx
-
-
-def nested_repetition(pat: str) -> bool:
-    """Is a quantifier applied to a group that itself contains a quantifier or `|`?"""
-    groups: list[bool] = []  # per open group: contains a quantifier or alternation
-    last_group_risky = False
-    i, n = 0, len(pat)
-    while i < n:
-        c = pat[i]
-        risky_before = last_group_risky
-        last_group_risky = False
-        if c == "\\":
-            i += 2
-            continue
-        if c == "[":
-            i = _skip_class(pat, i)
-            continue
-        if c == "(":
-            groups.append(False)
-        elif c == ")":
-            inner = groups.pop() if groups else False
-            if inner and groups:
-                groups[-1] = True
-            last_group_risky = inner
-        elif c in "*+?{":
-            if risky_before:
-                return True
-            if groups:
-                groups[-1] = True
-        elif c == "|" and groups:
-            groups[-1] = True
-        i += 1
-    return False
-
-
-def _skip_class(pat: str, i: int) -> int:
-    j = i + 1
-    if pat[j : j + 1] == "^":
-        j += 1
-    if pat[j : j + 1] == "]":
-        j += 1
-    while j < len(pat) and pat[j] != "]":
-        j += 2 if pat[j] == "\\" else 1
-    return j + 1
-
-
-def _re2_compile(pat: str) -> Any:
-    try:
-        import re2  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return None
-    opts = re2.Options()
-    opts.log_errors = False
-    try:
-        return re2.compile(pat, opts)
-    except Exception:
-        return None
 
 
 def find_all(rx: Any, s: str, n: int) -> list[Any]:

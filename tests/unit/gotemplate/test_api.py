@@ -122,7 +122,7 @@ def test_package_exports() -> None:
 
 
 def test_nested_repetition_detection() -> None:
-    from nfd.rules.gotemplate.goregex import nested_repetition
+    from nfd.rules.goregex import nested_repetition
 
     assert nested_repetition("(a+)+$")
     assert nested_repetition("(a|b)*c")
