@@ -11,7 +11,10 @@ from nfd.sources.base import DiscoveryContext, FeatureSource
 from nfd.sources.hostfs import read_text, read_value
 
 _KV = re.compile(r"^(\w+)=(.+)", re.ASCII)
-_VERSION_ID = re.compile(r"^(?P<major>\d+)(\.(?P<minor>\d+))?(\..*)?$")
+_VERSION_ID = re.compile(r"^(?P<major>\d+)(\.(?P<minor>\d+))?(\..*)?$", re.ASCII)
+#: Go's bufio.Scanner gives up on a line that does not fit its 64 KiB buffer (upstream then
+#: keeps what it read so far)
+_MAX_LINE = 64 * 1024
 DMI_ATTRS = (
     "bios_date", "bios_vendor", "bios_version", "board_asset_tag", "board_name", "board_vendor",
     "board_version", "chassis_asset_tag", "chassis_type", "chassis_vendor", "chassis_version",
@@ -26,7 +29,7 @@ class SystemSource(FeatureSource):
     def discover(self, ctx: DiscoveryContext, config: dict[str, Any]) -> Features:
         f = Features()
         path = ctx.paths.etc("os-release")
-        text = read_text(ctx, path, limit=65536)
+        text = read_text(ctx, path, limit=1 << 20)
         if text is None:
             ctx.warn(f"{path}: cannot read os-release")
         else:
@@ -49,7 +52,12 @@ class SystemSource(FeatureSource):
 
 def parse_os_release(text: str) -> dict[str, str]:
     out: dict[str, str] = {}
-    for line in text.splitlines():
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        last = i == len(lines) - 1
+        if len(line.encode()) + (0 if last else 1) > _MAX_LINE:
+            break
+        line = line.removesuffix("\r")  # bufio.ScanLines drops one CR before the LF
         m = _KV.match(line)
         if m:
             out[m.group(1)] = m.group(2).strip("\"'")
