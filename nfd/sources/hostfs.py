@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 
 from nfd.sources.base import DiscoveryContext
 
@@ -46,10 +47,28 @@ def read_text(ctx: DiscoveryContext, path: str, *, limit: int = DEFAULT_LIMIT) -
         return data.decode("utf-8", errors="replace")
 
 
+#: what Go's unicode.IsSpace accepts (strings.TrimSpace/Fields); unlike str.strip() it leaves
+#: the ASCII separators \x1c-\x1f alone
+GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
+
+
+_GO_SPACE_RUN = re.compile(f"[{re.escape(GO_SPACE)}]+")
+
+
+def go_trim_space(s: str) -> str:
+    """Go's strings.TrimSpace."""
+    return s.strip(GO_SPACE)
+
+
+def go_fields(s: str) -> list[str]:
+    """Go's strings.Fields."""
+    return [f for f in _GO_SPACE_RUN.split(s) if f]
+
+
 def read_value(ctx: DiscoveryContext, path: str) -> str | None:
     """A one-value sysfs attribute, whitespace-stripped (sysfs values end in a newline)."""
     text = read_text(ctx, path, limit=65536)
-    return None if text is None else text.strip()
+    return None if text is None else go_trim_space(text)
 
 
 def read_int(ctx: DiscoveryContext, path: str) -> int | None:

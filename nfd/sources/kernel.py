@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import gzip
 import os
+import posixpath
 import re
 import zlib
 from typing import Any
 
 from nfd.api.features import Features
 from nfd.sources.base import DiscoveryContext, FeatureSource
-from nfd.sources.hostfs import exists, read_bytes, read_text, read_value
+from nfd.sources.hostfs import exists, go_fields, go_trim_space, read_bytes, read_text, read_value
 
 _FULL_SANITIZE = re.compile(r"[^-A-Za-z0-9_.]")
 _VERSION = re.compile(r"^(?P<major>\d+)(\.(?P<minor>\d+))?(\.(?P<revision>\d+))?(-.*)?$")
@@ -44,17 +45,16 @@ class KernelSource(FeatureSource):
         modules_text = read_text(ctx, ctx.paths.proc("modules"), limit=4 << 20)
         loaded: set[str] | None = None
         if modules_text is not None:
-            loaded = {line.split()[0] for line in modules_text.splitlines() if line.split()}
+            # upstream: lines split on LF, first whitespace-separated field (its blank-line check
+            # is on length; a whitespace-only line would crash it, we skip it)
+            loaded = {fields[0] for fields in map(go_fields, modules_text.split("\n")) if fields}
             f.flags["kernel.loadedmodule"] = set(loaded)
         if osrelease:
             builtin_path = ctx.paths.path(f"/lib/modules/{osrelease}/modules.builtin")
             text = read_text(ctx, builtin_path, limit=4 << 20)
             if text is not None:
-                builtin = {
-                    os.path.basename(line.strip())[:-3]
-                    for line in text.splitlines()
-                    if line.strip().endswith(".ko")
-                }
+                lines = (go_trim_space(line) for line in text.split("\n"))
+                builtin = {posixpath.basename(line)[:-3] for line in lines if line.endswith(".ko")}
                 f.flags["kernel.enabledmodule"] = (loaded or set()) | builtin
         if os.path.isdir(ctx.paths.sys("fs")):
             enforce = read_bytes(ctx, ctx.paths.sys("fs/selinux/enforce"), limit=16)
@@ -79,8 +79,8 @@ class KernelSource(FeatureSource):
 def parse_version(osrelease: str) -> dict[str, str]:
     full = _FULL_SANITIZE.sub("_", osrelease).strip("-_.")
     m = _VERSION.match(full)
-    out = {"full": full, "major": "", "minor": "", "revision": ""}
-    if m:
+    out = {"full": full}
+    if m:  # as upstream: no major/minor/revision at all when the version does not parse
         out.update({k: m.group(k) or "" for k in ("major", "minor", "revision")})
     return out
 

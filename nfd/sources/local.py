@@ -16,6 +16,7 @@ from typing import Any
 
 from nfd.api.features import Features
 from nfd.sources.base import DiscoveryContext, FeatureSource
+from nfd.sources.hostfs import go_trim_space
 
 MAX_FILE_SIZE = 65536
 DIRECTIVE_PREFIX = "# +"
@@ -99,7 +100,7 @@ _MDAYS = (0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
 
 def parse_rfc3339(value: str) -> datetime:
-    v = value.strip()
+    v = go_trim_space(value)
     m = _RFC3339.fullmatch(v)
     if not m:
         raise ValueError(f"{v!r} is not an RFC 3339 time")
@@ -127,7 +128,7 @@ def parse_feature_file(
     expiry = now
     skip_label = skip_feature = False
     for lineno, raw in enumerate(text.split("\n"), start=1):
-        line = raw.strip()
+        line = go_trim_space(raw)
         if not line:
             continue
         if line.startswith("#"):

@@ -8,7 +8,7 @@ from typing import Any
 
 from nfd.api.features import Features
 from nfd.sources.base import DiscoveryContext, FeatureSource
-from nfd.sources.hostfs import list_dir, read_text, read_value
+from nfd.sources.hostfs import go_trim_space, list_dir, read_text, read_value
 
 # upstream strips "hugepages-" and trailing k/B characters, then parses "<rest>Ki"
 _HUGEPAGES_DIR = re.compile(r"^(?:hugepages-)?(\d+)[kB]*$")
@@ -26,7 +26,7 @@ class MemorySource(FeatureSource):
                                           "node_count": str(len(nodes))}
         swaps = read_text(ctx, ctx.paths.proc("swaps"), limit=1 << 20)
         if swaps is not None:
-            lines = [ln for ln in swaps.split("\n") if ln.strip()]
+            lines = [ln for ln in swaps.split("\n") if go_trim_space(ln)]
             f.attributes["memory.swap"] = {"enabled": "true" if len(lines) > 1 else "false"}
         nd_base = ctx.paths.sys("bus/nd/devices")
         nv: list[dict[str, str]] = []

@@ -7,7 +7,7 @@ from typing import Any
 
 from nfd.api.features import Features
 from nfd.sources.base import DiscoveryContext, FeatureSource, str_list
-from nfd.sources.hostfs import list_dir, read_text
+from nfd.sources.hostfs import go_trim_space, list_dir, read_text
 
 MANDATORY = ("class", "vendor", "device", "subsystem_vendor", "subsystem_device")
 OPTIONAL = ("sriov_totalvfs", "iommu_group/type", "iommu/intel-iommu/version")
@@ -70,7 +70,7 @@ def read_attr(ctx: DiscoveryContext, dev_path: str, attr: str) -> str | None:
     text = read_text(ctx, os.path.join(dev_path, attr), limit=4096)
     if text is None:
         return None
-    value = text.removeprefix("0x").strip()
+    value = go_trim_space(text.removeprefix("0x"))
     if attr == "class" and len(value) > 4:
         value = value[:4]  # class + subclass; the programming interface is dropped
     return value

@@ -40,11 +40,12 @@ def run(name: str, root: str, raw_config=None):
     ("6.8.0-rc3+", ("6.8.0-rc3", "6", "8", "0")),
     ("4", ("4", "4", "", "")),
     ("3.10", ("3.10", "3", "10", "")),
-    ("weird kernel!", ("weird_kernel", "", "", "")),
+    ("weird kernel!", ("weird_kernel", None, None, None)),  # upstream: only "full" when unparsable
+    ("6.1.2.3", ("6.1.2.3", None, None, None)),
 ])
 def test_kernel_version(raw, expected):
     v = parse_version(raw)
-    assert (v["full"], v["major"], v["minor"], v["revision"]) == expected
+    assert (v["full"], v.get("major"), v.get("minor"), v.get("revision")) == expected
 
 
 def test_kconfig_search_order_and_gzip(tree):
