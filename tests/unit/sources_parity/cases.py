@@ -26,7 +26,7 @@ CASES: list[tuple[str, str | None]] = (
        ("hybrid-cpu", "usb1"), ("edge-cases", "usb1"), ("edge-cases", "usb2"),
        ("gpu-server", "kernel1"), ("edge-cases", "kernel1"), ("gpu-server", "kernel2"),
        ("edge-cases", "custom1"), ("edge-cases", "scalars"),
-       ("gpu-server", "wl"), ("edge-cases", "wl")]
+       ("gpu-server", "wl"), ("edge-cases", "wl"), ("edge-cases", "wl2")]
 )
 
 #: features that come from the CPUID instruction: upstream cannot be pointed at a modelled CPU
