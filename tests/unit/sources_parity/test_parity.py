@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "fixtures", "sysfs"))
 
 import build_edge  # noqa: E402
-from cases import (  # noqa: E402
+from parity_cases import (  # noqa: E402
     CASES,
     CONFIGS,
     DELIBERATE_EXTRA_LABELS,
