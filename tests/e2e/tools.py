@@ -210,14 +210,25 @@ class AuditedCluster(KubeCluster):
                 f"--audit-log-path={self.audit_log}", "--audit-log-format=json",
                 "--audit-log-mode=blocking", "--audit-log-maxsize=0"]
 
-    def audit_events(self) -> list[dict[str, Any]]:
+    def audit_mark(self) -> int:
+        """A position in the audit log: pass it to audit_events(since=...) to see only later requests."""
+        return self.audit_log.stat().st_size if self.audit_log.exists() else 0
+
+    def audit_events(self, *, since: int = 0) -> list[dict[str, Any]]:
         if not self.audit_log.exists():
             return []
         out = []
-        for line in self.audit_log.read_text().splitlines():
+        for line in self.audit_log.read_bytes()[since:].decode().splitlines():
             with contextlib.suppress(ValueError):
                 out.append(json.loads(line))
         return out
+
+
+def start_audited_cluster() -> AuditedCluster:
+    """A fresh audited control plane (BuildError if the apiserver cannot be built)."""
+    cluster = AuditedCluster.start(binary=ensure_built())
+    assert isinstance(cluster, AuditedCluster)
+    return cluster
 
 
 _cluster: AuditedCluster | None = None
@@ -232,11 +243,9 @@ def install_kube(request: pytest.FixtureRequest) -> AuditedCluster:
         pytest.skip("Go is not installed (or NFD_E2E=0): no control plane for the deploy tests")
     if _cluster is None:
         try:
-            binary = ensure_built()
+            cluster = start_audited_cluster()
         except BuildError as e:
             pytest.fail(f"cannot build the test kube-apiserver: {e}", pytrace=False)
-        cluster = AuditedCluster.start(binary=binary)
-        assert isinstance(cluster, AuditedCluster)
         _cluster = cluster
 
         def close() -> None:
