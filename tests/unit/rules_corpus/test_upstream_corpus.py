@@ -91,6 +91,12 @@ def _argv(case: dict[str, Any], rules_file: Path, nf_file: Path) -> list[str]:
     cfg = policy["config"]
     if cfg.get("enableTaints"):
         argv.append("--enable-taints")
+    if cfg.get("disableAutoPrefix"):
+        argv.append("--disable-auto-prefix")
+    if "restrictions" in cfg:
+        conf = rules_file.with_name("nfd-master.conf")
+        conf.write_text(json.dumps({"restrictions": cfg["restrictions"]}), encoding="utf-8")
+        argv.append(f"--config={conf}")
     for key, flag in (("denyLabelNs", "--deny-label-ns"), ("extraLabelNs", "--extra-label-ns")):
         if key in cfg:
             argv.append(f"{flag}={','.join(cfg[key])}")
