@@ -274,8 +274,8 @@ class CpuSource(FeatureSource):
                 flags = set(info.flags)
                 flags.update(f"X86_64_V{i}" for i in range(1, info.level + 1))
                 f.flags["cpu.cpuid"] = flags
-                if info.avx10_level > 0:
-                    f.add_attributes("cpu.cpuid", {"AVX10_VERSION": str(info.avx10_level)})
+                # upstream publishes the (possibly empty) cpu.cpuid attribute set on x86 only
+                f.attributes["cpu.cpuid"] = {"AVX10_VERSION": str(info.avx10_level)} if info.avx10_level > 0 else {}
                 f.attributes["cpu.model"] = _x86_model(info)
             else:
                 f.flags["cpu.cpuid"] = _cpuinfo_flags(ctx)

@@ -127,7 +127,7 @@ _LEAF1 = [
     (3, 24, "FXSR"), (3, 25, "FXSROPT"), (3, 25, "SSE"), (3, 26, "SSE2"), (2, 0, "SSE3"),
     (2, 5, "VMX"), (2, 9, "SSSE3"), (2, 19, "SSE4"), (2, 20, "SSE42"), (2, 25, "AESNI"),
     (2, 1, "CLMUL"), (2, 22, "MOVBE"), (2, 23, "POPCNT"), (2, 30, "RDRAND"), (2, 31, "HYPERVISOR"),
-    (2, 29, "F16C"), (2, 13, "CX16"), (2, 26, "XSAVE"), (2, 27, "OSXSAVE"),
+    (2, 29, "F16C"), (2, 13, "CX16"),
 ]
 _LEAF7_0 = [
     (1, 2, "SGX"), (1, 4, "HLE"), (1, 9, "ERMS"), (1, 11, "RTM"), (1, 14, "MPX"), (1, 18, "RDSEED"),
@@ -290,6 +290,10 @@ def x86_features(r: Any) -> X86Info:
     family, model = _family_model(leaf1[0])
     c, d = leaf1[2], leaf1[3]
     _bits(leaf1, _LEAF1, fs)
+    # klauspost/cpuid v2.4.0 tests `c&1<<26` (Go precedence: (c&1)<<26), so XSAVE and OSXSAVE
+    # follow ECX bit 0 (SSE3), not bits 26/27; upstream's labels inherit that, so do we
+    if c & 1:
+        fs.update(("XSAVE", "OSXSAVE"))
     htt_capable = vendor in ("Intel", "AMD") and d >> 28 & 1 and max_leaf >= 4
     if htt_capable and _threads_per_core(r, vendor, max_leaf, max_ext) > 1:
         fs.add("HTT")

@@ -34,11 +34,21 @@ def test_vendor_and_family_model():
 def test_avx512_needs_os_support():
     leaves = {"0x0:0": INTEL0, "0x1:0": BASE1, "0x7:0": [0, (1 << 16) | (1 << 5), 0, 0]}
     with_os = cpuid.x86_features(reader(leaves, 0xE7)).flags
-    assert {"AVX", "AVX2", "AVX512F", "FMA3", "OSXSAVE"} <= with_os
+    assert {"AVX", "AVX2", "AVX512F", "FMA3"} <= with_os
     ymm_only = cpuid.x86_features(reader(leaves, 0x7)).flags
     assert "AVX512F" not in ymm_only and "AVX2" in ymm_only
     no_os = cpuid.x86_features(reader(leaves, 0x1)).flags
     assert not {"AVX", "AVX2", "AVX512F"} & no_os
+
+
+def test_xsave_flags_follow_sse3_like_klauspost():
+    """klauspost/cpuid v2.4.0 reads XSAVE/OSXSAVE from ECX bit 0 (a Go precedence slip); upstream's
+    labels carry that, so ours must too. AVX still needs the real bits 26-28 and XCR0."""
+    sse3_only = {"0x0:0": INTEL0, "0x1:0": [0x000806F8, 0, 1, 0]}
+    assert {"XSAVE", "OSXSAVE"} <= cpuid.x86_features(reader(sse3_only, 0)).flags
+    xsave_bits = {"0x0:0": INTEL0, "0x1:0": BASE1}  # bits 26/27/28, no SSE3
+    flags = cpuid.x86_features(reader(xsave_bits, 0xE7)).flags
+    assert "AVX" in flags and not {"XSAVE", "OSXSAVE"} & flags
 
 
 def test_microarch_levels():

@@ -27,6 +27,7 @@ from parity_cases import (  # noqa: E402
     CONFIGS,
     EXPECTED,
     FIXTURES,
+    MODELLED_X86,
     NODE_NAME,
     UPSTREAM_PCI,
     case_id,
@@ -45,9 +46,12 @@ def host_root(host: str, scratch: str) -> str:
     return os.path.join(FIXTURES, host, "root")
 
 
-def run_driver(driver: str, what: str, config: str | None) -> dict:
+def run_driver(driver: str, what: str, config: str | None, cpuid_json: str | None) -> dict:
     cmd = [driver, "-what", what] + (["-config", config] if config else [])
     env = {**os.environ, "NODE_NAME": NODE_NAME}
+    env.pop("NFD_CPUID_JSON", None)
+    if cpuid_json:
+        env["NFD_CPUID_JSON"] = cpuid_json  # the driver mocks klauspost/cpuid with it
     out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
     return json.loads(out)
 
@@ -67,13 +71,17 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as scratch:
         for host, config in CASES:
             shutil.rmtree(args.prefix_dir, ignore_errors=True)
-            shutil.copytree(host_root(host, scratch), args.prefix_dir, symlinks=True)
+            root = host_root(host, scratch)
+            shutil.copytree(root, args.prefix_dir, symlinks=True)
+            cpuid_json = os.path.join(root, "cpuid.json") if host in MODELLED_X86 else None
             if os.path.exists(os.path.join(args.prefix_dir, "cpuid.json")):
                 os.remove(os.path.join(args.prefix_dir, "cpuid.json"))
             cfg = os.path.join(CONFIGS, config + ".yaml") if config else None
             out = os.path.join(EXPECTED, case_id(host, config))
-            dump(os.path.join(out, "features.json"), host_independent_features(run_driver(args.driver, "features", cfg)))
-            dump(os.path.join(out, "labels.json"), host_independent_labels(run_driver(args.driver, "labels", cfg)))
+            feats = run_driver(args.driver, "features", cfg, cpuid_json)
+            labels = run_driver(args.driver, "labels", cfg, cpuid_json)
+            dump(os.path.join(out, "features.json"), host_independent_features(feats, host))
+            dump(os.path.join(out, "labels.json"), host_independent_labels(labels, host))
             print("wrote", out)
     return 0
 

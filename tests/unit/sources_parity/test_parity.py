@@ -78,7 +78,7 @@ def _diff(expected: dict, got: dict) -> list[str]:
 
 @pytest.mark.parametrize("host,config", CASES, ids=[case_id(h, c) for h, c in CASES])
 def test_features_equal_upstream(host, config, edge_root, tmp_path):
-    got = host_independent_features(_export("features", _root(host, edge_root, tmp_path), config, tmp_path))
+    got = host_independent_features(_export("features", _root(host, edge_root, tmp_path), config, tmp_path), host)
     want = _expected(case_id(host, config), "features")
     problems = [f"{kind} {d}" for kind in ("flags", "attributes", "instances")
                 for d in _diff(want[kind], got[kind])]
@@ -87,7 +87,7 @@ def test_features_equal_upstream(host, config, edge_root, tmp_path):
 
 @pytest.mark.parametrize("host,config", CASES, ids=[case_id(h, c) for h, c in CASES])
 def test_labels_equal_upstream(host, config, edge_root, tmp_path):
-    got = host_independent_labels(_export("labels", _root(host, edge_root, tmp_path), config, tmp_path))
+    got = host_independent_labels(_export("labels", _root(host, edge_root, tmp_path), config, tmp_path), host)
     want = dict(_expected(case_id(host, config), "labels"))
     extra = DELIBERATE_EXTRA_LABELS.get(host, {})
     if not config or config != "wl":

@@ -8,9 +8,12 @@ import (
 	"os"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	kcpuid "github.com/klauspost/cpuid/v2"
 
 	worker "sigs.k8s.io/node-feature-discovery/pkg/nfd-worker"
 	"sigs.k8s.io/node-feature-discovery/source"
@@ -21,6 +24,9 @@ func main() {
 	cfgPath := flag.String("config", "", "worker config yaml")
 	srcs := flag.String("sources", "", "comma list of feature sources (default: all enabled by default)")
 	flag.Parse()
+	if path := os.Getenv("NFD_CPUID_JSON"); path != "" {
+		mockCpuid(path)
+	}
 
 	confSources := source.GetAllConfigurableSources()
 	cfgs := map[string]source.Config{}
@@ -108,4 +114,51 @@ func main() {
 	}
 	b, _ := json.MarshalIndent(out, "", "  ")
 	fmt.Println(string(b))
+}
+
+// mockCpuid feeds a cpuid.json fixture ({"leaves": {"0x7:0": [a,b,c,d]}, "xgetbv": n}) to
+// klauspost/cpuid: (leaf, subleaf), else (leaf, any), else zeros.
+func mockCpuid(path string) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		panic(err)
+	}
+	var fx struct {
+		Leaves map[string][4]uint32 `json:"leaves"`
+		Xgetbv uint64               `json:"xgetbv"`
+	}
+	if err := json.Unmarshal(data, &fx); err != nil {
+		panic(err)
+	}
+	type key struct{ leaf, sub uint64; any bool }
+	leaves := map[key][4]uint32{}
+	for k, v := range fx.Leaves {
+		parts := strings.SplitN(k, ":", 2)
+		l, err := strconv.ParseUint(parts[0], 0, 32)
+		if err != nil {
+			panic(err)
+		}
+		if len(parts) == 1 || parts[1] == "" {
+			leaves[key{l, 0, false}] = v
+			continue
+		}
+		if parts[1] == "-1" {
+			leaves[key{l, 0, true}] = v
+			continue
+		}
+		sb, err := strconv.ParseUint(parts[1], 0, 32)
+		if err != nil {
+			panic(err)
+		}
+		leaves[key{l, sb, false}] = v
+	}
+	kcpuid.MockForParity(func(op, op2 uint32) (a, b, c, d uint32) {
+		if v, ok := leaves[key{uint64(op), uint64(op2), false}]; ok {
+			return v[0], v[1], v[2], v[3]
+		}
+		if v, ok := leaves[key{uint64(op), 0, true}]; ok {
+			return v[0], v[1], v[2], v[3]
+		}
+		return 0, 0, 0, 0
+	}, fx.Xgetbv)
 }
