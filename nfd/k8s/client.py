@@ -6,6 +6,7 @@ NodeFeatures of tens of kB each, and dicts are what we patch and compare anyway.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -18,6 +19,8 @@ from nfd.k8s.errors import ApiUnavailable, error_for
 from nfd.k8s.ratelimit import TokenBucket
 
 JSON = "application/json"
+MAX_RETRY_AFTER_ATTEMPTS = 5
+MAX_RETRY_AFTER_S = 5.0
 PATCH_TYPES = {
     "json": "application/json-patch+json",
     "merge": "application/merge-patch+json",
@@ -88,12 +91,40 @@ class ApiClient:
         verb: str | None = None,
         timeout_s: float | None = None,
     ) -> Any:
-        """One request. Returns the parsed JSON body; raises ApiError subclasses or ApiUnavailable."""
-        await self.limiter.acquire()
-        self.metrics[verb or method.upper()] += 1
+        """One request. Returns the parsed JSON body; raises ApiError subclasses or ApiUnavailable.
+
+        A 429 with Retry-After (API priority and fairness, or "storage is (re)initializing" right
+        after a CRD is registered or the server restarts) is retried here, as client-go does.
+        """
         data: bytes | None = None
         if body is not None:
             data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        for attempt in range(MAX_RETRY_AFTER_ATTEMPTS + 1):
+            await self.limiter.acquire()
+            self.metrics[verb or method.upper()] += 1
+            status, payload, retry_after = await self._once(
+                method, path, params=params, data=data, content_type=content_type, accept=accept,
+                timeout_s=timeout_s,
+            )
+            if status < 400:
+                return payload
+            if status == 429 and retry_after is not None and attempt < MAX_RETRY_AFTER_ATTEMPTS:
+                await asyncio.sleep(min(retry_after, MAX_RETRY_AFTER_S))
+                continue
+            raise error_for(status, payload)
+        raise AssertionError("unreachable")
+
+    async def _once(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, Any] | None,
+        data: bytes | None,
+        content_type: str,
+        accept: str,
+        timeout_s: float | None,
+    ) -> tuple[int, Any, float | None]:
         session = self._get_session()
         try:
             async with session.request(
@@ -110,9 +141,7 @@ class ApiClient:
                     payload = json.loads(raw) if raw else None
                 except ValueError:
                     payload = raw.decode(errors="replace")
-                if resp.status >= 400:
-                    raise error_for(resp.status, payload)
-                return payload
+                return resp.status, payload, _retry_after(resp.headers.get("Retry-After"))
         except (TimeoutError, aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as e:
             raise ApiUnavailable(f"{method} {path}: {e.__class__.__name__}: {e}") from e
 
@@ -164,6 +193,15 @@ class ApiClient:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+def _retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None
 
 
 def _params(params: dict[str, Any] | None) -> dict[str, str] | None:

@@ -58,3 +58,44 @@ def test_kubeconfig_bad_context_names_file(tmp_path) -> None:
     kc.write_text("current-context: missing\ncontexts: []\n")
     with pytest.raises(ConfigError, match="kc: current-context 'missing'"):
         load_kubeconfig(str(kc))
+
+
+def test_retry_after_429_is_retried() -> None:
+    """A 429 with Retry-After is retried (as client-go); without it, it surfaces as TooManyRequests."""
+    import asyncio
+
+    from aiohttp import web
+
+    from nfd.k8s.client import ApiClient
+    from nfd.k8s.config import ConnectionConfig
+    from nfd.k8s.errors import TooManyRequests
+
+    calls = {"n": 0}
+
+    async def handler(request: web.Request) -> web.Response:
+        calls["n"] += 1
+        if request.path == "/always" or calls["n"] < 3:
+            headers = {"Retry-After": "0"} if request.path != "/always" else {}
+            return web.json_response({"kind": "Status", "reason": "TooManyRequests"}, status=429, headers=headers)
+        return web.json_response({"ok": True})
+
+    async def main() -> None:
+        app = web.Application()
+        app.router.add_get("/x", handler)
+        app.router.add_get("/always", handler)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        api = ApiClient(ConnectionConfig(server=f"http://127.0.0.1:{port}"))
+        try:
+            assert await api.request("GET", "/x") == {"ok": True}
+            assert calls["n"] == 3 and api.metrics["GET"] == 3
+            with pytest.raises(TooManyRequests):
+                await api.request("GET", "/always")
+        finally:
+            await api.close()
+            await runner.cleanup()
+
+    asyncio.run(main())
