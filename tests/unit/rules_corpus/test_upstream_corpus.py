@@ -1,4 +1,5 @@
-"""Runs the upstream-checked corpus (cases/*.yaml, cases/*.jsonl) through ``nfd rules dryrun --raw -o json``.
+"""Runs the upstream-checked corpus (cases/*.yaml, cases/*.jsonl) through ``nfd rules dryrun -o json``
+(NodeFeatureGroup cases through ``nfd.rules.groups.evaluate_group``).
 
 Every case holds NodeFeatureRule specs (object name -> rules), a feature set, and the output
 upstream's own engine produced for them (see README.md). Outputs must match exactly; errors are
@@ -14,7 +15,10 @@ from typing import Any
 import pytest
 import yaml
 
+from nfd.api.features import Features
 from nfd.cli.rules import main
+from nfd.rules.engine import compile_group_rules
+from nfd.rules.groups import evaluate_group
 
 CASES_DIR = Path(__file__).parent / "cases"
 
@@ -35,7 +39,9 @@ def _load() -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-CASES = _load()
+ALL = _load()
+CASES = [(i, c) for i, c in ALL if "rules" in c]
+GROUP_CASES = [(i, c) for i, c in ALL if "group" in c]
 
 
 def _nodefeature(features: dict[str, Any]) -> dict[str, Any]:
@@ -73,9 +79,10 @@ def _rule_docs(rules: dict[str, list[Any]]) -> list[dict[str, Any]]:
 
 
 def test_corpus_is_large_and_named_uniquely() -> None:
-    ids = [i for i, _ in CASES]
+    ids = [i for i, _ in ALL]
     assert len(ids) == len(set(ids))
-    assert len(ids) >= 500
+    assert len(CASES) >= 500 and len(GROUP_CASES) >= 100
+    assert len(CASES) + len(GROUP_CASES) == len(ALL)
 
 
 @pytest.fixture(scope="module")
@@ -123,3 +130,32 @@ def test_matches_upstream(case: dict[str, Any], workdir: Path, capsys: Any) -> N
         assert got[key] == want.get(key, {}), key
     taints = [{"key": t["key"], "value": t.get("value", ""), "effect": t["effect"]} for t in got["taints"]]
     assert taints == want.get("taints", [])
+
+
+def _features(f: dict[str, Any]) -> Features:
+    return Features(
+        flags={k: set(v) for k, v in f.get("flags", {}).items()},
+        attributes={k: dict(v) for k, v in f.get("attributes", {}).items()},
+        instances={k: [dict(a) for a in v] for k, v in f.get("instances", {}).items()},
+    )
+
+
+@pytest.mark.parametrize("case", [c for _, c in GROUP_CASES], ids=[i for i, _ in GROUP_CASES])
+def test_group_matches_upstream(case: dict[str, Any]) -> None:
+    group = compile_group_rules(
+        {
+            "apiVersion": "nfd.k8s-sigs.io/v1alpha1",
+            "kind": "NodeFeatureGroup",
+            "metadata": {"name": "g"},
+            "spec": {"featureGroupRules": case["group"]},
+        }
+    )
+    results = evaluate_group(group, _features(case.get("features") or {}))
+    want = case["expect"]
+    assert [r.name for r in results if r.error is not None] == want.get("errors", [])
+    assert [r.name for r in results if r.matched and r.error is None] == want.get("matched", [])
+    got_vars: dict[str, str] = {}
+    for r in results:
+        if r.error is None:
+            got_vars.update(r.output.vars)
+    assert got_vars == want.get("vars", {})
