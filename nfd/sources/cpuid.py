@@ -142,8 +142,8 @@ _LEAF7_0 = [
 ]
 _LEAF7_1 = [
     (0, 1, "SM3_X86"), (0, 2, "SM4_X86"), (0, 7, "CMPCCXADD"), (0, 10, "MOVSB_ZL"),
-    (0, 11, "STOSB_SHORT"), (0, 12, "CMPSB_SCADBS_SHORT"), (0, 22, "HRESET"), (0, 23, "AVXIFMA"),
-    (0, 26, "LAM"),
+    (0, 11, "STOSB_SHORT"), (0, 12, "CMPSB_SCADBS_SHORT"), (0, 17, "FRED"), (0, 22, "HRESET"),
+    (0, 23, "AVXIFMA"), (0, 26, "LAM"),
     (3, 4, "AVXVNNIINT8"), (3, 5, "AVXNECONVERT"), (3, 6, "AMXTRANSPOSE"), (3, 7, "AMXTF32"),
     (3, 8, "AMXCOMPLEX"), (3, 10, "AVXVNNIINT16"), (3, 14, "PREFETCHI"), (3, 19, "AVX10"),
     (3, 21, "APX_F"),

@@ -8,6 +8,7 @@ modelled CPU) and the labels docs/compatibility.md lists as deliberate differenc
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import platform
@@ -33,6 +34,9 @@ from parity_cases import (  # noqa: E402
 )
 
 from nfd.cli.export import main as export_main  # noqa: E402
+from nfd.sources import registry  # noqa: E402
+from nfd.sources.base import DiscoveryContext  # noqa: E402
+from nfd.sources.cpuid import FixtureCpuid  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -128,3 +132,28 @@ def test_native_structure_matches_upstream(tmp_path, monkeypatch):
     for name, keys in want["element_keys"].items():
         if name in got["attributes"]:
             assert sorted(got["attributes"][name]["elements"]) == keys, name
+
+
+# --- CPUID decoding ---------------------------------------------------------------------------
+
+def test_cpuid_decoding_equals_upstream_on_random_cpus():
+    """Random CPUID answers (vendors, hypervisors, leaf ranges, bit densities) and the flags,
+    attributes and model upstream's cpu source derived from them (klauspost/cpuid fed the same
+    answers): our decoder must agree on every one."""
+    with gzip.open(os.path.join(EXPECTED, "cpuid-corpus.json.gz"), "rt", encoding="utf-8") as f:
+        corpus = json.load(f)["cpus"]
+    assert len(corpus) >= 100
+    src = registry.get("cpu")
+    cfg = src.parse_config(None, path="sources.cpu")
+    problems = []
+    for i, cpu in enumerate(corpus):
+        feats = src.discover(DiscoveryContext(cpuid=FixtureCpuid.from_json(cpu["cpuid"]), arch="x86_64"), cfg)
+        flags = set(feats.flags.get("cpu.cpuid", set()))
+        want = set(cpu["flags"])
+        if flags != want:
+            problems.append(f"cpu {i}: upstream-only {sorted(want - flags)}, ours-only {sorted(flags - want)}")
+        if feats.attributes.get("cpu.cpuid") != cpu["attributes"]:
+            problems.append(f"cpu {i}: attributes {feats.attributes.get('cpu.cpuid')} != {cpu['attributes']}")
+        if feats.attributes.get("cpu.model") != cpu["model"]:
+            problems.append(f"cpu {i}: model {feats.attributes.get('cpu.model')} != {cpu['model']}")
+    assert not problems, "\n".join(problems[:20])

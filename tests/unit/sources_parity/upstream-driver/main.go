@@ -24,6 +24,10 @@ func main() {
 	cfgPath := flag.String("config", "", "worker config yaml")
 	srcs := flag.String("sources", "", "comma list of feature sources (default: all enabled by default)")
 	flag.Parse()
+	if batch := os.Getenv("NFD_CPUID_BATCH"); batch != "" {
+		cpuidBatch(batch)
+		return
+	}
 	if path := os.Getenv("NFD_CPUID_JSON"); path != "" {
 		mockCpuid(path)
 	}
@@ -113,6 +117,37 @@ func main() {
 		out = labels
 	}
 	b, _ := json.MarshalIndent(out, "", "  ")
+	fmt.Println(string(b))
+}
+
+// cpuidBatch: a JSON array of cpuid.json objects in, the cpu source's cpuid flags/attributes and
+// model for each out (one JSON array).
+func cpuidBatch(path string) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		panic(err)
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(data, &items); err != nil {
+		panic(err)
+	}
+	cpu := source.GetFeatureSource("cpu")
+	out := []map[string]interface{}{}
+	tmp := path + ".one"
+	for _, it := range items {
+		if err := os.WriteFile(tmp, it, 0o644); err != nil {
+			panic(err)
+		}
+		mockCpuid(tmp)
+		_ = cpu.Discover()
+		f := cpu.GetFeatures()
+		out = append(out, map[string]interface{}{
+			"flags": f.Flags["cpuid"].Elements,
+			"attrs": f.Attributes["cpuid"].Elements,
+			"model": f.Attributes["model"].Elements,
+		})
+	}
+	b, _ := json.Marshal(out)
 	fmt.Println(string(b))
 }
 
