@@ -524,3 +524,20 @@ def test_prune_removes_everything_nfd_owns(env: Env) -> None:
     assert not [k for k in n["metadata"].get("annotations") or {} if "nfd.node.kubernetes.io" in k or k.startswith(FNS)]
     assert f"{FNS}/widgets" not in n["status"]["capacity"]
     assert not [t for t in n["spec"].get("taints") or [] if t["key"].startswith("example.com/")]
+
+
+def test_config_live_reload_and_invalid_config_kept(env: Env) -> None:
+    (node,) = setup_world(env, 1)
+    m = env.start_master()
+    wait_for(lambda: converged(env, node), what="converged with taints")
+    # an invalid file is reported and the previous config stays
+    env.config.write_text("enableTaints: true\nnfdApiParallelism: 0\n")
+    m.wait_log("invalid configuration, keeping the previous one", timeout=30)
+    assert "nfdApiParallelism" in m.logs()
+    time.sleep(1.0)
+    assert converged(env, node)
+    # a valid change applies without a restart: taints off removes nfd's taint
+    env.config.write_text("enableTaints: false\n")
+    wait_for(lambda: converged(env, node, avx512=False), what="taint removed after reload")
+    assert TAINTS not in env.get_node(node)["metadata"]["annotations"]
+    assert m.running
