@@ -117,10 +117,13 @@ def test_matches_upstream(case: dict[str, Any], workdir: Path, capsys: Any) -> N
     rules_file, nf_file = workdir / "rules.yaml", workdir / "nf.yaml"
     # JSON is YAML, and much faster to write than PyYAML's emitter
     rules_file.write_text("\n---\n".join(json.dumps(d) for d in _rule_docs(case["rules"])), encoding="utf-8")
-    nf = _nodefeature(case.get("features") or {})
-    if case.get("policy") is not None:
-        nf["spec"]["labels"] = case["policy"]["nodefeatureLabels"]
-    nf_file.write_text(json.dumps(nf), encoding="utf-8")
+    if "nodefeatures" in case:  # several objects for the node, merged like the master does
+        nf_file.write_text("\n---\n".join(json.dumps(d) for d in case["nodefeatures"]), encoding="utf-8")
+    else:
+        nf = _nodefeature(case.get("features") or {})
+        if case.get("policy") is not None:
+            nf["spec"]["labels"] = case["policy"]["nodefeatureLabels"]
+        nf_file.write_text(json.dumps(nf), encoding="utf-8")
     rc = main(_argv(case, rules_file, nf_file))
     got = json.loads(capsys.readouterr().out)
     want = case["expect"]
