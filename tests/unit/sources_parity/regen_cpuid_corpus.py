@@ -2,7 +2,7 @@
 """Refresh ``expected/cpuid-corpus.json.gz``: random x86 CPUID answers and what upstream's cpu
 source (klauspost/cpuid, mocked with those answers) reported for each. See README.md.
 
-    NFD_DRIVER=BIN python3 tests/unit/sources_parity/regen_cpuid_corpus.py [SEED] [N]
+    NFD_DRIVER=BIN NFD_PREFIX_DIR=DIR python3 tests/unit/sources_parity/regen_cpuid_corpus.py [SEED] [N]
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import gzip
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -23,7 +24,7 @@ VENDORS = ["GenuineIntel", "AuthenticAMD", "HygonGenuine", "CentaurHauls", "  Sh
 HYPERVISORS = [None, "KVMKVMKVM\0\0\0", "Microsoft Hv", "VMwareVMware", "XenVMMXenVMM", "TCGTCGTCGTCG",
                "bhyve bhyve ", "ACRNACRNACRN", " QNXQVMBSQG ", "Linux KVM Hv", "Junk_hv_ABCD", "\0" * 12]
 BASIC = ((1, [0]), (4, [0]), (6, [0]), (7, [0, 1, 2]), (0xA, [0]), (0xB, [0, 1]), (0xD, [0, 1]),
-         (0x10, [0, 1, 2, 3]), (0x12, [0, 1, 2, 3]), (0x14, [0]), (0x15, [0]), (0x16, [0]), (0x19, [0]),
+         (0xF, [0, 1]), (0x10, [0, 1, 2, 3]), (0x12, [0, 1, 2, 3, 4]), (0x14, [0]), (0x15, [0]), (0x16, [0]), (0x19, [0]),
          (0x1D, [0]), (0x1E, [0]), (0x20, [0]), (0x21, [0]), (0x24, [0]))
 EXTENDED = (0x80000001, 0x80000005, 0x80000006, 0x80000007, 0x80000008, 0x8000000A, 0x8000001A, 0x8000001B,
             0x8000001D, 0x8000001E, 0x8000001F, 0x80000021, 0x80000022, 0x80000026)
@@ -70,6 +71,11 @@ def main() -> int:
     rnd = random.Random(seed)
     cpus = [random_cpu(rnd) for _ in range(n)]
     with tempfile.TemporaryDirectory() as tmp:
+        # the driver's host root must hold nothing, so only CPUID decides (rdt, sgx, ...)
+        prefix = os.environ.get("NFD_PREFIX_DIR")
+        if prefix:
+            shutil.rmtree(prefix, ignore_errors=True)
+            os.makedirs(prefix)
         batch = os.path.join(tmp, "batch.json")
         with open(batch, "w") as f:
             json.dump(cpus, f)
@@ -77,7 +83,8 @@ def main() -> int:
         out = subprocess.run([os.environ["NFD_DRIVER"]], env=env, capture_output=True, text=True, check=True).stdout
     results = json.loads(out)
     corpus = [{"cpuid": c, "flags": sorted((r["flags"] or {}).keys()), "attributes": r["attrs"] or {},
-               "model": r["model"] or {}} for c, r in zip(cpus, results, strict=True)]
+               "model": r["model"] or {}, "rdt": r["rdt"] or {}, "security": r["security"] or {},
+               "sst": r["sst"] or {}} for c, r in zip(cpus, results, strict=True)]
     data = json.dumps({"seed": seed, "cpus": corpus}, separators=(",", ":"), sort_keys=True).encode()
     with open(OUT, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as f:
         f.write(data)

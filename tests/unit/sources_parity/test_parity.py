@@ -34,6 +34,7 @@ from parity_cases import (  # noqa: E402
 )
 
 from nfd.cli.export import main as export_main  # noqa: E402
+from nfd.hostpaths import HostPaths  # noqa: E402
 from nfd.sources import registry  # noqa: E402
 from nfd.sources.base import DiscoveryContext  # noqa: E402
 from nfd.sources.cpuid import FixtureCpuid  # noqa: E402
@@ -136,10 +137,10 @@ def test_native_structure_matches_upstream(tmp_path, monkeypatch):
 
 # --- CPUID decoding ---------------------------------------------------------------------------
 
-def test_cpuid_decoding_equals_upstream_on_random_cpus():
-    """Random CPUID answers (vendors, hypervisors, leaf ranges, bit densities) and the flags,
-    attributes and model upstream's cpu source derived from them (klauspost/cpuid fed the same
-    answers): our decoder must agree on every one."""
+def test_cpuid_decoding_equals_upstream_on_random_cpus(tmp_path):
+    """Random CPUID answers (vendors, hypervisors, leaf ranges, bit densities) and what upstream's
+    cpu source derived from them (klauspost/cpuid and its own RDT CPUID reads fed the same
+    answers): flags, attributes, model, RDT, SGX/TDX; our decoder must agree on every one."""
     with gzip.open(os.path.join(EXPECTED, "cpuid-corpus.json.gz"), "rt", encoding="utf-8") as f:
         corpus = json.load(f)["cpus"]
     assert len(corpus) >= 100
@@ -147,13 +148,16 @@ def test_cpuid_decoding_equals_upstream_on_random_cpus():
     cfg = src.parse_config(None, path="sources.cpu")
     problems = []
     for i, cpu in enumerate(corpus):
-        feats = src.discover(DiscoveryContext(cpuid=FixtureCpuid.from_json(cpu["cpuid"]), arch="x86_64"), cfg)
+        ctx = DiscoveryContext(cpuid=FixtureCpuid.from_json(cpu["cpuid"]), arch="x86_64",
+                               paths=HostPaths.under(str(tmp_path)))  # empty host: only CPUID decides
+        feats = src.discover(ctx, cfg)
         flags = set(feats.flags.get("cpu.cpuid", set()))
         want = set(cpu["flags"])
         if flags != want:
             problems.append(f"cpu {i}: upstream-only {sorted(want - flags)}, ours-only {sorted(flags - want)}")
         if feats.attributes.get("cpu.cpuid") != cpu["attributes"]:
             problems.append(f"cpu {i}: attributes {feats.attributes.get('cpu.cpuid')} != {cpu['attributes']}")
-        if feats.attributes.get("cpu.model") != cpu["model"]:
-            problems.append(f"cpu {i}: model {feats.attributes.get('cpu.model')} != {cpu['model']}")
+        for name in ("model", "rdt", "security", "sst"):
+            if feats.attributes.get(f"cpu.{name}") != cpu[name]:
+                problems.append(f"cpu {i}: {name} {feats.attributes.get(f'cpu.{name}')} != {cpu[name]}")
     assert not problems, "\n".join(problems[:20])

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	kcpuid "github.com/klauspost/cpuid/v2"
+	upcpuid "sigs.k8s.io/node-feature-discovery/pkg/cpuid"
 
 	worker "sigs.k8s.io/node-feature-discovery/pkg/nfd-worker"
 	"sigs.k8s.io/node-feature-discovery/source"
@@ -142,9 +143,12 @@ func cpuidBatch(path string) {
 		_ = cpu.Discover()
 		f := cpu.GetFeatures()
 		out = append(out, map[string]interface{}{
-			"flags": f.Flags["cpuid"].Elements,
-			"attrs": f.Attributes["cpuid"].Elements,
-			"model": f.Attributes["model"].Elements,
+			"flags":    f.Flags["cpuid"].Elements,
+			"attrs":    f.Attributes["cpuid"].Elements,
+			"model":    f.Attributes["model"].Elements,
+			"rdt":      f.Attributes["rdt"].Elements,
+			"security": f.Attributes["security"].Elements,
+			"sst":      f.Attributes["sst"].Elements,
 		})
 	}
 	b, _ := json.Marshal(out)
@@ -165,7 +169,10 @@ func mockCpuid(path string) {
 	if err := json.Unmarshal(data, &fx); err != nil {
 		panic(err)
 	}
-	type key struct{ leaf, sub uint64; any bool }
+	type key struct {
+		leaf, sub uint64
+		any       bool
+	}
 	leaves := map[key][4]uint32{}
 	for k, v := range fx.Leaves {
 		parts := strings.SplitN(k, ":", 2)
@@ -187,7 +194,7 @@ func mockCpuid(path string) {
 		}
 		leaves[key{l, sb, false}] = v
 	}
-	kcpuid.MockForParity(func(op, op2 uint32) (a, b, c, d uint32) {
+	id := func(op, op2 uint32) (a, b, c, d uint32) {
 		if v, ok := leaves[key{uint64(op), uint64(op2), false}]; ok {
 			return v[0], v[1], v[2], v[3]
 		}
@@ -195,5 +202,7 @@ func mockCpuid(path string) {
 			return v[0], v[1], v[2], v[3]
 		}
 		return 0, 0, 0, 0
-	}, fx.Xgetbv)
+	}
+	upcpuid.Hook = id
+	kcpuid.MockForParity(id, fx.Xgetbv)
 }
