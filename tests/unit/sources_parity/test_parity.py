@@ -161,3 +161,31 @@ def test_cpuid_decoding_equals_upstream_on_random_cpus(tmp_path):
             if feats.attributes.get(f"cpu.{name}") != cpu[name]:
                 problems.append(f"cpu {i}: {name} {feats.attributes.get(f'cpu.{name}')} != {cpu[name]}")
     assert not problems, "\n".join(problems[:20])
+
+
+# --- text parsers on random trees -------------------------------------------------------------
+
+def test_text_parsers_equal_upstream_on_random_trees(tmp_path):
+    """features.d (directives, expiry, odd keys and whitespace), os-release, kconfig and
+    /proc/modules from seeded random trees, against upstream's reading of the same trees."""
+    import text_corpus
+
+    with gzip.open(os.path.join(EXPECTED, "text-corpus.json.gz"), "rt", encoding="utf-8") as f:
+        corpus = json.load(f)
+    assert len(corpus) >= 20
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(text_corpus.CONFIG)
+    problems = []
+    for seed, want in enumerate(corpus):
+        root = text_corpus.build_tree(seed, str(tmp_path / f"t{seed}"))
+        res = {}
+        for what in ("features", "labels"):
+            out = tmp_path / f"{what}.json"
+            argv = [what, "--sources", "all,-nvml", "--host-root", root, "--node-name", NODE_NAME,
+                    "--config", str(cfg), "-o", "json", "--path", str(out)]
+            assert export_main(argv) == 0
+            res[what] = json.loads(out.read_text())
+        got = text_corpus.select(res["features"], res["labels"])
+        for part in ("features", "labels"):
+            problems += [f"tree {seed} {part} {d}" for d in _diff(want[part], got[part])]
+    assert not problems, "\n".join(problems[:20])
