@@ -17,6 +17,7 @@ it contributes nothing and is not fed back, later rules still run.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -274,7 +275,38 @@ class CompiledRule:
             self.vars_template.expand(data, vars_)
 
 
-_ELEM_T = "nodefeaturerule.MatchedElement"
+@functools.cache
+def _go_types() -> tuple[type, type, type, type, Any, Any]:
+    """Upstream's template data types, built once (the template engine is imported lazily)."""
+    from nfd.rules.gotemplate.values import TypedList, TypedMap
+
+    elem_t = "nodefeaturerule.MatchedElement"
+
+    class MatchedElement(TypedMap):
+        __init__ = dict.__init__  # type: ignore[assignment]  # plain copy; the type is in the class
+        go_type = elem_t
+        zero = ""
+
+    class MatchedElements(TypedList):
+        go_type = f"[]{elem_t}"
+
+    nil_elems = MatchedElements()
+    nil_elems.go_nil = True  # type: ignore[attr-defined]
+
+    class DomainMatchedFeatures(TypedMap):
+        __init__ = dict.__init__  # type: ignore[assignment]  # plain copy; the type is in the class
+        go_type = "nodefeaturerule.domainMatchedFeatures"
+        zero = nil_elems
+
+    nil_domain = DomainMatchedFeatures()
+    nil_domain.go_nil = True
+
+    class MatchedFeatures(TypedMap):
+        __init__ = dict.__init__  # type: ignore[assignment]  # plain copy; the type is in the class
+        go_type = "nodefeaturerule.matchedFeatures"
+        zero = nil_domain
+
+    return MatchedFeatures, DomainMatchedFeatures, MatchedElements, MatchedElement, nil_elems, nil_domain
 
 
 def go_typed_matches(data: dict[str, dict[str, list[dict[str, str]]]]) -> Any:
@@ -282,27 +314,14 @@ def go_typed_matches(data: dict[str, dict[str, list[dict[str, str]]]]) -> Any:
     []MatchedElement -> MatchedElement), which templates can observe: ``typeOf``/``%T``, zero
     values of ``index`` on a missing key, Sprig map functions rejecting them, and a term that
     matched nothing being a nil slice (``toJson`` null)."""
-    from nfd.rules.gotemplate import values
-    typed_map, typed_list = values.TypedMap, values.typed_list
-    nil_elems = typed_list([], f"[]{_ELEM_T}", go_nil=True)
-    dom_t = "nodefeaturerule.domainMatchedFeatures"
-    nil_domain = typed_map(go_type=dom_t, zero=nil_elems, go_nil=True)
-    return typed_map(
+    features_t, domain_t, elems_t, elem_t, nil_elems, _ = _go_types()
+    return features_t(
         {
-            dom: typed_map(
-                {
-                    name: typed_list([typed_map(e, go_type=_ELEM_T, zero="") for e in elems], f"[]{_ELEM_T}")
-                    if elems
-                    else nil_elems
-                    for name, elems in feats.items()
-                },
-                go_type=dom_t,
-                zero=nil_elems,
+            dom: domain_t(
+                {name: elems_t(map(elem_t, elems)) if elems else nil_elems for name, elems in feats.items()}
             )
             for dom, feats in data.items()
-        },
-        go_type="nodefeaturerule.matchedFeatures",
-        zero=nil_domain,
+        }
     )
 
 

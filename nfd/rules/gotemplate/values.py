@@ -41,7 +41,12 @@ class TypedMap(dict):  # type: ignore[type-arg]
     """A map of a Go type other than map[string]interface{} (NFD's template data is
     ``map[string]domainMatchedFeatures`` down to ``MatchedElement`` string maps): `%T` names it,
     ``index`` of a missing key gives the element type's zero value, Sprig's
-    map[string]interface{} functions reject it, and a nil one marshals as JSON null."""
+    map[string]interface{} functions reject it, and a nil one marshals as JSON null.
+    Subclasses fix the type in class attributes, so building one is a plain dict copy."""
+
+    go_type = "map[string]interface {}"
+    zero: Any = None
+    go_nil = False
 
     def __init__(self, data: Any = (), *, go_type: str, zero: Any = None, go_nil: bool = False) -> None:
         super().__init__(data)
