@@ -85,6 +85,7 @@ class FakeApi:
         self.down = False
         self.forbidden: set[tuple[str, str]] = set()  # (verb, resource) denied by "RBAC"
         self.watch_lag = 0.0
+        self.fail_writes = 0  # the next N writes answer 500
         self._watchers: list[tuple[str, str | None, asyncio.Queue[dict[str, Any] | None]]] = []
         self.history: list[tuple[str, dict[str, Any]]] = []  # (plural, event), for watch resumes
 
@@ -148,6 +149,9 @@ class FakeApi:
             raise ApiUnavailable(f"{method} {path}: connection refused")
         if isinstance(body, bytes):
             body = json.loads(body)
+        if method in ("PATCH", "PUT", "POST", "DELETE") and self.fail_writes > 0:
+            self.fail_writes -= 1
+            raise error_for(500, _status(500, "InternalError", "etcdserver: request timed out"))
         try:
             return self._handle(method, path, params or {}, body, content_type)
         except _Fail as f:

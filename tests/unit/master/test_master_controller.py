@@ -451,3 +451,16 @@ async def test_echoes_of_own_writes_queue_nothing(api: FakeApi) -> None:
     cached = m.node_informer.get("n1")
     assert cached is not None and cached["metadata"]["resourceVersion"] == n1["metadata"]["resourceVersion"]
     await m.stop()
+
+
+async def test_server_errors_on_writes_are_retried_with_backoff(api: FakeApi) -> None:
+    m = await start(api)
+    api.fail_writes = 3
+    api.put("nodefeaturerules", rule_obj("r1", [dict(AVX_RULE, labels={"cpu-avx": "v2"})]))
+    await asyncio.sleep(0.6)  # 50 ms, 100 ms, 200 ms backoff
+    await settle(m, api)
+    assert api.fail_writes == 0
+    labels = api.obj("nodes", "n1")["metadata"]["labels"]  # type: ignore[index]
+    assert labels[f"{NS}/cpu-avx"] == "v2" and labels[f"{NS}/worker-label"] == "1"
+    assert not [p for p in removed_paths(api) if p.startswith("/metadata/labels")]
+    await m.stop()
