@@ -400,14 +400,18 @@ def assert_no_removals(watch: NodeWatch, nodes: list[str]) -> None:
         assert watch.states[n], f"no states observed for {n}"
 
 
-def test_master_restart_removes_nothing(env: Env) -> None:
+@pytest.mark.parametrize("how", ["sigterm", "sigkill"])
+def test_master_restart_removes_nothing(env: Env, how: str) -> None:
     nodes = setup_world(env, 3)
     m = env.start_master()
     for n in nodes:
         wait_for(lambda n=n: converged(env, n), what=f"{n} converged")
     watch = NodeWatch(env.kube, nodes)
     try:
-        m.stop()
+        if how == "sigkill":
+            m.kill()
+        else:
+            m.stop()
         # while it is down a worker re-publishes and a rule changes
         env.put_rule(rule(f"{env.tag}-extra", [{"name": "x", "labels": {"extra": "1"}}]))
         m2 = env.start_master()
