@@ -2,6 +2,7 @@
 
     tmpl = parse(src, name="")      # TemplateError on syntax errors, unknown/forbidden functions, > 64 KiB
     out = tmpl.execute(data)        # TemplateError on execution errors (missingkey=error)
+                                    # or past the execution budget (MAX_STEPS, MAX_OUTPUT)
 
 Templates are sandboxed: they see only the data passed in and the function map (no
 environment, files, network, or Python attributes).
@@ -9,7 +10,8 @@ environment, files, network, or Python attributes).
 
 from __future__ import annotations
 
+from .budget import MAX_OUTPUT, MAX_STEPS
 from .errors import TemplateError
 from .template import MAX_TEMPLATE_SIZE, Template, parse
 
-__all__ = ["MAX_TEMPLATE_SIZE", "Template", "TemplateError", "parse"]
+__all__ = ["MAX_OUTPUT", "MAX_STEPS", "MAX_TEMPLATE_SIZE", "Template", "TemplateError", "parse"]

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import funcs as K
+from .budget import BUDGETED, PRINTERS, SIZED, Budget, sized
 from .builtins import call_named
 from .errors import BreakLoop, ContinueLoop, ExecError, FuncError, TemplateError
 from .funcs import GO_TYPE, Func
@@ -37,6 +38,8 @@ from .nodes import (
 )
 from .values import GoObject, TypedMap, is_true, print_value, sorted_keys, type_name
 
+# Output is measured at least every OUTPUT_CHECK_CHUNKS pieces written (see check_output).
+OUTPUT_CHECK_CHUNKS = 256
 MAX_EXEC_DEPTH = 100  # Go allows 100000 nested {{template}} calls; Python's stack does not.
 
 Value = Any
@@ -57,10 +60,14 @@ class _Missing:
 MISSING: Any = _Missing()
 
 
-class State:
-    __slots__ = ("out", "vars", "name", "depth", "templates", "at")
+class State(Budget):
+    __slots__ = ("out", "vars", "name", "depth", "templates", "at", "recount_at")
 
-    def __init__(self, name: str, templates: Mapping[str, Walk], root: Value) -> None:
+    def __init__(self, name: str, templates: Mapping[str, Walk], root: Value, limits: tuple[int, int]) -> None:
+        self.steps, self.room = self.limits = limits  # Budget's fields, set here (no super() call)
+        # len(out) at which to measure the output; the pieces before recount_at -
+        # OUTPUT_CHECK_CHUNKS are already charged to `room`
+        self.recount_at = OUTPUT_CHECK_CHUNKS
         self.out: list[str] = []
         self.vars: list[list[Any]] = [["$", root]]
         self.name = name
@@ -199,15 +206,23 @@ class Compiler:
         # variables hold range elements?
         self.dot_elem = False
         self.elem_vars: frozenset[str] = frozenset()
+        # Steps a {{template}} call costs: the call plus the actions outside ranges.
+        self.template_cost = {name: 1 + _static_cost(tree) for name, tree in trees.items()}
+        self.uses_budget = False  # calls a function that reads budget.current
+        # Compiling a block whose owner (a range loop, a {{template}} call, execute) measures
+        # the output it writes: at most OUTPUT_CHECK_CHUNKS pieces, so actions need not.
+        self.unchecked = False
 
     def compile_all(self) -> dict[str, Walk]:
         for name, tree in self.trees.items():
+            self.unchecked = _static_cost(tree, text=True) <= OUTPUT_CHECK_CHUNKS
             self.compiled[name] = self.block(tree)
         return self.compiled
 
     # --- statements ---------------------------------------------------
     def block(self, lst: ListNode) -> Walk:
-        # Text is kept as plain strings in the list: appending is cheaper than a call.
+        # Text is kept as plain strings in the list: appending is cheaper than a call. Output
+        # is not counted here: see check_output.
         parts: list[Any] = []
         for n in lst.nodes:
             if isinstance(n, TextNode):
@@ -240,13 +255,8 @@ class Compiler:
         return walk_list
 
     def node(self, n: Node) -> Walk:
-        if isinstance(n, TextNode):
-            text = n.text
-
-            def walk_text(st: State, dot: Value) -> None:
-                st.out.append(text)
-
-            return walk_text
+        if isinstance(n, TextNode):  # pragma: no cover - block() keeps text inline
+            return self.block(ListNode(n.pos, [n]))
         if isinstance(n, ActionNode):
             return self.action(n)
         if isinstance(n, BranchNode):
@@ -279,26 +289,61 @@ class Compiler:
             return walk_decl
 
         cmds = n.pipe.cmds
+        at = n.pipe
+        if self.unchecked:
+            # The block's owner measures the output; a value larger than the room left fails
+            # at once (function results can be MiBs).
+            if len(cmds) == 1 and len(cmds[0].args) == 1:
+                field = cmds[0].args[0]
+                if isinstance(field, FieldNode) and len(field.ident) == 1:
+                    # The most common action, {{ .Name }}: look up and print in one call.
+                    key = field.ident[0]
+
+                    def walk_field(st: State, dot: Value) -> None:
+                        if isinstance(dot, dict) and key in dot:
+                            v = dot[key]
+                        else:
+                            v = pipe(st, dot)  # the general path raises the right error
+                        st.out.append(v if type(v) is str else print_value(v))
+
+                    return walk_field
+
+            def walk_action(st: State, dot: Value) -> None:
+                v = pipe(st, dot)
+                s = v if type(v) is str else print_value(v)
+                st.out.append(s)
+                if len(s) > st.room:
+                    check_output(st, at)
+
+            return walk_action
+
         if len(cmds) == 1 and len(cmds[0].args) == 1:
             field = cmds[0].args[0]
             if isinstance(field, FieldNode) and len(field.ident) == 1:
-                # The most common action, {{ .Name }}: look up and print in one call.
                 key = field.ident[0]
 
-                def walk_field(st: State, dot: Value) -> None:
+                def walk_field_checked(st: State, dot: Value) -> None:
                     if isinstance(dot, dict) and key in dot:
                         v = dot[key]
                     else:
-                        v = pipe(st, dot)  # the general path raises the right error
-                    st.out.append(v if type(v) is str else print_value(v))
+                        v = pipe(st, dot)
+                    s = v if type(v) is str else print_value(v)
+                    out = st.out
+                    out.append(s)
+                    if len(out) > st.recount_at or len(s) > st.room:
+                        check_output(st, at)
 
-                return walk_field
+                return walk_field_checked
 
-        def walk_action(st: State, dot: Value) -> None:
+        def walk_action_checked(st: State, dot: Value) -> None:
             v = pipe(st, dot)
-            st.out.append(v if type(v) is str else print_value(v))
+            s = v if type(v) is str else print_value(v)
+            out = st.out
+            out.append(s)
+            if len(out) > st.recount_at or len(s) > st.room:
+                check_output(st, at)
 
-        return walk_action
+        return walk_action_checked
 
     def if_or_with(self, n: BranchNode) -> Walk:
         pipe = self.pipeline(n.pipe)
@@ -337,57 +382,86 @@ class Compiler:
 
     def range(self, n: BranchNode) -> Walk:
         pipe = self.pipeline(n.pipe)
-        saved = self.dot_elem, self.elem_vars
+        saved = self.dot_elem, self.elem_vars, self.unchecked
+        chunks = max(1, _static_cost(n.body, text=True))  # pieces an iteration writes, at most
         self.dot_elem = True
+        self.unchecked = chunks <= OUTPUT_CHECK_CHUNKS
+        # Iterations between output checks (a loop not prepaid checks every iteration).
+        per_batch = max(1, OUTPUT_CHECK_CHUNKS // chunks)
         if n.pipe.decl:
             self.elem_vars = self.elem_vars | {n.pipe.decl[-1].ident[0]}
         body = self.block(n.body)
-        self.dot_elem, self.elem_vars = saved
+        self.dot_elem, self.elem_vars, self.unchecked = saved
         else_body = self.block(n.else_body) if n.else_body is not None else None
         decl = [d.ident[0] for d in n.pipe.decl]
         is_assign = n.pipe.is_assign
         ndecl = len(decl)
         at_node = _last_node(n.pipe)
+        cost = 1 + _static_cost(n.body)  # steps per iteration
 
         def walk_range(st: State, dot: Value) -> None:
             mark = len(st.vars)
             val = pipe(st, dot)
             inner = len(st.vars)
-            items: Any
+            keys: Any = None
+            count = 0
             if isinstance(val, (list, tuple)):
-                items = enumerate(val) if val else None
+                count = len(val)
             elif isinstance(val, dict):
-                items = [(k, val[k]) for k in sorted_keys(val)] if val else None
+                keys = sorted_keys(val)
+                count = len(keys)
             elif isinstance(val, int) and not isinstance(val, bool):
                 if ndecl > 1:
                     raise ExecError(_at(st, at_node), f"can't use {val} to iterate over more than one variable")
-                items = ((i, i) for i in range(val)) if val > 0 else None
-            elif val is None:
-                items = None
-            else:
+                count = max(val, 0)
+            elif val is not None:
                 raise ExecError(_at(st, at_node), f"range can't iterate over {print_value(val)}")
-            if items is not None:
+            if count:
+                # Pay for the iterations up front (refunded on break); run only those the budget
+                # affords, so a loop that breaks early can still finish.
+                runs = count if count * cost <= st.steps else max(st.steps, 0) // cost
+                st.steps -= runs * cost
                 vars_ = st.vars
+                index: Any = None
+                # Output is measured between batches of iterations: a per-iteration test (even
+                # a local countdown) would cost 20% of a small loop.
+                batches: Any
+                if keys is not None:
+                    batches = ([(k, val[k]) for k in keys[i : i + per_batch]] for i in range(0, runs, per_batch))
+                elif isinstance(val, int):
+                    batches = (zip(r, r, strict=True) for i in range(0, runs, per_batch) for r in [range(i, min(i + per_batch, runs))])
+                elif runs <= per_batch and runs == count:
+                    batches = (enumerate(val),)  # the common case
+                else:
+                    batches = (enumerate(val[i : min(i + per_batch, runs)], i) for i in range(0, runs, per_batch))
                 try:
-                    for index, elem in items:
-                        if ndecl:
-                            if is_assign:
-                                if ndecl > 1:
-                                    _set_var(st, decl[0], index, n)
-                                    _set_var(st, decl[1], elem, n)
+                    for batch in batches:
+                        for index, elem in batch:
+                            if ndecl:
+                                if is_assign:
+                                    if ndecl > 1:
+                                        _set_var(st, decl[0], index, n)
+                                        _set_var(st, decl[1], elem, n)
+                                    else:
+                                        _set_var(st, decl[0], elem, n)
                                 else:
-                                    _set_var(st, decl[0], elem, n)
-                            else:
-                                vars_[inner - 1][1] = elem
-                                if ndecl > 1:
-                                    vars_[inner - 2][1] = index
-                        try:
-                            body(st, elem)
-                        except ContinueLoop:
-                            pass
-                        del vars_[inner:]
+                                    vars_[inner - 1][1] = elem
+                                    if ndecl > 1:
+                                        vars_[inner - 2][1] = index
+                            try:
+                                body(st, elem)
+                            except ContinueLoop:
+                                pass
+                            del vars_[inner:]
+                        if len(st.out) > st.recount_at:
+                            check_output(st, n.pipe)
+                    if runs < count:
+                        raise ExecError(n.pipe, st.steps_message())
                 except BreakLoop:
-                    pass
+                    done = 1 + (index if keys is None else keys.index(index))
+                    st.steps += (runs - done) * cost
+                    if len(st.out) > st.recount_at:
+                        check_output(st, n.pipe)
             elif else_body is not None:
                 else_body(st, dot)
             del st.vars[mark:]
@@ -397,6 +471,7 @@ class Compiler:
     def template(self, n: TemplateNode) -> Walk:
         name = n.name
         pipe = self.pipeline(n.pipe) if n.pipe is not None else None
+        call_cost = self.template_cost.get(name, 1)
 
         def walk_template(st: State, dot: Value) -> None:
             tmpl = st.templates.get(name)
@@ -404,6 +479,9 @@ class Compiler:
                 raise ExecError(n, f'template "{name}" not defined')
             if st.depth >= MAX_EXEC_DEPTH:
                 raise ExecError(n, f"exceeded maximum template depth ({MAX_EXEC_DEPTH})")
+            st.steps -= call_cost
+            if st.steps < 0:
+                raise ExecError(n, st.steps_message())
             new_dot = pipe(st, dot) if pipe is not None else None
             saved = (st.vars, st.name)
             st.vars = [["$", new_dot]]
@@ -411,6 +489,8 @@ class Compiler:
             st.depth += 1
             try:
                 tmpl(st, new_dot)
+                if len(st.out) > st.recount_at:
+                    check_output(st, n)
             except ExecError as e:
                 if e.tmpl_name is None:
                     e.tmpl_name = name
@@ -650,6 +730,10 @@ class Compiler:
             return f.variadic
 
         fn = f.fn
+        if name in BUDGETED:
+            self.uses_budget = True
+        if name in SIZED:
+            fn = sized(fn, printer=name in PRINTERS)
         if f.builtin and name == "call" and args:
             callee = str(args[0])
 
@@ -793,6 +877,47 @@ def _last_visited(n: Node) -> Node:
             n = n.args[-1]
         else:
             return n
+
+
+def check_output(st: State, node: Node | None) -> None:
+    """Charge the output written since the last check to the budget; fail if it is spent.
+
+    Counting every piece as it is written would cost more than writing it, so the pieces
+    written since the last check are joined into one (work the final join then skips) and
+    measured once OUTPUT_CHECK_CHUNKS are pending, tested after each batch of range iterations
+    that writes up to that many, after a {{template}} call and after an action in a bigger
+    block; a printed value larger than the room left is measured at once (functions can build
+    MiB strings). So the output may overshoot by at most twice that many pieces of node data
+    (feature values are short; an object is at most ~1.5 MB in etcd) before execution fails.
+    """
+    out = st.out
+    counted = st.recount_at - OUTPUT_CHECK_CHUNKS
+    if len(out) > counted + 1:
+        piece = "".join(out[counted:])
+        del out[counted:]
+        out.append(piece)
+    if len(out) > counted:
+        st.room -= len(out[counted])
+        counted += 1
+    st.recount_at = counted + OUTPUT_CHECK_CHUNKS
+    if st.room < 0:
+        raise ExecError(node, st.output_message())
+
+
+def _static_cost(lst: ListNode, *, text: bool = False) -> int:
+    """Actions in a block (and texts, with `text`: the pieces it writes), counting both
+    branches of if/with and not inside nested ranges."""
+    cost = 0
+    for n in lst.nodes:
+        if isinstance(n, ActionNode) or (text and isinstance(n, (TextNode, TemplateNode))):
+            cost += 1
+        elif isinstance(n, BranchNode):
+            cost += 1
+            if n.kind != "range":
+                cost += _static_cost(n.body, text=text)
+            if n.else_body is not None:
+                cost += _static_cost(n.else_body, text=text)
+    return cost
 
 
 def _at(st: State, node: Node) -> Node:

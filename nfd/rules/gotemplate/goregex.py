@@ -13,6 +13,7 @@ from typing import Any
 
 from ..goregex import GoRegexError, re2_compile
 from ..goregex import compile_go as _shared_compile
+from .budget import string_limit, string_too_long
 from .errors import FuncError
 
 
@@ -101,6 +102,9 @@ def replace_all(rx: Any, s: str, repl: str, *, literal: bool) -> str:
     parts = [repl] if literal else _expand_parts(rx, repl)
     out: list[str] = []
     last = 0
+    # Expansions can multiply the text (`$0$0$0...`); the size is checked as it grows.
+    size = len(s)
+    limit = string_limit()
     for m in rx.finditer(s):
         a, b = m.span()
         out.append(s[last:a])
@@ -108,8 +112,13 @@ def replace_all(rx: Any, s: str, repl: str, *, literal: bool) -> str:
             for p in parts:
                 if isinstance(p, str):
                     out.append(p)
+                    size += len(p)
                 elif isinstance(p, int):
-                    out.append(m.group(p) or "")
+                    g = m.group(p) or ""
+                    out.append(g)
+                    size += len(g)
+            if size > limit:
+                raise string_too_long(size, limit)
         elif a == b:
             pass
         last = b

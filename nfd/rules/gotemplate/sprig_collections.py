@@ -6,6 +6,7 @@ import copy
 from typing import Any
 
 from . import funcs as K
+from .budget import charge_items
 from .conv import deep_equal, strval, to_int64
 from .errors import FuncError
 from .funcs import Func
@@ -118,13 +119,11 @@ def until(count: int) -> list[int]:
 
 
 def until_step(start: int, stop: int, step: int) -> list[int]:
-    if stop < start:
-        if step >= 0:
-            return IntList()
-        return IntList(range(start, stop, step))
-    if step <= 0:
+    if (stop < start and step >= 0) or (stop >= start and step <= 0):
         return IntList()
-    return IntList(range(start, stop, step))
+    r = range(start, stop, step)
+    charge_items(len(r))
+    return IntList(r)
 
 
 def seq(*params: int) -> str:

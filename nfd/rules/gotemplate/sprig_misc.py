@@ -8,6 +8,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from . import funcs as K
+from .budget import charge_string
 from .conv import deep_equal
 from .errors import FuncError
 from .funcs import Func
@@ -188,6 +189,7 @@ def rand_bytes(count: int) -> str:
 
     if count < 0:
         raise FuncError("runtime error: makeslice: len out of range")
+    charge_string(count * 4 // 3)
     return base64.b64encode(secrets.token_bytes(count)).decode("ascii")
 
 

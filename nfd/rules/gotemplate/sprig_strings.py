@@ -14,6 +14,7 @@ import zlib
 from typing import Any
 
 from . import funcs as K
+from .budget import charge_string
 from .conv import byte_slice, strval
 from .errors import FuncError
 from .funcs import Func
@@ -162,6 +163,7 @@ def substr(start: int, end: int, s: str) -> str:
 def repeat(count: int, s: str) -> str:
     if count < 0:
         raise FuncError("strings: negative Repeat count")
+    charge_string(count * len(s))
     return s * count
 
 
@@ -210,6 +212,7 @@ def wrap_custom(s: str, width: int, newline: str, wrap_long: bool) -> str:
         newline = "\n"
     if width < 1:
         width = 1
+    charge_string(len(s) + len(s) // width * len(newline))  # a newline per `width` bytes at most
     src = s.encode("utf-8")  # Go measures and cuts in bytes
     nl = newline.encode("utf-8")
     n = len(src)
@@ -263,6 +266,7 @@ def cat(*args: Any) -> str:
 def indent(spaces: int, s: str) -> str:
     if spaces < 0:
         raise FuncError("strings: negative Repeat count")
+    charge_string(len(s) + (s.count("\n") + 1) * spaces)
     pad = " " * spaces
     return pad + s.replace("\n", "\n" + pad)
 
@@ -274,7 +278,10 @@ def nindent(spaces: int, s: str) -> str:
 def replace(old: str, new: str, src: str) -> str:
     if old == "":
         # strings.Replace with an empty old inserts `new` around every rune.
+        charge_string(len(src) + (len(src) + 1) * len(new))
         return new + new.join(src) + new if src else new
+    if len(new) > len(old):
+        charge_string(len(src) + src.count(old) * (len(new) - len(old)))
     return src.replace(old, new)
 
 
@@ -292,7 +299,10 @@ def to_strings(v: Any) -> list[str]:
 
 
 def join(sep: str, v: Any) -> str:
-    return sep.join(to_strings(v))
+    parts = to_strings(v)
+    if sep and len(parts) > 1:
+        charge_string(len(sep) * (len(parts) - 1))
+    return sep.join(parts)
 
 
 def sort_alpha(v: Any) -> list[str]:
@@ -402,6 +412,7 @@ def _rand(alphabet: str) -> Func:
     def r(count: int) -> str:
         if count < 0:
             raise FuncError(f"Requested random string length {count} is less than 0.")
+        charge_string(count)
         return "".join(secrets.choice(alphabet) for _ in range(count))
 
     return Func(r, (K.INT,))

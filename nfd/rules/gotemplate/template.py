@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from . import budget
 from .compiler import Compiler, State, Walk
 from .errors import BreakLoop, ContinueLoop, ExecError, TemplateError
 from .funcmap import FORBIDDEN, FUNCS
@@ -28,18 +29,43 @@ class _FuncNames:
 class Template:
     """A parsed and compiled Go text/template (with Sprig functions, missingkey=error)."""
 
-    __slots__ = ("name", "source", "_trees", "_compiled", "_main")
+    __slots__ = ("name", "source", "_trees", "_compiled", "_main", "max_steps", "max_output", "_budgeted", "_limits")
 
-    def __init__(self, name: str, source: str, trees: dict[str, ListNode], compiled: dict[str, Walk]) -> None:
+    def __init__(
+        self,
+        name: str,
+        source: str,
+        trees: dict[str, ListNode],
+        compiled: dict[str, Walk],
+        *,
+        budgeted: bool = True,
+        max_steps: int = budget.MAX_STEPS,
+        max_output: int = budget.MAX_OUTPUT,
+    ) -> None:
         self.name = name
         self.source = source
         self._trees = trees
         self._compiled = compiled
         self._main = compiled[name]
+        self.max_steps = max_steps
+        self.max_output = max_output
+        self._budgeted = budgeted  # some function reads budget.current
+        self._limits = (max_steps, max_output)
 
-    def execute(self, data: Any) -> str:
-        """Run the template on plain data (dicts, lists, scalars); raises TemplateError."""
-        st = State(self.name, self._compiled, data)
+    def execute(self, data: Any, *, max_steps: int | None = None, max_output: int | None = None) -> str:
+        """Run the template on plain data (dicts, lists, scalars); raises TemplateError.
+
+        The execution budget (see budget.py) is the template's unless overridden here.
+        """
+        if max_steps is None and max_output is None:
+            limits = self._limits
+        else:
+            limits = (
+                self.max_steps if max_steps is None else max_steps,
+                self.max_output if max_output is None else max_output,
+            )
+        st = State(self.name, self._compiled, data, limits)
+        token = budget.current.set(st) if self._budgeted else None
         try:
             self._main(st, data)
         except ExecError as e:
@@ -50,7 +76,13 @@ class Template:
             raise TemplateError(f"template: {self.name}: break/continue outside range") from None
         except Exception as e:  # an engine bug or resource exhaustion must not escape as a crash
             raise TemplateError(f"template: {self.name}: internal error: {type(e).__name__}: {e}") from None
-        return "".join(st.out)
+        finally:
+            if token is not None:
+                budget.current.reset(token)
+        text = "".join(st.out)
+        if len(text) > limits[1]:
+            raise TemplateError(f"template: {self.name}: {st.output_message()}")
+        return text
 
     def defined_templates(self) -> list[str]:
         """Names of the templates in this source ({{define}}/{{block}} plus the main one)."""
@@ -69,8 +101,13 @@ class Template:
         return f'template: {self.name}:{line}:{col}: executing "{tmpl_name}" at <{ctx}>: {e.message}'
 
 
-def parse(src: str, *, name: str = "") -> Template:
-    """Parse and compile template source; raises TemplateError on any syntax problem."""
+def parse(
+    src: str, *, name: str = "", max_steps: int = budget.MAX_STEPS, max_output: int = budget.MAX_OUTPUT
+) -> Template:
+    """Parse and compile template source; raises TemplateError on any syntax problem.
+
+    max_steps/max_output: the execution budget of every execute() (see budget.py).
+    """
     size = len(src.encode("utf-8"))
     if size > MAX_TEMPLATE_SIZE:
         raise TemplateError(
@@ -78,7 +115,10 @@ def parse(src: str, *, name: str = "") -> Template:
         )
     try:
         trees = parse_trees(src, name, _FuncNames(FUNCS))
-        compiled = Compiler(FUNCS, trees).compile_all()
+        compiler = Compiler(FUNCS, trees)
+        compiled = compiler.compile_all()
     except RecursionError:
         raise TemplateError(f"template: {name}: template nested too deeply") from None
-    return Template(name, src, trees, compiled)
+    return Template(
+        name, src, trees, compiled, budgeted=compiler.uses_budget, max_steps=max_steps, max_output=max_output
+    )

@@ -118,7 +118,7 @@ def test_unsupported_sprig_helpers_parse_but_fail_on_execute() -> None:
 
 
 def test_package_exports() -> None:
-    assert set(gotemplate.__all__) == {"MAX_TEMPLATE_SIZE", "Template", "TemplateError", "parse"}
+    assert set(gotemplate.__all__) == {"MAX_OUTPUT", "MAX_STEPS", "MAX_TEMPLATE_SIZE", "Template", "TemplateError", "parse"}
 
 
 def test_nested_repetition_detection() -> None:
