@@ -148,8 +148,9 @@ def run_everything(inst: Installed) -> None:
         "spec": {"featureGroupRules": [{"name": "gpu", "matchFeatures": [
             {"feature": "pci.device", "matchExpressions": {"vendor": {"op": "In", "value": ["10de"]}}}]}]}})
     options = {"restrictions": {"nodeFeatureNamespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}}}
+    # on node B, as a Deployment pod: it reads its own Node at start (upstream's master.version clean-up)
     master = inst.start_master("-enable-leader-election", "-feature-gates=NodeFeatureGroupAPI=true",
-                               f"-options={json.dumps(options)}", "-config-poll-interval=0.5s")
+                               f"-options={json.dumps(options)}", "-config-poll-interval=0.5s", node_name=b)
     _wait(inst, lambda: inst.node(a)["metadata"]["labels"].get(f"{FNS}/{tag}-gpu") == "true"
           and inst.node(a)["status"]["allocatable"].get(f"{FNS}/{tag}-slots") == "2", "master labelled A")
     _wait(inst, lambda: (kube.get(f"{NFD_API}/namespaces/{ns}/nodefeaturegroups/{tag}").get("status") or {})

@@ -360,11 +360,12 @@ class Installed:
                  "POD_NAME": pod["metadata"]["name"], "POD_UID": pod["metadata"]["uid"]},
             name=f"worker-{node}")
 
-    def start_master(self, *args: str, component: str = "master") -> ManagedProcess:
+    def start_master(self, *args: str, component: str = "master", node_name: str = "") -> ManagedProcess:
+        """The master as its pod runs it; `node_name` is the node its pod is on (env NODE_NAME)."""
         return self.kube.start_process(
             ["nfd-master", f"-port={free_port()}", f"-config={self.tmp / 'no-master.conf'}", *args],
             kubeconfig=self.kubeconfig(component),
-            env={"KUBERNETES_NAMESPACE": self.namespace, "NODE_NAME": ""}, name=f"{component}-{self.namespace}")
+            env={"KUBERNETES_NAMESPACE": self.namespace, "NODE_NAME": node_name}, name=f"{component}-{self.namespace}")
 
     def nodefeature(self, node: str) -> dict[str, Any] | None:
         obj: dict[str, Any] | None = self.kube.get_or_none(f"{NFD_API}/namespaces/{self.namespace}/nodefeatures/{node}")
