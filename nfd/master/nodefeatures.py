@@ -17,6 +17,7 @@ from typing import Any
 from nfd.api import DEFAULT_LABEL_NS, NODE_NAME_LABEL, WORKER_POD_UID_ANNOTATION
 from nfd.api.errors import ValidationError
 from nfd.api.features import Features
+from nfd.rules.engine import join_ns
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +77,7 @@ def add_ns_to_keys(labels: dict[str, str], ns: str = DEFAULT_LABEL_NS) -> dict[s
         if "/" in k:
             out[k] = v
         else:
-            fq = f"{ns}/{k}"
+            fq = join_ns(ns, k)
             if fq not in labels:
                 out[fq] = v
     return out
