@@ -317,24 +317,7 @@ class Compiler:
 
             return walk_action
 
-        if len(cmds) == 1 and len(cmds[0].args) == 1:
-            field = cmds[0].args[0]
-            if isinstance(field, FieldNode) and len(field.ident) == 1:
-                key = field.ident[0]
-
-                def walk_field_checked(st: State, dot: Value) -> None:
-                    if isinstance(dot, dict) and key in dot:
-                        v = dot[key]
-                    else:
-                        v = pipe(st, dot)
-                    s = v if type(v) is str else print_value(v)
-                    out = st.out
-                    out.append(s)
-                    if len(out) > st.recount_at or len(s) > st.room:
-                        check_output(st, at)
-
-                return walk_field_checked
-
+        # Outside small blocks (top level, big bodies): the action measures the output too.
         def walk_action_checked(st: State, dot: Value) -> None:
             v = pipe(st, dot)
             s = v if type(v) is str else print_value(v)
@@ -567,31 +550,13 @@ class Compiler:
         has_args = len(cmd.args) > 1 or has_final
         dot_type = "interface {}" if self.dot_elem else ""
         if isinstance(first, FieldNode):
+            # With arguments or a piped value (first_command compiles a field without either).
             names = first.ident
 
-            if has_args:
+            def eval_field_args(st: State, dot: Value, final: Value) -> Value:
+                return _field_chain(dot, names, first, has_args, dot_type)
 
-                def eval_field_args(st: State, dot: Value, final: Value) -> Value:
-                    return _field_chain(dot, names, first, True, dot_type)
-
-                return eval_field_args
-            if len(names) == 1:
-                key = names[0]
-
-                def eval_field1(st: State, dot: Value, final: Value) -> Value:
-                    if isinstance(dot, dict):
-                        try:
-                            return dot[key]
-                        except KeyError:
-                            pass
-                    return _field(dot, key, first, False, dot_type)
-
-                return eval_field1
-
-            def eval_field(st: State, dot: Value, final: Value) -> Value:
-                return _field_chain(dot, names, first, False, dot_type)
-
-            return eval_field
+            return eval_field_args
         if isinstance(first, ChainNode):
             base = self.arg(first.node, K.ANY)
             fields = first.fields

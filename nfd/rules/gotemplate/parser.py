@@ -154,6 +154,10 @@ class Parser:
         ctx = "define clause"
         name = self.parse_template_name(self.next_non_space(), ctx)
         self.expect(L.RDELIM, ctx)
+        self.template_body(name, ctx)
+
+    def template_body(self, name: str, ctx: str) -> None:
+        """The body of {{define}}/{{block}}, up to {{end}}: its own variables, outside any range."""
         saved_vars, saved_depth = self.vars, self.range_depth
         self.vars, self.range_depth = ["$"], 0
         body, end = self.item_list()
@@ -259,13 +263,7 @@ class Parser:
         tok = self.next_non_space()
         name = self.parse_template_name(tok, ctx)
         pipe = self.pipeline(ctx, L.RDELIM)
-        saved_vars, saved_depth = self.vars, self.range_depth
-        self.vars, self.range_depth = ["$"], 0
-        body, end = self.item_list()
-        if not isinstance(end, _End):
-            raise self.errorf(f"unexpected {end} in {ctx}")
-        self.vars, self.range_depth = saved_vars, saved_depth
-        self.add(name, body)
+        self.template_body(name, ctx)
         return TemplateNode(tok.pos, name, pipe)
 
     # --- pipelines ----------------------------------------------------
