@@ -248,12 +248,13 @@ def _compile_test(
     desc = _expr_str(op, values)
     pfx = f"{path}: " if path else ""
     if vtype == "version":
+        read = _reader(parse_version, "version", pfx)
         bounds_v = [parse_version(v) for v in values]
         for v, b in zip(values, bounds_v, strict=True):
             if b is None:
                 msg = f"not a version {go_quote(v)} in {desc}"
-                return None, _version_test_bad_bound(msg, pfx), None, msg
-        return None, _version_test(op, bounds_v, pfx), None, None  # type: ignore[arg-type]
+                return None, _bad_bound(read, msg, pfx), None, msg
+        return None, _ordered_test(op, bounds_v, read), None, None
     if vtype != "":
         return (
             None,
@@ -261,78 +262,54 @@ def _compile_test(
             f"invalid expression, 'type' field only accepts \"version\" value for Op {go_quote(op)} (have {go_quote(vtype)})",
             None,
         )
+    read = _reader(go_atoi, "number", pfx)
     bounds_i = [go_atoi(v) for v in values]
     for v, bi in zip(values, bounds_i, strict=True):
         if bi is None:
             msg = f"not a number {go_quote(v)} in {desc}"
-            return None, _int_test_bad_bound(msg, pfx), None, msg
+            return None, _bad_bound(read, msg, pfx), None, msg
     if two and bounds_i[0] >= bounds_i[1]:  # type: ignore[operator]
         msg = f"invalid expression, value[0] must be less than Value[1] for Op {go_quote(op)} (have {go_list(values)})"
-        return None, _int_test_bad_bound(msg, pfx), None, msg
-    return None, _int_test(op, bounds_i, pfx), None, None  # type: ignore[arg-type]
+        return None, _bad_bound(read, msg, pfx), None, msg
+    return None, _ordered_test(op, bounds_i, read), None, None
 
 
-def _int_test_bad_bound(msg: str, pfx: str) -> Callable[[str], bool]:
+def _reader(parse: Callable[[str], Any], what: str, pfx: str) -> Callable[[str], Any]:
+    """An input value read as the expression's type (number, version); a bad one is an error."""
+
+    def read(v: str) -> Any:
+        x = parse(v)
+        if x is None:
+            raise RuleError(f"{pfx}not a {what} {go_quote(v)}")
+        return x
+
+    return read
+
+
+def _bad_bound(read: Callable[[str], Any], msg: str, pfx: str) -> Callable[[str], bool]:
     # upstream parses the input first: a bad input reports itself, a good one reports the bound
     def t(v: str) -> bool:
-        if go_atoi(v) is None:
-            raise RuleError(f"{pfx}not a number {go_quote(v)}")
+        read(v)
         raise RuleError(pfx + msg)
 
     return t
 
 
-def _version_test_bad_bound(msg: str, pfx: str) -> Callable[[str], bool]:
-    def t(v: str) -> bool:
-        if parse_version(v) is None:
-            raise RuleError(f"{pfx}not a version {go_quote(v)}")
-        raise RuleError(pfx + msg)
-
-    return t
-
-
-def _int_test(op: str, b: list[int], pfx: str) -> Callable[[str], bool]:
-    def parse(v: str) -> int:
-        x = go_atoi(v)
-        if x is None:
-            raise RuleError(f"{pfx}not a number {go_quote(v)}")
-        return x
-
+def _ordered_test(op: str, b: list[Any], parse: Callable[[str], Any]) -> Callable[[str], bool]:
+    """Gt/Ge/Lt/Le/GtLt/GeLe against the bounds `b`, input values read by `parse`."""
     r = b[0]
     if op == "Gt":
-        return lambda v: parse(v) > r
+        return lambda v: parse(v) > r  # type: ignore[no-any-return]
     if op == "Ge":
-        return lambda v: parse(v) >= r
+        return lambda v: parse(v) >= r  # type: ignore[no-any-return]
     if op == "Lt":
-        return lambda v: parse(v) < r
+        return lambda v: parse(v) < r  # type: ignore[no-any-return]
     if op == "Le":
-        return lambda v: parse(v) <= r
+        return lambda v: parse(v) <= r  # type: ignore[no-any-return]
     lo, hi = b[0], b[1]
     if op == "GtLt":
-        return lambda v: lo < parse(v) < hi
-    return lambda v: lo <= parse(v) <= hi
-
-
-def _version_test(op: str, b: list[tuple[int, int, int]], pfx: str) -> Callable[[str], bool]:
-    def parse(v: str) -> tuple[int, int, int]:
-        x = parse_version(v)
-        if x is None:
-            raise RuleError(f"{pfx}not a version {go_quote(v)}")
-        return x
-
-    r = b[0]
-    if op == "Gt":
-        return lambda v: parse(v) > r
-    if op == "Ge":
-        return lambda v: parse(v) >= r
-    if op == "Lt":
-        return lambda v: parse(v) < r
-    if op == "Le":
-        return lambda v: parse(v) <= r
-    lo, hi = b[0], b[1]
-    if op == "GtLt":
-        return lambda v: lo < parse(v) < hi
-    return lambda v: lo <= parse(v) <= hi
+        return lambda v: lo < parse(v) < hi  # type: ignore[no-any-return]
+    return lambda v: lo <= parse(v) <= hi  # type: ignore[no-any-return]
 
 
 def _by_name(e: MatchedElement) -> str:

@@ -221,42 +221,20 @@ class _Bind:
 
 
 def exists(tf: Fn, names: Names, pf: Fn, charge: Charge) -> Fn:
-    one = isinstance(names, str)
-
-    def exists(a: Act) -> Any:
-        coll = charge(a, tf(a))
-        v = a.v
-        b = _Bind(names, v)
-        err: BaseException | None = None
-        try:
-            for x in coll:
-                if one:
-                    v[names] = x  # type: ignore[index]
-                else:
-                    v[names[0]], v[names[1]] = x
-                try:
-                    r = pf(a)
-                except Exception as e:
-                    if err is None:
-                        err = e
-                    continue
-                if r is True:
-                    return True
-                if r is not False and err is None:
-                    err = CelError(f"exists() predicate returned {type_name(r)}, not bool")
-        finally:
-            b.restore()
-        if err is not None:
-            raise err
-        return False
-
-    return exists
+    return _quantifier(tf, names, pf, charge, decisive=True, macro="exists")
 
 
 def all_of(tf: Fn, names: Names, pf: Fn, charge: Charge) -> Fn:
-    one = isinstance(names, str)
+    return _quantifier(tf, names, pf, charge, decisive=False, macro="all")
 
-    def all_(a: Act) -> Any:
+
+def _quantifier(tf: Fn, names: Names, pf: Fn, charge: Charge, *, decisive: bool, macro: str) -> Fn:
+    """exists() (a true element decides) and all() (a false one does). As in CEL, an element
+    that errors or is not a bool fails the macro only if no element decides it."""
+    one = isinstance(names, str)
+    other = not decisive
+
+    def quantifier(a: Act) -> Any:
         coll = charge(a, tf(a))
         v = a.v
         b = _Bind(names, v)
@@ -273,17 +251,17 @@ def all_of(tf: Fn, names: Names, pf: Fn, charge: Charge) -> Fn:
                     if err is None:
                         err = e
                     continue
-                if r is False:
-                    return False
-                if r is not True and err is None:
-                    err = CelError(f"all() predicate returned {type_name(r)}, not bool")
+                if r is decisive:
+                    return decisive
+                if r is not other and err is None:
+                    err = CelError(f"{macro}() predicate returned {type_name(r)}, not bool")
         finally:
             b.restore()
         if err is not None:
             raise err
-        return True
+        return other
 
-    return all_
+    return quantifier
 
 
 def exists_one(tf: Fn, names: Names, pf: Fn, charge: Charge) -> Fn:
