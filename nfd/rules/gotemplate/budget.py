@@ -101,6 +101,15 @@ def charge_items(n: int) -> None:
             raise FuncError(b.steps_message())
 
 
+def charge_work(n: int) -> None:
+    """Before n elementary operations on elements (comparisons...): pay for them."""
+    b = _budget()
+    if n >= ITEMS_PER_STEP and b is not _OUTSIDE:
+        b.steps -= n // ITEMS_PER_STEP
+        if b.steps < 0:
+            raise FuncError(b.steps_message())
+
+
 def sized(fn: Callable[..., Any], *, printer: bool = False) -> Callable[..., Any]:
     """Wrap a function whose result may be big: check and pay for the value it returned.
 
@@ -185,6 +194,6 @@ SIZED = frozenset(
 
 # Functions that read the running execution's budget (`current`).
 BUDGETED = SIZED | {
-    "repeat", "replace", "indent", "nindent", "until", "untilStep", "seq", "randAlphaNum",
+    "repeat", "uniq", "mustUniq", "replace", "indent", "nindent", "until", "untilStep", "seq", "randAlphaNum",
     "randAlpha", "randAscii", "randNumeric", "randBytes",
 }

@@ -6,7 +6,7 @@ import copy
 from typing import Any
 
 from . import funcs as K
-from .budget import charge_items
+from .budget import charge_items, charge_work
 from .conv import deep_equal, strval, to_int64
 from .errors import FuncError
 from .funcs import Func
@@ -70,8 +70,12 @@ def _in_list(hay: list[Any], needle: Any) -> bool:
 
 
 def uniq(lst: Any) -> list[Any]:
+    items = _as_list(lst, "find uniq on")
+    if all(type(x) is str for x in items):
+        return list(dict.fromkeys(items))  # same result, linear time
+    charge_work(len(items) * len(items) // 2)  # Go's algorithm (and ours): quadratic
     out: list[Any] = []
-    for x in _as_list(lst, "find uniq on"):
+    for x in items:
         if not _in_list(out, x):
             out.append(x)
     return out

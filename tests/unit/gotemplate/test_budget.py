@@ -109,11 +109,24 @@ def test_a_big_function_result_fails_when_printed() -> None:
         ("{{ len (until 2000000) }}", "until"),
         ("{{ len (untilStep 0 2000000 1) }}", "untilStep"),
         ("{{ seq 2000000 }}", "seq"),
+        ("{{ len (uniq (until 100000)) }}", "uniq"),  # quadratic: 5e9 comparisons
     ],
 )
 def test_functions_refuse_to_build_huge_values(src: str, func: str) -> None:
     msg = fails(src)
     assert f"error calling {func}: {EXCEEDED} (" in msg
+
+
+def test_uniq_of_strings_is_linear() -> None:
+    assert run('{{ len (uniq (splitList "," (repeat 200000 "a,"))) }}') == "2"
+    assert run("{{ uniq (list 1 2 1 \"1\" 2.0 2) }}") == "[1 2 1 2]"
+
+
+def test_appending_in_a_loop_pays_for_the_copies() -> None:
+    # each append copies the list (as Sprig does): quadratic, so 200,000 appends do not fit
+    src = '{{ $l := list }}{{ range until .n }}{{ $l = append $l "x" }}{{ end }}{{ len $l }}'
+    assert run(src, {"n": 2000}) == "2000"
+    assert "error calling append" in fails(src, {"n": 200_000})
 
 
 def test_doubling_a_string_stops_at_the_value_limit() -> None:
