@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
 from nfd.k8s.client import ApiClient
-from nfd.k8s.errors import NotFound
+from nfd.k8s.errors import ApiUnavailable, NotFound, ServerError
 from nfd.k8s.resources import Resource
 
 METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
@@ -54,12 +55,8 @@ async def list_objects(
             "labelSelector": label_selector,
             "fieldSelector": field_selector,
         }
-        page = await api.request(
-            "GET",
-            res.path(namespace=namespace),
-            params=params,
-            accept=METADATA_LIST if metadata_only else "application/json",
-            verb="LIST",
+        page = await _page(
+            api, res.path(namespace=namespace), params, METADATA_LIST if metadata_only else "application/json"
         )
         page_items = page.get("items") or []
         if transform is not None:
@@ -70,3 +67,23 @@ async def list_objects(
         cont = meta.get("continue")
         if not cont:
             return items, rv
+
+
+#: A failed continuation page is retried this often before the whole list fails.
+PAGE_RETRIES = 5
+
+
+async def _page(api: ApiClient, path: str, params: dict[str, Any], accept: str) -> Any:
+    """One list page. A continuation page that fails with a server-side error (e.g. 504 "Too
+    large resource version" while the watch cache catches up after mass creation) is retried
+    with the same token, so thousands of objects already read are not listed again."""
+    delay = 0.2
+    for attempt in range(PAGE_RETRIES + 1):
+        try:
+            return await api.request("GET", path, params=params, accept=accept, verb="LIST")
+        except (ServerError, ApiUnavailable):
+            if not params.get("continue") or attempt == PAGE_RETRIES:
+                raise
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 3.0)
+    raise AssertionError("unreachable")

@@ -99,3 +99,55 @@ def test_retry_after_429_is_retried() -> None:
             await runner.cleanup()
 
     asyncio.run(main())
+
+
+def test_list_retries_a_failed_continuation_page_only() -> None:
+    """A 504 on a continuation page is retried with the same token; a first-page failure is not."""
+    import asyncio
+
+    from aiohttp import web
+
+    from nfd.k8s.client import ApiClient
+    from nfd.k8s.config import ConnectionConfig
+    from nfd.k8s.errors import ServerError
+    from nfd.k8s.fetching import list_objects
+
+    seen: list[str] = []
+    fail = {"page2": 2}
+
+    async def handler(request: web.Request) -> web.Response:
+        cont = request.query.get("continue", "")
+        seen.append(cont)
+        if request.path.endswith("/broken"):
+            return web.json_response({"kind": "Status", "code": 504}, status=504)
+        if cont == "p2" and fail["page2"] > 0:
+            fail["page2"] -= 1
+            return web.json_response({"kind": "Status", "reason": "Timeout",
+                                      "message": "Too large resource version"}, status=504)
+        if not cont:
+            return web.json_response({"items": [{"metadata": {"name": "a"}}], "metadata": {"continue": "p2"}})
+        return web.json_response({"items": [{"metadata": {"name": "b"}}], "metadata": {"resourceVersion": "7"}})
+
+    async def main() -> None:
+        app = web.Application()
+        app.router.add_get("/api/v1/nodes", handler)
+        app.router.add_get("/api/v1/namespaces/broken/nodes", handler)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        api = ApiClient(ConnectionConfig(server=f"http://127.0.0.1:{port}"))
+        try:
+            from nfd.k8s.resources import Resource
+
+            items, rv = await list_objects(api, Resource("", "v1", "nodes", "Node", False))
+            assert [i["metadata"]["name"] for i in items] == ["a", "b"] and rv == "7"
+            assert seen == ["", "p2", "p2", "p2"]  # page 1 read once, page 2 retried
+            with pytest.raises(ServerError):
+                await list_objects(api, Resource("", "v1", "nodes", "Node", True), namespace="broken")
+        finally:
+            await api.close()
+            await runner.cleanup()
+
+    asyncio.run(main())
