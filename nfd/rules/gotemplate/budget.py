@@ -110,68 +110,137 @@ def charge_work(n: int) -> None:
             raise FuncError(b.steps_message())
 
 
-def sized(fn: Callable[..., Any], *, printer: bool = False) -> Callable[..., Any]:
-    """Wrap a function whose result may be big: check and pay for the value it returned.
+def _charge_steps(n: int) -> None:
+    b = _budget()
+    if b is not _OUTSIDE:
+        b.steps -= n
+        if b.steps < 0:
+            raise FuncError(b.steps_message())
 
-    For functions whose result is at most a few times their arguments' size; those that
-    multiply (repeat, replace, until...) check before building instead. A `printer` formats
-    its arguments, which may be lists holding the same long string many times: the printed
-    size of any non-string argument is estimated first.
+
+def guarded(name: str, fn: Callable[..., Any], nargs: int) -> Callable[..., Any]:
+    """`fn` (called with `nargs` arguments) wrapped to pay for its work.
+
+    By the size of its arguments (SCANS: a function that walks a list or scans a string, run
+    10,000 times on a big one, must not cost 10,000 steps), and of its result: a string or
+    list it returns is checked and paid for (functions that multiply their arguments, like
+    repeat, check inside before building). A PRINTER's non-string arguments may be lists
+    holding one long string many times: their printed size is estimated (and paid for, element
+    by element) first. One- and two-argument calls get their own closures: this wraps hot
+    functions (upper, regexMatch...), and a loop over *args would double their overhead.
     """
+    per_item, per_char = SCANS.get(name, (_NEVER, _NEVER))
 
-    def checked(*args: Any) -> Any:
-        r = fn(*args)
+    def pay_result(r: Any) -> None:  # not a string (checked inline) nor a bool
+        if isinstance(r, _SIZED_TYPES) and len(r) >= ITEMS_PER_STEP:
+            charge_items(len(r))
+
+    if name in PRINTERS or nargs not in (1, 2):
+        printer = name in PRINTERS
+
+        def checked(*args: Any) -> Any:
+            others = False  # an argument that is not a string
+            for a in args:
+                if type(a) is str:
+                    if len(a) >= per_char:
+                        _charge_steps(len(a) // per_char)
+                else:
+                    others = True
+                    if isinstance(a, _SIZED_TYPES) and len(a) >= per_item:
+                        _charge_steps(len(a) // per_item)
+            if others and printer:
+                _check_printed(args)
+            r = fn(*args)
+            if type(r) is str:
+                if len(r) >= CHARS_PER_STEP:
+                    charge_string(len(r))
+            elif type(r) is not bool:
+                pay_result(r)
+            return r
+
+        return checked
+
+    if nargs == 1:
+
+        def checked1(a: Any) -> Any:
+            if type(a) is str:
+                if len(a) >= per_char:
+                    _charge_steps(len(a) // per_char)
+            elif isinstance(a, _SIZED_TYPES) and len(a) >= per_item:
+                _charge_steps(len(a) // per_item)
+            r = fn(a)
+            if type(r) is str:
+                if len(r) >= CHARS_PER_STEP:
+                    charge_string(len(r))
+            elif type(r) is not bool:
+                pay_result(r)
+            return r
+
+        return checked1
+
+    def checked2(a: Any, b: Any) -> Any:
+        if type(b) is str:  # the subject is last in Sprig's argument order
+            if len(b) >= per_char:
+                _charge_steps(len(b) // per_char)
+        elif isinstance(b, _SIZED_TYPES) and len(b) >= per_item:
+            _charge_steps(len(b) // per_item)
+        if type(a) is str:
+            if len(a) >= per_char:
+                _charge_steps(len(a) // per_char)
+        elif isinstance(a, _SIZED_TYPES) and len(a) >= per_item:
+            _charge_steps(len(a) // per_item)
+        r = fn(a, b)
         if type(r) is str:
             if len(r) >= CHARS_PER_STEP:
                 charge_string(len(r))
-        elif isinstance(r, (list, tuple, dict)) and len(r) >= ITEMS_PER_STEP:
-            charge_items(len(r))
+        elif type(r) is not bool:
+            pay_result(r)
         return r
 
-    def checked_printer(*args: Any) -> Any:
-        for a in args:
-            if type(a) is not str:
-                _check_printed(args)
-                break
-        r = fn(*args)
-        if type(r) is str and len(r) >= CHARS_PER_STEP:
-            charge_string(len(r))
-        return r
+    return checked2
 
-    return checked_printer if printer else checked
+
+_NEVER = 1 << 62
+_SIZED_TYPES = (list, tuple, dict)
 
 
 def _check_printed(args: tuple[Any, ...]) -> None:
     limit = _budget().max_string
-    size = 0
+    size = items = 0
     for a in args:
-        size += _printed_size(a, limit)
+        n, k = _printed_size(a, limit)
+        size += n
+        items += k
         if size > limit:
             raise string_too_long(size, limit)
+    if items >= ITEMS_PER_STEP:
+        _charge_steps(items // 4)  # formatting is Python work per element
 
 
-def _printed_size(v: Any, limit: int) -> int:
-    """About how long `v` prints (at least that long); stops counting past `limit`."""
+def _printed_size(v: Any, limit: int) -> tuple[int, int]:
+    """About how long `v` prints (at least that long), and its elements; stops past `limit`."""
     if isinstance(v, str):
-        return len(v)
+        return len(v), 1
     if isinstance(v, (list, tuple, dict)):
         size = 2
+        items = 1
         for x in v.items() if isinstance(v, dict) else v:
-            size += 1 + _printed_size(x, limit)
+            n, k = _printed_size(x, limit)
+            size += 1 + n
+            items += k
             if size > limit:
                 break
-        return size
-    return 1  # numbers, booleans, nil
+        return size, items
+    return 1, 1  # numbers, booleans, nil
 
 
-# Functions that print their arguments (see `sized`).
+# Functions that print their arguments (see `guarded`).
 PRINTERS = frozenset(
     {"print", "printf", "println", "html", "js", "urlquery", "cat", "quote", "squote", "toString",
      "join", "toJson", "mustToJson", "toPrettyJson", "mustToPrettyJson", "toRawJson", "mustToRawJson"}
 )
 
-# Functions the executor wraps with `sized` (their results grow with their arguments).
-# (Those that multiply their arguments, in BUDGETED too, check before building.)
+# Functions whose result may be big (all guarded functions' results are checked and paid for).
 SIZED = frozenset(
     {
         # builtins
@@ -192,8 +261,47 @@ SIZED = frozenset(
     }
 )
 
-# Functions that read the running execution's budget (`current`).
-BUDGETED = SIZED | {
-    "repeat", "uniq", "mustUniq", "replace", "indent", "nindent", "until", "untilStep", "seq", "randAlphaNum",
-    "randAlpha", "randAscii", "randNumeric", "randBytes",
+# Functions that pay for their arguments' size: (list/map elements per step, string
+# characters per step). C-level copies and scans are cheap per element; Python loops are not.
+# String functions are often Python loops per character (non-ASCII case mapping, word splits).
+_COPY, _LOOP, _SCAN, _REGEX, _MATCHES = (16, _NEVER), (1, _NEVER), (_NEVER, 16), (_NEVER, 256), (_NEVER, 4)
+SCANS: dict[str, tuple[int, int]] = {
+    **dict.fromkeys(
+        ["first", "mustFirst", "rest", "mustRest", "last", "mustLast", "initial", "mustInitial",
+         "reverse", "mustReverse", "slice", "mustSlice", "chunk", "mustChunk", "concat", "append",
+         "push", "mustAppend", "mustPush", "prepend", "mustPrepend"],
+        _COPY,
+    ),
+    **dict.fromkeys(
+        ["has", "mustHas", "without", "mustWithout", "deepEqual", "sortAlpha", "toStrings",
+         "compact", "mustCompact", "join", "pluck", "keys", "values", "pick", "omit", "merge",
+         "mustMerge", "mergeOverwrite", "mustMergeOverwrite", "deepCopy", "mustDeepCopy", "dig",
+         "typeIsLike"],
+        _LOOP,
+    ),
+    **dict.fromkeys(
+        ["contains", "upper", "lower", "title", "untitle", "swapcase", "trim", "trimAll",
+         "trimall", "trimPrefix", "trimSuffix", "replace", "split", "splitn", "splitList",
+         "nospace", "initials", "wrap", "wrapWith", "abbrev", "abbrevboth", "b64enc", "b64dec",
+         "b32enc", "b32dec", "sha1sum", "sha256sum", "sha512sum", "adler32sum", "snakecase",
+         "camelcase", "kebabcase", "shuffle", "indent", "nindent", "quote", "squote", "cat",
+         "fromJson", "mustFromJson", "regexQuoteMeta", "substr", "trunc"],
+        _SCAN,
+    ),
+    **dict.fromkeys(["regexMatch", "mustRegexMatch", "regexFind", "mustRegexFind"], _REGEX),
+    # a Python step per match, and there can be one per character
+    **dict.fromkeys(
+        ["regexFindAll", "mustRegexFindAll", "regexReplaceAll", "mustRegexReplaceAll",
+         "regexReplaceAllLiteral", "mustRegexReplaceAllLiteral", "regexSplit", "mustRegexSplit"],
+        _MATCHES,
+    ),
 }
+
+# Functions that read the running execution's budget (`current`).
+BUDGETED = SIZED | SCANS.keys() | {
+    "repeat", "uniq", "mustUniq", "replace", "indent", "nindent", "until", "untilStep", "seq",
+    "randAlphaNum", "randAlpha", "randAscii", "randNumeric", "randBytes",
+}
+
+# Functions the executor wraps with `guarded`.
+GUARDED = SIZED | SCANS.keys()

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import funcs as K
-from .budget import BUDGETED, PRINTERS, SIZED, Budget, sized
+from .budget import BUDGETED, GUARDED, Budget, guarded
 from .builtins import call_named
 from .errors import BreakLoop, ContinueLoop, ExecError, FuncError, TemplateError
 from .funcs import GO_TYPE, Func
@@ -697,8 +697,8 @@ class Compiler:
         fn = f.fn
         if name in BUDGETED:
             self.uses_budget = True
-        if name in SIZED:
-            fn = sized(fn, printer=name in PRINTERS)
+        if name in GUARDED:
+            fn = guarded(name, fn, nin)
         if f.builtin and name == "call" and args:
             callee = str(args[0])
 

@@ -100,7 +100,7 @@ def test_a_big_function_result_fails_when_printed() -> None:
         ('{{ indent 100000 (repeat 1000 "\\n") }}', "indent"),
         ('{{ nindent 100000 (repeat 1000 "\\n") }}', "nindent"),
         ('{{ wrapWith 1 (repeat 1000 "-") (repeat 10000 "x") }}', "wrapWith"),
-        ('{{ regexReplaceAll "x" (repeat 100000 "x") (repeat 100 "$0") }}', "regexReplaceAll"),
+        ('{{ regexReplaceAll "x{10}" (repeat 100000 "x") (repeat 100 "$0") }}', "regexReplaceAll"),
         ("{{ randAlphaNum 100000000 }}", "randAlphaNum"),
         ("{{ randBytes 100000000 }}", "randBytes"),
         ('{{ $s := repeat 1000000 "x" }}{{ print (list $s $s $s $s $s) }}', "print"),
@@ -115,6 +115,25 @@ def test_a_big_function_result_fails_when_printed() -> None:
 def test_functions_refuse_to_build_huge_values(src: str, func: str) -> None:
     msg = fails(src)
     assert f"error calling {func}: {EXCEEDED} (" in msg
+
+
+@pytest.mark.parametrize(
+    ("src", "func"),
+    [
+        ('{{ $s := repeat 1000000 "a" }}{{ range until 1000 }}{{ $x := regexMatch "b" $s }}{{ end }}', "regexMatch"),
+        ('{{ $s := repeat 100000 "a" }}{{ range until 1000 }}{{ $x := regexFindAll "b" $s -1 }}{{ end }}', "regexFindAll"),
+        ('{{ $s := repeat 1000000 "a" }}{{ range until 1000 }}{{ $x := contains "b" $s }}{{ end }}', "contains"),
+        ('{{ $s := repeat 10000 "é" }}{{ range until 1000 }}{{ $x := upper $s }}{{ end }}', "upper"),
+        ("{{ $l := until 60000 }}{{ range until 1000 }}{{ $x := last $l }}{{ end }}", "last"),
+        ("{{ $l := until 60000 }}{{ range until 1000 }}{{ $x := has 5 $l }}{{ end }}", "has"),
+        ('{{ $l := until 6000 }}{{ range until 1000 }}{{ $x := printf "%v" $l }}{{ end }}', "printf"),
+    ],
+)
+def test_functions_pay_for_big_arguments(src: str, func: str) -> None:
+    # A big value reused in a loop: each call pays for what it reads. The loop and the values
+    # built cost under 100,000 steps; the reading, over.
+    msg = fails(src, max_steps=100_000)
+    assert f"error calling {func}: {EXCEEDED} (more than 100000 steps)" in msg
 
 
 def test_uniq_of_strings_is_linear() -> None:
