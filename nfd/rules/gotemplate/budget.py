@@ -4,9 +4,10 @@ Upstream has none; Go is fast enough that `{{ range until 100000000 }}` "only" t
 there. Here an execution may take MAX_STEPS steps and write MAX_OUTPUT characters:
 
 - steps: each range iteration costs 1 plus the actions in its body (both branches of an
-  if/else count; nested ranges charge their own iterations), each {{template}} call 1, and
-  functions that build values pay for their size: one step per ITEMS_PER_STEP list or map
-  elements, one per CHARS_PER_STEP string characters.
+  if/else count; nested ranges charge their own iterations), each {{template}} call 1 plus its
+  actions, and functions pay for the size of what they read (SCANS, weighted by their work per
+  element) and of the string or list they return (one step per CHARS_PER_STEP characters or
+  ITEMS_PER_STEP elements).
 - output: the characters written (MAX_OUTPUT), and any one string or list a function builds:
   VALUE_FACTOR times MAX_OUTPUT characters (Go's printf alone can build 2 MB from a width),
   MAX_STEPS elements; big ones are refused before they are allocated.
@@ -84,10 +85,8 @@ def charge_string(n: int) -> None:
     b = _budget()
     if n > b.max_string:
         raise string_too_long(n, b.max_string)
-    if n >= CHARS_PER_STEP and b is not _OUTSIDE:
-        b.steps -= n // CHARS_PER_STEP
-        if b.steps < 0:
-            raise FuncError(b.steps_message())
+    if n >= CHARS_PER_STEP:
+        _charge_steps(n // CHARS_PER_STEP)
 
 
 def charge_items(n: int) -> None:
@@ -95,19 +94,13 @@ def charge_items(n: int) -> None:
     b = _budget()
     if n > b.max_steps:
         raise FuncError(f"{EXCEEDED} (list of {n} elements, limit {b.max_steps})")
-    if n >= ITEMS_PER_STEP and b is not _OUTSIDE:
-        b.steps -= n // ITEMS_PER_STEP
-        if b.steps < 0:
-            raise FuncError(b.steps_message())
+    charge_work(n)
 
 
 def charge_work(n: int) -> None:
-    """Before n elementary operations on elements (comparisons...): pay for them."""
-    b = _budget()
-    if n >= ITEMS_PER_STEP and b is not _OUTSIDE:
-        b.steps -= n // ITEMS_PER_STEP
-        if b.steps < 0:
-            raise FuncError(b.steps_message())
+    """Before n elementary operations on elements (copies, comparisons): pay for them."""
+    if n >= ITEMS_PER_STEP:
+        _charge_steps(n // ITEMS_PER_STEP)
 
 
 def _charge_steps(n: int) -> None:

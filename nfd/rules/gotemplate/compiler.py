@@ -410,7 +410,8 @@ class Compiler:
                 # a local countdown) would cost 20% of a small loop.
                 batches: Any
                 if keys is not None:
-                    batches = ([(k, val[k]) for k in keys[i : i + per_batch]] for i in range(0, runs, per_batch))
+                    pairs = [(k, val[k]) for k in keys[:runs]]  # read before the body can `set`
+                    batches = (pairs[i : i + per_batch] for i in range(0, runs, per_batch))
                 elif isinstance(val, int):
                     batches = (zip(r, r, strict=True) for i in range(0, runs, per_batch) for r in [range(i, min(i + per_batch, runs))])
                 elif runs <= per_batch and runs == count:

@@ -60,6 +60,18 @@ def test_break_refunds_the_iterations_not_run() -> None:
     src = "{{ range $i := 1000 }}{{ if eq $i 3 }}{{ break }}{{ end }}{{ end }}{{ range 90 }}{{ end }}ok"
     assert run(src, max_steps=100) == "ok"
     assert run("{{ range $i := 100000000 }}{{ if eq $i 3 }}{{ break }}{{ end }}{{ $i }}{{ end }}") == "012"
+    data = {"m": {f"k{i:04d}": i for i in range(1000)}}
+    src = '{{ range $k, $v := .m }}{{ if eq $k "k0003" }}{{ break }}{{ end }}{{ end }}{{ range 90 }}{{ end }}ok'
+    assert run(src, data, max_steps=100) == "ok"
+
+
+def test_map_values_are_read_before_the_body_runs() -> None:
+    # as Go, whose walkRange iterates a fmtsort snapshot of keys and values
+    src = '{{ range $k, $v := .m }}{{ $_ := unset $.m "b" }}{{ $k }}={{ $v }};{{ end }}'
+    assert run(src, {"m": {"a": 1, "b": 2}}) == "a=1;b=2;"
+    many = {f"k{i:04d}": i for i in range(1000)}  # batched: 256 // 5 pieces per iteration
+    out = run(src.replace('"b"', '"k0999"'), {"m": dict(many)})
+    assert out.endswith("k0999=999;") and out.count(";") == 1000
 
 
 def test_template_calls_cost_steps() -> None:
