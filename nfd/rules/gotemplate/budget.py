@@ -124,73 +124,53 @@ def guarded(name: str, fn: Callable[..., Any], nargs: int) -> Callable[..., Any]
     """
     per_item, per_char = SCANS.get(name, (_NEVER, _NEVER))
 
-    def pay_result(r: Any) -> None:  # not a string (checked inline) nor a bool
-        if isinstance(r, _SIZED_TYPES) and len(r) >= ITEMS_PER_STEP:
-            charge_items(len(r))
-
     if name in PRINTERS or nargs not in (1, 2):
         printer = name in PRINTERS
 
         def checked(*args: Any) -> Any:
-            others = False  # an argument that is not a string
             for a in args:
-                if type(a) is str:
-                    if len(a) >= per_char:
-                        _charge_steps(len(a) // per_char)
-                else:
-                    others = True
-                    if isinstance(a, _SIZED_TYPES) and len(a) >= per_item:
-                        _charge_steps(len(a) // per_item)
-            if others and printer:
+                if not (type(a) is str and len(a) < per_char):
+                    _pay_arg(a, per_item, per_char)
+            if printer and any(type(a) is not str for a in args):
                 _check_printed(args)
-            r = fn(*args)
-            if type(r) is str:
-                if len(r) >= CHARS_PER_STEP:
-                    charge_string(len(r))
-            elif type(r) is not bool:
-                pay_result(r)
-            return r
+            return _paid(fn(*args))
 
         return checked
 
     if nargs == 1:
 
         def checked1(a: Any) -> Any:
-            if type(a) is str:
-                if len(a) >= per_char:
-                    _charge_steps(len(a) // per_char)
-            elif isinstance(a, _SIZED_TYPES) and len(a) >= per_item:
-                _charge_steps(len(a) // per_item)
-            r = fn(a)
-            if type(r) is str:
-                if len(r) >= CHARS_PER_STEP:
-                    charge_string(len(r))
-            elif type(r) is not bool:
-                pay_result(r)
-            return r
+            if not (type(a) is str and len(a) < per_char):  # the common case, inline
+                _pay_arg(a, per_item, per_char)
+            return _paid(fn(a))
 
         return checked1
 
     def checked2(a: Any, b: Any) -> Any:
-        if type(b) is str:  # the subject is last in Sprig's argument order
-            if len(b) >= per_char:
-                _charge_steps(len(b) // per_char)
-        elif isinstance(b, _SIZED_TYPES) and len(b) >= per_item:
-            _charge_steps(len(b) // per_item)
-        if type(a) is str:
-            if len(a) >= per_char:
-                _charge_steps(len(a) // per_char)
-        elif isinstance(a, _SIZED_TYPES) and len(a) >= per_item:
-            _charge_steps(len(a) // per_item)
-        r = fn(a, b)
-        if type(r) is str:
-            if len(r) >= CHARS_PER_STEP:
-                charge_string(len(r))
-        elif type(r) is not bool:
-            pay_result(r)
-        return r
+        if not (type(a) is str and len(a) < per_char):
+            _pay_arg(a, per_item, per_char)
+        if not (type(b) is str and len(b) < per_char):
+            _pay_arg(b, per_item, per_char)
+        return _paid(fn(a, b))
 
     return checked2
+
+
+def _pay_arg(a: Any, per_item: int, per_char: int) -> None:
+    if type(a) is str:
+        _charge_steps(len(a) // per_char)
+    elif isinstance(a, _SIZED_TYPES) and len(a) >= per_item:
+        _charge_steps(len(a) // per_item)
+
+
+def _paid(r: Any) -> Any:
+    """A function's result, paid for if it is a big string or list."""
+    if type(r) is str:
+        if len(r) >= CHARS_PER_STEP:
+            charge_string(len(r))
+    elif isinstance(r, _SIZED_TYPES) and len(r) >= ITEMS_PER_STEP:
+        charge_items(len(r))
+    return r
 
 
 _NEVER = 1 << 62
