@@ -128,10 +128,15 @@ def guarded(name: str, fn: Callable[..., Any], nargs: int) -> Callable[..., Any]
         printer = name in PRINTERS
 
         def checked(*args: Any) -> Any:
+            others = False  # an argument that is not a string
             for a in args:
-                if not (type(a) is str and len(a) < per_char):
+                if type(a) is str:
+                    if len(a) >= per_char:
+                        _pay_arg(a, per_item, per_char)
+                else:
+                    others = True
                     _pay_arg(a, per_item, per_char)
-            if printer and any(type(a) is not str for a in args):
+            if others and printer:
                 _check_printed(args)
             return _paid(fn(*args))
 
