@@ -242,7 +242,7 @@ SIZED = frozenset(
 # Functions that pay for their arguments' size: (list/map elements per step, string
 # characters per step). C-level copies and scans are cheap per element; Python loops are not.
 # String functions are often Python loops per character (non-ASCII case mapping, word splits).
-_COPY, _LOOP, _SCAN, _REGEX, _MATCHES = (16, _NEVER), (1, _NEVER), (_NEVER, 16), (_NEVER, 256), (_NEVER, 4)
+_COPY, _LOOP, _SCAN, _REGEX, _MATCHES = (16, _NEVER), (1, _NEVER), (_NEVER, 16), (_NEVER, 256), (_NEVER, 2)
 SCANS: dict[str, tuple[int, int]] = {
     **dict.fromkeys(
         ["first", "mustFirst", "rest", "mustRest", "last", "mustLast", "initial", "mustInitial",
