@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
-import signal
 import sys
 from collections.abc import Sequence
 
 from nfd import __version__
-from nfd.topology_updater.goflags import GoFlagParser, parse_duration, setup_logging
+from nfd.common.goflags import GoFlagParser, parse_duration, setup_logging
+from nfd.common.signals import run_until_signal
 
 PROGRAM = "nfd-gc"
 
@@ -36,9 +35,9 @@ def build_parser() -> GoFlagParser:
 
 
 async def run(a: argparse.Namespace) -> int:
+    from nfd.common import httpserver
     from nfd.gc.collector import GarbageCollector, Metrics
     from nfd.k8s.client import ApiClient
-    from nfd.topology_updater import httpserver
 
     metrics = Metrics()
     server = await httpserver.serve(
@@ -74,19 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("-gc-interval must be positive", file=sys.stderr)
         return 2
 
-    async def wrapper() -> int:
-        task = asyncio.ensure_future(run(args))
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, task.cancel)
-        try:
-            rc: int = await task
-            return rc
-        except asyncio.CancelledError:
-            log.info("shutting down")
-            return 0
-
-    return asyncio.run(wrapper())
+    return run_until_signal(run(args))
 
 
 if __name__ == "__main__":

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import signal
@@ -11,8 +10,9 @@ from collections.abc import Coroutine, Sequence
 from typing import Any
 
 from nfd import __version__
+from nfd.common.goflags import GoFlagParser, parse_duration, setup_logging
+from nfd.common.signals import run_until_signal
 from nfd.hostpaths import HostPaths
-from nfd.topology_updater.goflags import GoFlagParser, parse_duration, setup_logging
 
 PROGRAM = "nfd-topology-updater"
 SA_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
@@ -70,8 +70,8 @@ def own_namespace() -> str:
 
 
 async def run(opts: object, *, kubeconfig: str) -> int:
+    from nfd.common import httpserver
     from nfd.k8s.client import ApiClient
-    from nfd.topology_updater import httpserver
     from nfd.topology_updater.kubelet import PodResourcesClient
     from nfd.topology_updater.sysfs import TopologyError, read_topology
     from nfd.topology_updater.updater import Metrics, Options, TopologyUpdater, wait_for_crd
@@ -161,20 +161,7 @@ def _run_until_signal(coro: Coroutine[Any, Any, int]) -> int:
         faulthandler.register(signal.SIGUSR1, all_threads=True)
     except (ValueError, OSError, AttributeError):
         pass
-
-    async def wrapper() -> int:
-        task = asyncio.ensure_future(coro)
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, task.cancel)
-        try:
-            rc: int = await task
-            return rc
-        except asyncio.CancelledError:
-            log.info("shutting down")
-            return 0
-
-    return asyncio.run(wrapper())
+    return run_until_signal(coro)
 
 
 if __name__ == "__main__":
