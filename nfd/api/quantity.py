@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from decimal import MAX_EMAX, MIN_EMIN, Decimal, localcontext
+from fractions import Fraction
 
 _DEC_SUFFIX = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _BIN_SUFFIX = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
@@ -52,6 +53,10 @@ class Quantity:
 
     def milli_value(self) -> int:
         return _round_up(self.amount * 1000)
+
+    def fraction(self) -> Fraction:
+        """The exact value (Decimal to Fraction loses nothing), for sums and comparisons."""
+        return Fraction(self.amount)
 
 
 def _round_up(x: Decimal) -> int:
@@ -144,3 +149,19 @@ def is_quantity(s: str) -> bool:
     except QuantityError:
         return False
     return True
+
+
+def quantity_fraction(value: str | int | float) -> Fraction:
+    """The exact value of a quantity as found in an API object (numbers allowed; surrounding
+    spaces trimmed, as Quantity.UnmarshalJSON does); QuantityError (a ValueError) otherwise."""
+    if isinstance(value, int | float):
+        return Fraction(value)
+    return parse_quantity(str(value).strip()).fraction()
+
+
+def same_quantity(a: str, b: str) -> bool:
+    """Equal values (``1k`` == ``1000``); texts that are not quantities compare as strings."""
+    try:
+        return quantity_fraction(a) == quantity_fraction(b)
+    except ValueError:
+        return a == b

@@ -28,8 +28,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from nfd.api.quantity import same_quantity
 from nfd.master import bookkeeping as bk
-from nfd.master.quantity import same_quantity
 
 log = logging.getLogger(__name__)
 

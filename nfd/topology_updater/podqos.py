@@ -5,44 +5,10 @@ exclusive CPUs. Pods are reduced to this on ingest so the node-scoped pod cache 
 
 from __future__ import annotations
 
-import re
 from fractions import Fraction
 from typing import Any
 
-_SUFFIX: dict[str, Fraction] = {
-    "n": Fraction(1, 10**9),
-    "u": Fraction(1, 10**6),
-    "m": Fraction(1, 1000),
-    "": Fraction(1),
-    "k": Fraction(10**3),
-    "M": Fraction(10**6),
-    "G": Fraction(10**9),
-    "T": Fraction(10**12),
-    "P": Fraction(10**15),
-    "E": Fraction(10**18),
-    "Ki": Fraction(1 << 10),
-    "Mi": Fraction(1 << 20),
-    "Gi": Fraction(1 << 30),
-    "Ti": Fraction(1 << 40),
-    "Pi": Fraction(1 << 50),
-    "Ei": Fraction(1 << 60),
-}
-
-
-_QTY = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$")
-
-
-def parse_quantity(value: Any) -> Fraction:
-    """A Kubernetes quantity (``500m``, ``2``, ``1.5Gi``, ``1e3``) as an exact fraction."""
-    if isinstance(value, int | float):
-        return Fraction(value)
-    m = _QTY.match(str(value).strip())
-    if not m:
-        raise ValueError(f"not a quantity: {value!r}")
-    number = Fraction(m.group(1))
-    if m.group(2):
-        return number * Fraction(10) ** int(m.group(2)[1:])
-    return number * _SUFFIX[m.group(3) or ""]
+from nfd.api.quantity import quantity_fraction
 
 
 def _qos_from_spec(spec: dict[str, Any]) -> str:
@@ -55,13 +21,13 @@ def _qos_from_spec(spec: dict[str, Any]) -> str:
         res = c.get("resources") or {}
         for name, q in (res.get("requests") or {}).items():
             if name in ("cpu", "memory"):
-                v = parse_quantity(q)
+                v = quantity_fraction(q)
                 if v > 0:
                     requests[name] = requests.get(name, Fraction(0)) + v
         found = set()
         for name, q in (res.get("limits") or {}).items():
             if name in ("cpu", "memory"):
-                v = parse_quantity(q)
+                v = quantity_fraction(q)
                 if v > 0:
                     found.add(name)
                     limits[name] = limits.get(name, Fraction(0)) + v
@@ -87,7 +53,7 @@ def _integral_cpu_request(container: dict[str, Any]) -> bool:
     if q is None:
         return False
     try:
-        return parse_quantity(q).denominator == 1
+        return quantity_fraction(q).denominator == 1
     except (ValueError, ZeroDivisionError):
         return False
 

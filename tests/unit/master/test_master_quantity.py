@@ -2,7 +2,8 @@ from fractions import Fraction
 
 import pytest
 
-from nfd.master.quantity import parse_quantity, same_quantity
+from nfd.api.quantity import quantity_fraction as parse_quantity
+from nfd.api.quantity import same_quantity
 
 
 @pytest.mark.parametrize(
@@ -19,3 +20,8 @@ def test_same_quantity():
     assert not same_quantity("x", "y")
     with pytest.raises(ValueError):
         parse_quantity("1kb")
+
+
+def test_same_quantity_trims_and_compares_exactly():
+    assert same_quantity(" 2 ", "2000m")
+    assert not same_quantity("1", "1001m")

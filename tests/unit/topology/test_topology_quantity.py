@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from nfd.api.noderesourcetopology import binary_si, decimal_si, parse_int_quantity
-from nfd.topology_updater.podqos import parse_quantity
+from nfd.api.quantity import quantity_fraction as parse_quantity
 
 
 @pytest.mark.parametrize(
@@ -37,3 +37,10 @@ def test_parse_quantity() -> None:
     assert parse_quantity("2") == 2
     with pytest.raises(ValueError):
         parse_quantity("two")
+
+
+def test_parse_quantity_numbers_and_upstream_grammar() -> None:
+    assert parse_quantity(3) == 3
+    assert parse_quantity("1E-3") * 1000 == 1
+    with pytest.raises(ValueError):
+        parse_quantity("1K")  # upstream: K is not a suffix
