@@ -11,6 +11,7 @@ import sys
 import uuid
 from typing import Any
 
+from nfd.common.goflags import GoFlagParser, parse_bool, parse_duration
 from nfd.master.config import (
     DEFAULT_CONFIG_PATH,
     INSTANCE_RE,
@@ -18,7 +19,6 @@ from nfd.master.config import (
     FlagOverrides,
     MasterConfig,
     load_config,
-    parse_duration,
     parse_ns_list,
 )
 
@@ -40,29 +40,13 @@ KLOG_FLAGS = (
 )
 
 
-def _bool(v: str) -> bool:
-    if v.lower() in ("1", "t", "true"):
-        return True
-    if v.lower() in ("0", "f", "false"):
-        return False
-    raise argparse.ArgumentTypeError(f"invalid boolean {v!r}")
-
-
-def _duration(v: str) -> float:
-    try:
-        return parse_duration(v, key="flag")
-    except ConfigError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="nfd-master", description="Node Feature Discovery master", allow_abbrev=False)
-
-    def opt(name: str, **kw: Any) -> None:
-        p.add_argument(f"-{name}", f"--{name}", **kw)
+def build_parser() -> GoFlagParser:
+    # -v unset (None) lets the config's klog.v decide; klog's other flags are added below
+    p = GoFlagParser("nfd-master", description="Node Feature Discovery master", verbosity_default=None, klog=False)
+    opt = p.add_flag
 
     def flag(name: str, help: str) -> None:
-        p.add_argument(f"-{name}", f"--{name}", nargs="?", const=True, default=None, type=_bool, help=help)
+        p.add_bool(name, default=None, help=help)
 
     opt("config", default=DEFAULT_CONFIG_PATH, help="config file (missing file = defaults)")
     opt("options", default="", help="config options in YAML, override the config file")
@@ -79,17 +63,16 @@ def build_parser() -> argparse.ArgumentParser:
     opt("deny-label-ns", default=None, help="comma-separated label namespaces to deny")
     opt("label-whitelist", default=None, help="regexp on label names")
     flag("enable-taints", "apply taints from NodeFeatureRules")
-    opt("resync-period", type=_duration, default=None, help="full re-evaluation period (0 disables)")
+    opt("resync-period", type=parse_duration, default=None, help="full re-evaluation period (0 disables)")
     opt("nfd-api-parallelism", type=int, default=None, help="number of concurrent node updaters")
     opt("informer-page-size", type=int, default=None, help="page size of the initial NodeFeature list")
     # Ours (upstream hides the client rate limits).
     opt("kube-api-qps", type=float, default=None, help="API client requests per second")
     opt("kube-api-burst", type=int, default=None, help="API client burst")
-    opt("delete-grace-period", type=_duration, default=5.0,
+    opt("delete-grace-period", type=parse_duration, default=5.0,
         help="wait this long after a NodeFeature delete before removing what it provided")
-    opt("config-poll-interval", type=_duration, default=5.0, help="how often to check the config file for changes")
-    # klog compatibility
-    opt("v", type=int, default=None, help="log verbosity")
+    opt("config-poll-interval", type=parse_duration, default=5.0, help="how often to check the config file for changes")
+    # klog compatibility (more lenient than GoFlagParser's: any of them may go without a value)
     for k in KLOG_FLAGS:  # accepted for compatibility; logging goes to stderr
         opt(k, nargs="?", const="true", default=None, help=argparse.SUPPRESS)
     return p
@@ -105,7 +88,7 @@ def parse_feature_gates(value: str) -> dict[str, bool]:
         if name not in ("NodeFeatureAPI", "NodeFeatureGroupAPI", "DisableAutoPrefix"):
             raise ValueError(f"-feature-gates: unknown feature gate {name!r}")
         try:
-            gates[name] = _bool(val or "true")
+            gates[name] = parse_bool(val or "true")
         except argparse.ArgumentTypeError:
             raise ValueError(f"-feature-gates: invalid value for {name}: {val!r}") from None
         if name == "NodeFeatureAPI" and not gates[name]:
@@ -166,8 +149,8 @@ def master_namespace() -> str:
 
 async def amain(args: argparse.Namespace, cfg: MasterConfig, gates: dict[str, bool], cfg_text: str | None) -> int:
     from nfd import __version__
+    from nfd.common import httpserver
     from nfd.k8s.client import ApiClient
-    from nfd.master.httpserver import start_http
     from nfd.master.master import MasterOptions, NfdMaster
     from nfd.master.metrics import MasterMetrics
 
@@ -199,7 +182,12 @@ async def amain(args: argparse.Namespace, cfg: MasterConfig, gates: dict[str, bo
     metrics = MasterMetrics(version=__version__)
     metrics.bind_api_counts(api.metrics)
     master = NfdMaster(api, config=cfg, options=opts, metrics=metrics)
-    runner, port = await start_http(port=args.port, registry=metrics.registry)
+    server = await httpserver.serve(
+        args.port,
+        {"/healthz": httpserver.healthz, "/metrics": httpserver.metrics_route(metrics.registry)},
+        host="0.0.0.0",
+    )
+    port = server.sockets[0].getsockname()[1]
     log.info("nfd-master %s: namespace %s, http server on port %d", __version__, ns, port)
 
     loop = asyncio.get_running_loop()
@@ -275,7 +263,8 @@ async def amain(args: argparse.Namespace, cfg: MasterConfig, gates: dict[str, bo
             pass
     cfg_task.cancel()
     stop_task.cancel()
-    await runner.cleanup()
+    server.close()
+    await server.wait_closed()
     await api.close()
     return rc
 

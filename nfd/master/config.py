@@ -13,11 +13,11 @@ from typing import Any
 
 import yaml
 
+from nfd.common.goduration import parse_go_duration
+
 DEFAULT_CONFIG_PATH = "/etc/kubernetes/node-feature-discovery/nfd-master.conf"
 INSTANCE_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 
-_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
 
 
 class ConfigError(ValueError):
@@ -32,24 +32,10 @@ def parse_duration(value: Any, *, key: str) -> float:
         return float(value) / 1e9
     if not isinstance(value, str):
         raise ConfigError(f"{key}: invalid duration {value!r}")
-    s = value.strip()
-    sign = 1.0
-    if s[:1] in "+-" and s:
-        sign = -1.0 if s[0] == "-" else 1.0
-        s = s[1:]
-    if s == "0":
-        return 0.0
-    pos = 0
-    total = 0.0
-    while pos < len(s):
-        m = _DURATION_PART.match(s, pos)
-        if not m:
-            raise ConfigError(f"{key}: invalid duration {value!r}")
-        total += float(m.group(1)) * _DURATION_UNITS[m.group(2)]
-        pos = m.end()
-    if pos == 0:
-        raise ConfigError(f"{key}: invalid duration {value!r}")
-    return sign * total
+    try:
+        return parse_go_duration(value)
+    except ValueError:
+        raise ConfigError(f"{key}: invalid duration {value!r}") from None
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,13 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nfd.api.errors import ValidationError
+from nfd.common.goduration import parse_go_duration
 
 log = logging.getLogger("nfd.worker")
 
 DEFAULT_CONFIG_PATH = "/etc/kubernetes/node-feature-discovery/nfd-worker.conf"
 OWNER_REF_KINDS = ("node", "pod", "ds")
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 def parse_duration(value: Any, *, path: str) -> float:
@@ -31,20 +30,10 @@ def parse_duration(value: Any, *, path: str) -> float:
         return float(value) / 1e9  # Go unmarshals a bare number as nanoseconds
     if not isinstance(value, str):
         raise ValidationError(path, "must be a duration like 60s")
-    s = value.strip()
-    sign = -1.0 if s.startswith("-") else 1.0
-    s = s.lstrip("+-")
-    if s == "0":
-        return 0.0
-    pos, total = 0, 0.0
-    for m in _DURATION_PART.finditer(s):
-        if m.start() != pos:
-            break
-        total += float(m.group(1)) * _UNITS[m.group(2)]
-        pos = m.end()
-    if pos != len(s) or not s:
-        raise ValidationError(path, f"invalid duration {value!r}")
-    return sign * total
+    try:
+        return parse_go_duration(value)
+    except ValueError:
+        raise ValidationError(path, f"invalid duration {value!r}") from None
 
 
 @dataclass

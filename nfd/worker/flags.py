@@ -6,13 +6,6 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-BOOL_FLAGS = {"oneshot", "no-publish", "no-owner-refs", "version", "logtostderr", "alsologtostderr",
-              "skip_headers", "skip_log_headers", "add_dir_header"}
-VALUE_FLAGS = {"config", "options", "kubeconfig", "port", "feature-sources", "label-sources",
-               "no-publish-features", "owner-refs", "feature-gates", "host-root", "v", "vmodule",
-               "log_dir", "log_file", "log_file_max_size", "stderrthreshold", "log_backtrace_at",
-               "metrics", "grpc-health"}
-
 
 @dataclass
 class Flags:
@@ -32,26 +25,6 @@ class Flags:
     version: bool
 
 
-def _normalize(argv: list[str]) -> list[str]:
-    """``-flag``/``--flag`` -> ``--flag``; Go bools ``-oneshot=false`` -> dropped/kept."""
-    out: list[str] = []
-    for a in argv:
-        if a.startswith("-") and a != "-" and not a.startswith("---"):
-            name, sep, value = a.lstrip("-").partition("=")
-            if name in BOOL_FLAGS:
-                if sep and value.lower() in ("false", "0", "f"):
-                    continue
-                if sep and value.lower() not in ("true", "1", "t"):
-                    raise SystemExit(f"nfd-worker: invalid boolean value {value!r} for -{name}")
-                out.append("--" + name)
-                continue
-            if name in VALUE_FLAGS:
-                out.append("--" + name + (sep + value if sep else ""))
-                continue
-        out.append(a)
-    return out
-
-
 def _list(v: str | None) -> list[str] | None:
     if v is None:
         return None
@@ -59,37 +32,35 @@ def _list(v: str | None) -> list[str] | None:
 
 
 def parse_flags(argv: list[str]) -> Flags:
+    from nfd.common.goflags import GoFlagParser
     from nfd.worker.config import DEFAULT_CONFIG_PATH
 
-    p = argparse.ArgumentParser(prog="nfd-worker", description="Node Feature Discovery worker")
-    p.add_argument("--config", default=DEFAULT_CONFIG_PATH, help="config file")
-    p.add_argument("--options", default=None, help="config options as a YAML/JSON string, overriding the file")
-    p.add_argument("--kubeconfig", default=None, help="kubeconfig (default: in-cluster)")
-    p.add_argument("--port", type=int, default=8080, help="port for /metrics and /healthz")
-    p.add_argument("--oneshot", action="store_true", help="discover and publish once, then exit")
-    p.add_argument("--no-publish", action="store_true", default=None, help="do not write the NodeFeature")
-    p.add_argument("--feature-sources", default=None, help="comma-separated feature sources")
-    p.add_argument("--label-sources", default=None, help="comma-separated label sources")
-    p.add_argument("--no-publish-features", default=None, help="comma-separated feature keys not to publish")
-    p.add_argument("--owner-refs", default=None, help="owner references of the NodeFeature: node,pod,ds")
-    p.add_argument("--no-owner-refs", action="store_true", help="deprecated: no owner references")
-    p.add_argument("--feature-gates", default=None, help="accepted for compatibility")
-    p.add_argument("--host-root", default=None, help="read the host from DIR (also $NFD_HOST_ROOT)")
-    p.add_argument("--version", action="store_true", help="print the version and exit")
-    p.add_argument("--v", "-v", dest="v", type=int, default=0, help="log verbosity")
-    for name in ("vmodule", "log_dir", "log_file", "log_file_max_size", "stderrthreshold", "log_backtrace_at",
-                 "metrics", "grpc-health"):
-        p.add_argument("--" + name, default=None, help=argparse.SUPPRESS)
-    for name in ("logtostderr", "alsologtostderr", "skip_headers", "skip_log_headers", "add_dir_header"):
-        p.add_argument("--" + name, action="store_true", help=argparse.SUPPRESS)
-    ns = p.parse_args(_normalize(argv))
+    p = GoFlagParser("nfd-worker", description="Node Feature Discovery worker")
+    p.add_flag("config", default=DEFAULT_CONFIG_PATH, help="config file")
+    p.add_flag("options", default=None, help="config options as a YAML/JSON string, overriding the file")
+    p.add_flag("kubeconfig", default=None, help="kubeconfig (default: in-cluster)")
+    p.add_flag("port", type=int, default=8080, help="port for /metrics and /healthz")
+    p.add_bool("oneshot", default=False, help="discover and publish once, then exit")
+    p.add_bool("no-publish", default=None, help="do not write the NodeFeature")
+    p.add_flag("feature-sources", default=None, help="comma-separated feature sources")
+    p.add_flag("label-sources", default=None, help="comma-separated label sources")
+    p.add_flag("no-publish-features", default=None, help="comma-separated feature keys not to publish")
+    p.add_flag("owner-refs", default=None, help="owner references of the NodeFeature: node,pod,ds")
+    p.add_bool("no-owner-refs", default=False, help="deprecated: no owner references")
+    p.add_flag("feature-gates", default=None, help="accepted for compatibility")
+    p.add_flag("host-root", default=None, help="read the host from DIR (also $NFD_HOST_ROOT)")
+    p.add_bool("version", default=False, help="print the version and exit")
+    for name in ("metrics", "grpc-health"):  # deprecated upstream, accepted and ignored
+        p.add_flag(name, default=None, help=argparse.SUPPRESS)
+    ns = p.parse_go(argv)
     return Flags(
         config=ns.config,
         options=ns.options,
         kubeconfig=ns.kubeconfig,
         port=ns.port,
         oneshot=ns.oneshot,
-        no_publish=ns.no_publish,
+        # -no-publish=false leaves the config's core.noPublish in charge, as before
+        no_publish=ns.no_publish or None,
         feature_sources=_list(ns.feature_sources),
         label_sources=_list(ns.label_sources) if ns.label_sources is not None else None,
         no_publish_features=_list(ns.no_publish_features),

@@ -88,29 +88,9 @@ class WorkerMetrics:
 
 
 async def serve_http(port: int, render: Callable[[], str], *, host: str = "0.0.0.0") -> asyncio.AbstractServer:
-    """GET /metrics and /healthz (always 200) on one port."""
+    """GET /metrics and /healthz (also /readyz, /livez; always 200) on one port."""
+    from nfd.common import httpserver
 
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            request = await asyncio.wait_for(reader.readline(), timeout=10)
-            while True:  # drain headers
-                line = await asyncio.wait_for(reader.readline(), timeout=10)
-                if line in (b"\r\n", b"\n", b""):
-                    break
-            parts = request.decode("latin-1").split()
-            path = parts[1].split("?", 1)[0] if len(parts) >= 2 else ""
-            if path == "/metrics":
-                status, ctype, body = "200 OK", "text/plain; version=0.0.4; charset=utf-8", render().encode()
-            elif path in ("/healthz", "/readyz", "/livez"):
-                status, ctype, body = "200 OK", "text/plain", b"ok"
-            else:
-                status, ctype, body = "404 Not Found", "text/plain", b"not found"
-            head = f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
-            writer.write(head.encode() + (body if parts and parts[0] != "HEAD" else b""))
-            await writer.drain()
-        except (TimeoutError, ConnectionError, asyncio.IncompleteReadError):
-            pass
-        finally:
-            writer.close()
-
-    return await asyncio.start_server(handle, host, port)
+    routes = {"/metrics": httpserver.text_route(render, "text/plain; version=0.0.4; charset=utf-8")}
+    routes.update(dict.fromkeys(("/healthz", "/readyz", "/livez"), httpserver.healthz))
+    return await httpserver.serve(port, routes, host=host)

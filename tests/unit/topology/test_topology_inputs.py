@@ -11,9 +11,10 @@ import pytest
 from topo_fakeapi import FakeApi
 
 from nfd.api.noderesourcetopology import CostInfo, NodeResourceTopology, ResourceInfo, Zone
-from nfd.topology_updater import httpserver, kubeletconfig
+from nfd.common import httpserver
+from nfd.common.goflags import GoFlagParser, parse_bool, parse_duration
+from nfd.topology_updater import kubeletconfig
 from nfd.topology_updater.config import ConfigError, load_config, parse_config
-from nfd.topology_updater.goflags import GoFlagParser, parse_bool, parse_duration
 from nfd.topology_updater.notifier import STATE_FILES, parse_events
 from nfd.topology_updater.policy import topology_policy
 

@@ -1,4 +1,4 @@
-"""Go ``flag``-package compatible command lines for the node daemons.
+"""Go ``flag``-package compatible command lines, shared by the four processes.
 
 Upstream binaries accept ``-flag value``, ``-flag=value``, ``--flag=value``, bare booleans
 (``-oneshot``, ``-pods-fingerprint=false``), Go durations (``60s``, ``1h30m``) and klog's flags.
@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import argparse
 import logging
-import re
 import sys
 from collections.abc import Sequence
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+from nfd.common.goduration import parse_go_duration
 
 KLOG_FLAGS = (
     "vmodule",
@@ -35,26 +33,11 @@ KLOG_BOOL_FLAGS = (
 
 
 def parse_duration(text: str) -> float:
-    """A Go duration in seconds (``0`` alone needs no unit)."""
-    s = text.strip()
-    sign = 1.0
-    if s[:1] in ("+", "-"):
-        sign = -1.0 if s[0] == "-" else 1.0
-        s = s[1:]
-    if s == "0":
-        return 0.0
-    if not s:
-        raise argparse.ArgumentTypeError(f"invalid duration {text!r}")
-    pos, total = 0, 0.0
-    while pos < len(s):
-        m = _DURATION_PART.match(s, pos)
-        if not m:
-            raise argparse.ArgumentTypeError(f"invalid duration {text!r}")
-        total += float(m.group(1)) * _UNITS[m.group(2)]
-        pos = m.end()
-    if not s:
-        raise argparse.ArgumentTypeError(f"invalid duration {text!r}")
-    return sign * total
+    """A Go duration in seconds, as an argparse ``type`` (``0`` alone needs no unit)."""
+    try:
+        return parse_go_duration(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def parse_bool(text: str) -> bool:
@@ -69,9 +52,14 @@ def parse_bool(text: str) -> bool:
 class GoFlagParser(argparse.ArgumentParser):
     """argparse with Go-style single-dash long flags."""
 
-    def __init__(self, prog: str) -> None:
-        super().__init__(prog=prog, allow_abbrev=False, add_help=True)
-        self.add_flag("v", type=int, default=0, help="number for the log level verbosity")
+    def __init__(
+        self, prog: str, *, description: str | None = None, verbosity_default: int | None = 0, klog: bool = True
+    ) -> None:
+        """``klog=False`` leaves klog's flags (other than ``-v``) to the caller."""
+        super().__init__(prog=prog, description=description, allow_abbrev=False, add_help=True)
+        self.add_flag("v", type=int, default=verbosity_default, help="number for the log level verbosity")
+        if not klog:
+            return
         for f in KLOG_FLAGS:
             self.add_flag(f, default=None, help=argparse.SUPPRESS)
         for f in KLOG_BOOL_FLAGS:

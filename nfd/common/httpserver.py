@@ -1,4 +1,5 @@
-"""A tiny asyncio HTTP server for ``/healthz`` and ``/metrics``.
+"""A tiny asyncio HTTP server for ``/healthz`` and ``/metrics`` on one port, used by all four
+processes (upstream serves both on one port, default 8080).
 
 Node agents must stay small: this avoids aiohttp.web and http.server threads. It serves one
 request per connection (probes and Prometheus scrapes do not need keep-alive).
@@ -20,6 +21,15 @@ def metrics_route(registry: object) -> Route:
         from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
         return 200, CONTENT_TYPE_LATEST, generate_latest(registry)  # type: ignore[arg-type]
+
+    return handler
+
+
+def text_route(render: Callable[[], str], content_type: str) -> Route:
+    """A route serving text rendered on each request (the worker's hand-rolled exposition)."""
+
+    def handler() -> tuple[int, str, bytes]:
+        return 200, content_type, render().encode()
 
     return handler
 
@@ -51,13 +61,12 @@ async def _handle(
                 status, body = 405, b"method not allowed\n"
             else:
                 status, ctype, body = route()
-                if method == "HEAD":
-                    body = b""
         head = (
             f"HTTP/1.1 {status} {_REASONS.get(status, '')}\r\nContent-Type: {ctype}\r\n"
             f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
         )
-        writer.write(head.encode("latin-1") + body)
+        # HEAD: the length GET would send, no body
+        writer.write(head.encode("latin-1") + (b"" if parts[:1] == ["HEAD"] else body))
         await writer.drain()
     except (TimeoutError, ConnectionError, asyncio.IncompleteReadError):
         pass
@@ -67,7 +76,7 @@ async def _handle(
         writer.close()
 
 
-async def serve(port: int, routes: dict[str, Route], *, host: str | None = None) -> asyncio.AbstractServer:
+async def serve(port: int, routes: dict[str, Route], *, host: str | None = None) -> asyncio.Server:
     """Start serving on ``port`` (0 picks a free port: see ``server.sockets``)."""
     server = await asyncio.start_server(lambda r, w: _handle(routes, r, w), host=host, port=port)
     log.info("http server listening on port %d", server.sockets[0].getsockname()[1])

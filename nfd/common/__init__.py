@@ -1,0 +1,1 @@
+"""Infrastructure shared by the four processes (HTTP probes/metrics, Go-style flags, logging)."""
