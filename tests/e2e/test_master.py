@@ -545,3 +545,14 @@ def test_config_live_reload_and_invalid_config_kept(env: Env) -> None:
     wait_for(lambda: converged(env, node, avx512=False), what="taint removed after reload")
     assert TAINTS not in env.get_node(node)["metadata"]["annotations"]
     assert m.running
+
+
+def test_resources_and_labels_in_one_status_write(env: Env) -> None:
+    """Without a taint change, extended resources, labels and annotations go in one nodes/status
+    patch, and the real apiserver keeps the metadata part (no fallback to two requests)."""
+    node = env.node("one-write", labels={"kubernetes.io/hostname": "one-write"}, capacity={"cpu": "8"})
+    env.put_rule(rule(f"{env.tag}-rules", base_rules(env.tag)))
+    env.put_nf(nodefeature(node, node, **features_for(env.tag, avx512=False)))
+    m = env.start_master()
+    wait_for(lambda: converged(env, node, avx512=False), what="node state from rules")
+    assert "ignored metadata in a nodes/status patch" not in m.logs()
