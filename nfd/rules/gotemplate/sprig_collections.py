@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import math
 from typing import Any
 
 from . import funcs as K
@@ -10,7 +11,7 @@ from .budget import charge_items, charge_work
 from .conv import deep_equal, strval, to_int64
 from .errors import FuncError
 from .funcs import Func
-from .values import IntList, StringList, is_true, kind_name, sorted_keys
+from .values import IntList, StringList, is_true, kind_name, sorted_keys, typed_list
 
 _NIL_DEREF = "runtime error: invalid memory address or nil pointer dereference"
 
@@ -33,8 +34,14 @@ def prepend(lst: Any, v: Any) -> list[Any]:
 
 def chunk(size: int, lst: Any) -> list[list[Any]]:
     items = _as_list(lst, "chunk")
-    if size <= 0:
-        raise FuncError("runtime error: integer divide by zero" if size == 0 else "runtime error: makeslice: len out of range")
+    if size == 0:
+        raise FuncError("runtime error: integer divide by zero")
+    if size < 0:
+        # Sprig sizes the result as floor((len-1)/size)+1: zero chunks (an empty result) when
+        # 1 < len <= 1-size; otherwise a negative length or a negative chunk size panics.
+        if math.floor((len(items) - 1) / size) + 1 == 0:
+            return []
+        raise FuncError("runtime error: makeslice: len out of range")
     return [items[i : i + size] for i in range(0, len(items), size)]
 
 
@@ -115,7 +122,8 @@ def concat(*lists: Any) -> Any:
                 raise FuncError(_NIL_DEREF)
             raise FuncError(f"Cannot concat type {kind_name(v)} as list")
         out.extend(v)
-    return out
+    # Go appends to a nil []interface{}: nothing appended stays nil (toJson gives null).
+    return out if out else typed_list([], "[]interface {}", go_nil=True)
 
 
 def until(count: int) -> list[int]:

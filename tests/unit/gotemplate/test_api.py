@@ -150,3 +150,17 @@ def test_index_missing_key_gives_the_typed_zero_value() -> None:
     assert parse('[{{ index . "device" }}]').execute({"vendor": "8086"}) == "[<no value>]"
     with pytest.raises(TemplateError, match="expected map"):
         parse('{{ hasKey . "vendor" }}').execute(elem)
+
+
+def test_sprig_concat_nil_and_chunk_negative_as_go() -> None:
+    """Found by the differential run against Go + Sprig v3.3.0: concat of nothing is a nil slice
+    (toJson null, prints []); chunk with a negative size gives [] only when Sprig sizes zero chunks."""
+    from nfd.rules.gotemplate import TemplateError, parse
+
+    assert parse("{{ concat | toJson }}").execute({}) == "null"
+    assert parse("{{ concat (list) (list) }}").execute({}) == "[]"
+    assert parse("{{ concat (list 1) (list 2) | toJson }}").execute({}) == "[1,2]"
+    assert parse("{{ chunk -7 (list 1 2 3) | toJson }}").execute({}) == "[]"
+    for src in ("{{ chunk -7 (list) }}", "{{ chunk -1 (list 1 2 3) }}"):
+        with pytest.raises(TemplateError, match="makeslice"):
+            parse(src).execute({})
