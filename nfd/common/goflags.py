@@ -8,7 +8,6 @@ Unknown flags and positional arguments exit with status 2, as Go's ExitOnError d
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from collections.abc import Sequence
 
@@ -88,12 +87,3 @@ class GoFlagParser(argparse.ArgumentParser):
             self.print_usage(sys.stderr)
             sys.exit(2)
         return ns
-
-
-def setup_logging(verbosity: int) -> None:
-    """klog-ish: INFO by default, DEBUG from -v=2 on."""
-    logging.basicConfig(
-        level=logging.DEBUG if verbosity >= 2 else logging.INFO,
-        format="%(asctime)s %(levelname).1s %(name)s] %(message)s",
-        stream=sys.stderr,
-    )

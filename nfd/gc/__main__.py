@@ -8,7 +8,8 @@ import sys
 from collections.abc import Sequence
 
 from nfd import __version__
-from nfd.common.goflags import GoFlagParser, parse_duration, setup_logging
+from nfd.common.goflags import GoFlagParser, parse_duration
+from nfd.common.logsetup import setup_logging
 from nfd.common.signals import run_until_signal
 
 PROGRAM = "nfd-gc"

@@ -12,6 +12,7 @@ import uuid
 from typing import Any
 
 from nfd.common.goflags import GoFlagParser, parse_bool, parse_duration
+from nfd.common.logsetup import setup_logging
 from nfd.master.config import (
     DEFAULT_CONFIG_PATH,
     INSTANCE_RE,
@@ -123,17 +124,6 @@ def read_config(path: str, options: str, overrides: FlagOverrides) -> tuple[Mast
             raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
     cfg, warnings = load_config(file_text=text, options=options, overrides=overrides, file_name=path or "config")
     return cfg, warnings, text
-
-
-def setup_logging(verbosity: int) -> None:
-    level = logging.DEBUG if verbosity >= 2 else logging.INFO
-    logging.basicConfig(
-        level=level,
-        format="%(asctime)s %(levelname).1s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    if verbosity < 4:
-        logging.getLogger("aiohttp").setLevel(logging.WARNING)
 
 
 def master_namespace() -> str:

@@ -10,7 +10,8 @@ from collections.abc import Coroutine, Sequence
 from typing import Any
 
 from nfd import __version__
-from nfd.common.goflags import GoFlagParser, parse_duration, setup_logging
+from nfd.common.goflags import GoFlagParser, parse_duration
+from nfd.common.logsetup import setup_logging
 from nfd.common.signals import run_until_signal
 from nfd.hostpaths import HostPaths
 

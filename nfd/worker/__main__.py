@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import sys
 
 
@@ -23,8 +22,9 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"nfd-worker {__version__}")
         return 0
-    level = logging.DEBUG if flags.verbosity >= 3 else logging.INFO
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    from nfd.common.logsetup import setup_logging
+
+    setup_logging(flags.verbosity, debug_from=3)
     from nfd.worker.daemon import Worker
 
     try:
