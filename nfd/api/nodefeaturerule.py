@@ -184,6 +184,22 @@ class _Errs:
             return ""
         return v
 
+    def objects(self, v: Any, path: str) -> list[tuple[str, dict[str, Any]]]:
+        """The (path, object) items of a list of objects; anything else is reported and skipped."""
+        if v is None:
+            return []
+        if not isinstance(v, list):
+            self.add(path, f"must be a list, got {_tname(v)}")
+            return []
+        out = []
+        for i, item in enumerate(v):
+            p = f"{path}[{i}]"
+            if isinstance(item, dict):
+                out.append((p, item))
+            else:
+                self.add(p, f"must be an object, got {_tname(item)}")
+        return out
+
     def str_map(self, v: Any, path: str) -> dict[str, str]:
         if v is None:
             return {}
@@ -225,17 +241,8 @@ def _parse_expr(v: Any, path: str, e: _Errs) -> MatchExpression:
 
 
 def _parse_terms(v: Any, path: str, e: _Errs) -> list[FeatureMatcherTerm]:
-    if v is None:
-        return []
-    if not isinstance(v, list):
-        e.add(path, f"must be a list, got {_tname(v)}")
-        return []
     terms = []
-    for i, t in enumerate(v):
-        p = f"{path}[{i}]"
-        if not isinstance(t, dict):
-            e.add(p, f"must be an object, got {_tname(t)}")
-            continue
+    for p, t in e.objects(v, path):
         feature = e.string(t.get("feature"), f"{p}.feature")
         me_raw = t.get("matchExpressions")
         me: dict[str, MatchExpression] | None = None
@@ -251,32 +258,12 @@ def _parse_terms(v: Any, path: str, e: _Errs) -> list[FeatureMatcherTerm]:
 
 
 def _parse_match_any(v: Any, path: str, e: _Errs) -> list[MatchAnyElem]:
-    if v is None:
-        return []
-    if not isinstance(v, list):
-        e.add(path, f"must be a list, got {_tname(v)}")
-        return []
-    out = []
-    for i, m in enumerate(v):
-        if not isinstance(m, dict):
-            e.add(f"{path}[{i}]", f"must be an object, got {_tname(m)}")
-            continue
-        out.append(MatchAnyElem(_parse_terms(m.get("matchFeatures"), f"{path}[{i}].matchFeatures", e)))
-    return out
+    return [MatchAnyElem(_parse_terms(m.get("matchFeatures"), f"{p}.matchFeatures", e)) for p, m in e.objects(v, path)]
 
 
 def _parse_taints(v: Any, path: str, e: _Errs) -> list[Taint]:
-    if v is None:
-        return []
-    if not isinstance(v, list):
-        e.add(path, f"must be a list, got {_tname(v)}")
-        return []
     out = []
-    for i, t in enumerate(v):
-        p = f"{path}[{i}]"
-        if not isinstance(t, dict):
-            e.add(p, f"must be an object, got {_tname(t)}")
-            continue
+    for p, t in e.objects(v, path):
         ta = t.get("timeAdded")
         out.append(
             Taint(
