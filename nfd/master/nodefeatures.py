@@ -17,7 +17,7 @@ from typing import Any
 from nfd.api import DEFAULT_LABEL_NS, NODE_NAME_LABEL, WORKER_POD_UID_ANNOTATION
 from nfd.api.errors import ValidationError
 from nfd.api.features import Features
-from nfd.rules.engine import join_ns
+from nfd.rules.engine import add_ns
 
 log = logging.getLogger(__name__)
 
@@ -68,19 +68,6 @@ def publish_metadata_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
     oa = (om.get("annotations") or {}).get(WORKER_POD_UID_ANNOTATION)
     na = (nm.get("annotations") or {}).get(WORKER_POD_UID_ANNOTATION)
     return oa != na
-
-
-def add_ns_to_keys(labels: dict[str, str], ns: str = DEFAULT_LABEL_NS) -> dict[str, str]:
-    """Upstream addNsToMapKeys: unprefixed keys get ``ns/``; an explicitly prefixed duplicate wins."""
-    out: dict[str, str] = {}
-    for k, v in labels.items():
-        if "/" in k:
-            out[k] = v
-        else:
-            fq = join_ns(ns, k)
-            if fq not in labels:
-                out[fq] = v
-    return out
 
 
 @dataclass(slots=True)
@@ -152,7 +139,7 @@ def merge_node_features(
         if deny_third_party_labels and third_party:
             labels = {}
         if auto_prefix:
-            labels = add_ns_to_keys(labels)
+            labels = add_ns(labels, DEFAULT_LABEL_NS)
         out.features.merge(feats)
         out.labels.update(labels)
         out.sources.append(ref)

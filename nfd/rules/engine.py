@@ -18,7 +18,7 @@ it contributes nothing and is not fed back, later rules still run.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -448,18 +448,20 @@ def join_ns(ns: str, name: str) -> str:
     return f"{ns}/{name}"
 
 
-def _merge_prefixed(acc: dict[str, str], new: dict[str, str], ns: str | None) -> None:
-    """maps.Copy(acc, addNsToMapKeys(new, ns)); ``ns`` None copies names unchanged."""
+def add_ns(items: Mapping[str, str], ns: str | None) -> dict[str, str]:
+    """Upstream addNsToMapKeys: unprefixed names get ``ns`` (joined as path.Join does); an
+    explicitly prefixed twin wins. ``ns`` None copies names unchanged (DisableAutoPrefix)."""
     if ns is None:
-        acc.update(new)
-        return
-    for k, v in new.items():
+        return dict(items)
+    out: dict[str, str] = {}
+    for k, v in items.items():
         if "/" in k:
-            acc[k] = v
+            out[k] = v
         else:
             fq = join_ns(ns, k)
-            if fq not in new:
-                acc[fq] = v
+            if fq not in items:
+                out[fq] = v
+    return out
 
 
 def process_rule_sets(
@@ -496,9 +498,9 @@ def process_rule_sets(
                 out.extended_resources.update(o.extended_resources)
                 out.vars.update(o.vars)
                 out.taints.extend(o.taints)
-                _merge_prefixed(master.labels, o.labels, ns)
-                _merge_prefixed(master.annotations, o.annotations, ns)
-                _merge_prefixed(master.extended_resources, o.extended_resources, ns)
+                master.labels.update(add_ns(o.labels, ns))
+                master.annotations.update(add_ns(o.annotations, ns))
+                master.extended_resources.update(add_ns(o.extended_resources, ns))
                 master.vars.update(o.vars)
                 master.taints.extend(o.taints)
             if feed_back:

@@ -31,7 +31,7 @@ from nfd.api.validation import (
     validate_label,
     validate_taint,
 )
-from nfd.rules.engine import RuleOutput, join_ns
+from nfd.rules.engine import RuleOutput, add_ns
 from nfd.rules.goregex import GoRegexError, compile_go
 
 
@@ -117,21 +117,6 @@ class PolicyResult:
     extended_resources: dict[str, str] = field(default_factory=dict)
     taints: list[dict[str, str]] = field(default_factory=list)
     rejected: list[Rejection] = field(default_factory=list)
-
-
-def add_ns(items: Mapping[str, str], ns: str | None) -> dict[str, str]:
-    """addNsToMapKeys: prefix unprefixed names with ``ns``; an explicitly prefixed twin wins."""
-    if ns is None:
-        return dict(items)
-    out: dict[str, str] = {}
-    for k, v in items.items():
-        if "/" in k:
-            out[k] = v
-        else:
-            fq = join_ns(ns, k)
-            if fq not in items:
-                out[fq] = v
-    return out
 
 
 def dynamic_value(value: str, features: Features) -> tuple[str | None, str | None]:

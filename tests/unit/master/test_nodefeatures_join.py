@@ -1,4 +1,9 @@
-from nfd.master.nodefeatures import add_ns_to_keys
+from nfd.api import DEFAULT_LABEL_NS
+from nfd.rules.engine import add_ns
+
+
+def add_ns_to_keys(labels: dict[str, str]) -> dict[str, str]:
+    return add_ns(labels, DEFAULT_LABEL_NS)
 
 
 def test_add_ns_to_keys_joins_like_go_path_join() -> None:
