@@ -22,6 +22,9 @@ log = logging.getLogger(__name__)
 
 METADATA_WATCH = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
 
+#: Annotation on the BOOKMARK that ends a streaming list's initial events.
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+
 Key = tuple[str, str]
 Handler = Callable[[str, dict[str, Any], dict[str, Any] | None], None]
 
@@ -48,11 +51,18 @@ async def watch_events(
     field_selector: str | None = None,
     timeout_seconds: int = 300,
     metadata_only: bool = False,
+    send_initial_events: bool = False,
 ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
-    """Yield (type, object) from one watch request. An ERROR event with code 410 raises Gone."""
+    """Yield (type, object) from one watch request. An ERROR event with code 410 raises Gone.
+
+    ``send_initial_events`` asks for a streaming list (WatchList): every current object as
+    ADDED, then a BOOKMARK annotated ``k8s.io/initial-events-end``, then the watch goes on.
+    """
     params = {
         "watch": True,
         "resourceVersion": resource_version or None,
+        "sendInitialEvents": True if send_initial_events else None,
+        "resourceVersionMatch": "NotOlderThan" if send_initial_events else None,
         "allowWatchBookmarks": True,
         "labelSelector": label_selector,
         "fieldSelector": field_selector,
@@ -93,6 +103,7 @@ class Informer:
         transform: Callable[[dict[str, Any]], dict[str, Any]] | None = strip_managed_fields,
         max_backoff_s: float = 30.0,
         watch_timeout_s: int = 300,
+        watch_list: bool = True,
     ) -> None:
         self.api = api
         self.res = res
@@ -104,6 +115,8 @@ class Informer:
         self.transform = transform
         self.max_backoff_s = max_backoff_s
         self.watch_timeout_s = watch_timeout_s
+        # Streaming list (sendInitialEvents) instead of paginated LISTs, while the server takes it.
+        self.watch_list = watch_list
         self.cache: dict[Key, dict[str, Any]] = {}
         self.resource_version = ""
         self.synced = False
@@ -172,10 +185,11 @@ class Informer:
             metadata_only=self.metadata_only,
             transform=self.transform,
         )
+        self._replace({object_key(obj): obj for obj in items}, rv)
+
+    def _replace(self, fresh: dict[Key, dict[str, Any]], rv: str) -> None:
+        """Make the cache a complete list's content, with callbacks for what changed."""
         self.relists += 1
-        fresh: dict[Key, dict[str, Any]] = {}
-        for obj in items:
-            fresh[object_key(obj)] = obj
         # A complete list is evidence: what it lacks is gone.
         for key in [k for k in self.cache if k not in fresh]:
             old = self.cache.pop(key)
@@ -196,12 +210,14 @@ class Informer:
         need_list = True
         while True:
             try:
+                if need_list and self.watch_list:
+                    if await self._watch_list():
+                        need_list = False
+                    continue
                 if need_list:
                     await self._relist()
                     need_list = False
-                    if not self.synced:
-                        self.synced = True
-                        self._synced_event.set()
+                    self._mark_synced()
                 self.healthy = True
                 async for etype, obj in watch_events(
                     self.api,
@@ -213,12 +229,7 @@ class Informer:
                     timeout_seconds=self.watch_timeout_s,
                     metadata_only=self.metadata_only,
                 ):
-                    if etype == "BOOKMARK":
-                        rv = (obj.get("metadata") or {}).get("resourceVersion")
-                        if rv:
-                            self.resource_version = rv
-                        continue
-                    self._apply(etype, obj)
+                    self._on_watch_event(etype, obj)
                     backoff = 0.5
             except asyncio.CancelledError:
                 raise
@@ -226,6 +237,12 @@ class Informer:
                 log.info("%s watch expired (410); relisting", self.res.plural)
                 need_list = True
             except (ApiUnavailable, ApiError, ValueError) as e:
+                if need_list and self.watch_list and isinstance(e, ApiError) and e.status in (400, 403, 422):
+                    # 400/422: the server rejects sendInitialEvents (WatchList off); 403: watch is
+                    # not allowed, but a LIST may be (the cache then syncs as before).
+                    log.info("%s: streaming list refused (%s); using paginated LISTs", self.res.plural, e)
+                    self.watch_list = False
+                    continue
                 self.healthy = False
                 log.warning(
                     "%s watch failed: %s; keeping %d cached objects, retrying in %.1fs",
@@ -236,3 +253,60 @@ class Informer:
                 )
                 await asyncio.sleep(backoff * (0.8 + 0.4 * random.random()))
                 backoff = min(self.max_backoff_s, backoff * 2)
+
+    def _mark_synced(self) -> None:
+        if not self.synced:
+            self.synced = True
+            self._synced_event.set()
+
+    def _on_watch_event(self, etype: str, obj: dict[str, Any]) -> None:
+        if etype == "BOOKMARK":
+            rv = (obj.get("metadata") or {}).get("resourceVersion")
+            if rv:
+                self.resource_version = rv
+            return
+        self._apply(etype, obj)
+
+    async def _watch_list(self) -> bool:
+        """A streaming list, then the watch on the same stream. Returns False when the list did
+        not complete (the stream ended before its end marker): nothing from it is used.
+
+        The API server sends each object from its watch cache as it encodes it, so this costs
+        it far less than paginated LISTs (which it serves from etcd once the cluster's
+        resourceVersion has moved past the cache's snapshots) and this process decodes while
+        the server encodes. Like a complete LIST, the end marker is evidence of what is gone.
+        """
+        fresh: dict[Key, dict[str, Any]] | None = {}
+        async for etype, obj in watch_events(
+            self.api,
+            self.res,
+            resource_version="",
+            namespace=self.namespace,
+            label_selector=self.label_selector,
+            field_selector=self.field_selector,
+            timeout_seconds=self.watch_timeout_s,
+            metadata_only=self.metadata_only,
+            send_initial_events=True,
+        ):
+            if fresh is None:
+                self._on_watch_event(etype, obj)
+                continue
+            if etype == "BOOKMARK":
+                meta = obj.get("metadata") or {}
+                if (meta.get("annotations") or {}).get(INITIAL_EVENTS_END) == "true":
+                    self._replace(fresh, meta.get("resourceVersion") or self.resource_version)
+                    fresh = None
+                    self._mark_synced()
+                    self.healthy = True
+                continue
+            if self.transform is not None:
+                obj = self.transform(obj)
+            if etype == "DELETED":
+                fresh.pop(object_key(obj), None)
+            else:
+                fresh[object_key(obj)] = obj
+        if fresh is not None:
+            log.info("%s: the streaming list ended before its end marker; using paginated LISTs", self.res.plural)
+            self.watch_list = False
+            return False
+        return True

@@ -4,6 +4,7 @@ and injectable failures, behind the same ``request`` signature as nfd.k8s.client
 from __future__ import annotations
 
 import itertools
+import asyncio
 import json
 from collections import Counter
 from collections.abc import Callable
@@ -75,6 +76,15 @@ class GcFakeApi:
         raise NotFound(404, "NotFound", f"no route {path}")
 
     async def request(
+        self, method: str, path: str, *, decode: bool = True, started: asyncio.Event | None = None, **kw: Any
+    ) -> Any:
+        """ApiClient.request: the parsed answer, or its JSON bytes with decode=False."""
+        if started is not None:
+            started.set()
+        out = await self._request(method, path, **kw)
+        return out if decode else json.dumps(out).encode()
+
+    async def _request(
         self,
         method: str,
         path: str,

@@ -88,6 +88,7 @@ class FakeApi:
         self.fail_writes = 0  # the next N writes answer 500
         self._watchers: list[tuple[str, str | None, asyncio.Queue[dict[str, Any] | None]]] = []
         self.history: list[tuple[str, dict[str, Any]]] = []  # (plural, event), for watch resumes
+        self.watch_list = True  # False: sendInitialEvents is refused (422), as with WatchList off
 
     # -- test helpers --------------------------------------------------------------------------
     def put(self, plural: str, obj: dict[str, Any], *, event: str | None = None) -> dict[str, Any]:
@@ -132,6 +133,15 @@ class FakeApi:
 
     # -- ApiClient interface ---------------------------------------------------------------------
     async def request(
+        self, method: str, path: str, *, decode: bool = True, started: asyncio.Event | None = None, **kw: Any
+    ) -> Any:
+        """ApiClient.request: the parsed answer, or its JSON bytes with decode=False."""
+        if started is not None:
+            started.set()
+        out = await self._request(method, path, **kw)
+        return out if decode else json.dumps(out).encode()
+
+    async def _request(
         self,
         method: str,
         path: str,
@@ -233,6 +243,16 @@ class FakeApi:
         q: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
         entry = (m["plural"], m["ns"], q)
         since = int((params or {}).get("resourceVersion") or 0)
+        if (params or {}).get("sendInitialEvents"):
+            if not self.watch_list:
+                raise error_for(422, _status(422, "Invalid", "sendInitialEvents is forbidden for watch "
+                                             "unless the WatchList feature gate is enabled"))
+            for (ns, _), obj in sorted(self.store.get(m["plural"], {}).items()):
+                if m["ns"] is None or m["ns"] == ns:
+                    q.put_nowait({"type": "ADDED", "object": copy.deepcopy(obj)})
+            q.put_nowait({"type": "BOOKMARK", "object": {"metadata": {
+                "resourceVersion": str(self.rv), "annotations": {"k8s.io/initial-events-end": "true"}}}})
+            since = 1 << 62  # no history: later events reach the queue through _notify
         for plural, ev in self.history:
             ev_meta = ev["object"]["metadata"]
             same_ns = m["ns"] is None or m["ns"] == (ev_meta.get("namespace") or "")

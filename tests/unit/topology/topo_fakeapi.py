@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections import Counter
 from typing import Any
@@ -20,6 +21,15 @@ class FakeApi:
         self.fail: Exception | None = None
 
     async def request(
+        self, method: str, path: str, *, decode: bool = True, started: asyncio.Event | None = None, **kw: Any
+    ) -> Any:
+        """ApiClient.request: the parsed answer, or its JSON bytes with decode=False."""
+        if started is not None:
+            started.set()
+        out = await self._request(method, path, **kw)
+        return out if decode else json.dumps(out).encode()
+
+    async def _request(
         self,
         method: str,
         path: str,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+
 import copy
 from collections import Counter
 from typing import Any
@@ -28,7 +31,16 @@ class FakeApi:
         obj["metadata"].setdefault("uid", f"uid-{self.rv}")
         self.objects[path] = obj
 
-    async def request(self, method: str, path: str, *, body: Any = None, verb: str | None = None, **_: Any) -> Any:
+    async def request(
+        self, method: str, path: str, *, decode: bool = True, started: asyncio.Event | None = None, **kw: Any
+    ) -> Any:
+        """ApiClient.request: the parsed answer, or its JSON bytes with decode=False."""
+        if started is not None:
+            started.set()
+        out = await self._request(method, path, **kw)
+        return out if decode else json.dumps(out).encode()
+
+    async def _request(self, method: str, path: str, *, body: Any = None, verb: str | None = None, **_: Any) -> Any:
         self.calls.append((method, path))
         self.metrics[verb or method] += 1
         if self.fail_next and self.fail_next[0][0] in ("*", method):
