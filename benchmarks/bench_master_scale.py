@@ -12,8 +12,17 @@ taint), then starts nfd-master as its own process under its ServiceAccount and p
 - time to propagate a changed rule to every node;
 - a forced full resync with nothing changed: its duration and the writes it issued (must be 0).
 
-Run: ``python benchmarks/bench_master_scale.py [--nodes 1000] [--upstream-rbac]``
+Run: ``python benchmarks/bench_master_scale.py [--nodes 1000] [--upstream-rbac] [--taints all|quarter|none]``
 (``--nodes 5000`` is supported; it needs a few minutes to create the objects).
+
+The taint rule matches every node by default (``--taints all``): each node then needs two
+writes (a Node's taints and its extended resources cannot share a request), the worst case.
+``quarter`` taints one node profile in four, ``none`` drops the taint rule's match.
+
+Before the master starts, the benchmark waits for the API server to go idle after creating
+the objects, so the figures measure the master's start, not the tail of the bulk creation.
+The machine's cores are shared by kube-apiserver, etcd and the master: the printed CPU
+seconds, divided by the cores, give the floor under the wall-clock figures.
 By default the master may watch Nodes (ClusterRole nfd-master + nodes/watch); with
 ``--upstream-rbac`` it runs with upstream's ClusterRole (no watch: it reads each Node).
 """
@@ -94,7 +103,14 @@ def nodefeature(node: str, p: int) -> dict[str, Any]:
     }
 
 
-def make_rules(version: str = "v1") -> list[dict[str, Any]]:
+TAINT_MATCH = {  # which nodes the taint rule matches
+    "all": {"feature": "cpu.cpuid", "matchExpressions": {"AVX": {"op": "Exists"}}},
+    "quarter": {"feature": "cpu.model", "matchExpressions": {"id": {"op": "In", "value": ["100"]}}},  # profile 0
+    "none": {"feature": "cpu.cpuid", "matchExpressions": {"NO_SUCH_FLAG": {"op": "Exists"}}},
+}
+
+
+def make_rules(version: str = "v1", *, taints: str = "all") -> list[dict[str, Any]]:
     """100 rules in 10 NodeFeatureRule objects."""
     rnd = random.Random(42)
     rules: list[dict[str, Any]] = []
@@ -133,7 +149,7 @@ def make_rules(version: str = "v1") -> list[dict[str, Any]]:
     rules.append({"name": "er", "extendedResources": {"numa-nodes": "@memory.numa.node_count"},
                   "matchFeatures": [{"feature": "memory.numa", "matchExpressions": {"node_count": {"op": "Gt", "value": ["0"]}}}]})
     rules.append({"name": "taint", "taints": [{"key": "example.com/avx512", "value": "true", "effect": "PreferNoSchedule"}],
-                  "matchFeatures": [{"feature": "cpu.cpuid", "matchExpressions": {"AVX512F": {"op": "Exists"}}}]})
+                  "matchFeatures": [TAINT_MATCH[taints]]})
     rules.append({"name": "changeable", "labels": {"rules-version": version}})
     rules.append({"name": "chained", "labels": {"chained": "true"},
                   "matchFeatures": [{"feature": "rule.matched", "matchExpressions": {"rules-version": {"op": "Exists"}}}]})
@@ -290,6 +306,19 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def settle(pids: list[int], *, window: float = 3.0, idle_share: float = 0.10, limit: float = 180.0) -> None:
+    """Wait until the API server and etcd use under ``idle_share`` of a core over ``window``."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < limit:
+        c0 = sum(cpu_s(p) for p in pids)
+        time.sleep(window)
+        used = (sum(cpu_s(p) for p in pids) - c0) / window
+        if used < idle_share:
+            print(f"API server idle after {time.monotonic() - t0:.0f}s", flush=True)
+            return
+    print(f"API server still busy after {limit:.0f}s; starting anyway", flush=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--nodes", type=int, default=1000)
@@ -297,12 +326,14 @@ def main() -> int:
     ap.add_argument("--qps", type=float, default=None, help="master -kube-api-qps (default: its own default)")
     ap.add_argument("--upstream-rbac", action="store_true", help="no nodes/watch permission")
     ap.add_argument("--timeout", type=float, default=900)
+    ap.add_argument("--taints", choices=sorted(TAINT_MATCH), default="all",
+                    help="nodes the taint rule matches (all: two writes per node on the first pass)")
     args = ap.parse_args()
     n = args.nodes
 
     from nfd.master.bookkeeping import FEATURE_LABELS
 
-    rule_objs = make_rules("v1")
+    rule_objs = make_rules("v1", taints=args.taints)
     expected = expected_annotations(rule_objs, enable_taints=True)
     tmp = Path(tempfile.mkdtemp(prefix="nfd-bench-master-"))
     print(f"starting kube-apiserver + etcd in {tmp}", flush=True)
@@ -335,12 +366,14 @@ def main() -> int:
             return (node["metadata"].get("annotations") or {}).get(FEATURE_LABELS) == expected[p]
 
         server_pids = [p.pid for p in (kube._apiserver, kube._etcd) if p is not None]
+        settle(server_pids)
         api_cpu0 = sum(cpu_s(p) for p in server_pids)
         t_start = time.monotonic()
         master = kube.start_process(argv, kubeconfig=kc, env={"KUBERNETES_NAMESPACE": NS}, name="bench-master")
         master.wait_log("informer caches synced", timeout=args.timeout)
         t_sync = time.monotonic() - t_start
         cpu_sync = cpu_s(master.pid)
+        api_cpu_sync = sum(cpu_s(p) for p in server_pids)
         t_first = wait_all(kube, n, initial_ok, port=port, updates_before=0.0, timeout=args.timeout,
                            what="first reconcile")
         t_first_total = time.monotonic() - t_start
@@ -354,7 +387,7 @@ def main() -> int:
         # a changed rule, to every node
         api_before = verbs1
         t0 = time.monotonic()
-        changed = [o for o in make_rules("v2") if any(r["name"] == "changeable" for r in o["spec"]["rules"])][0]
+        changed = [o for o in make_rules("v2", taints=args.taints) if any(r["name"] == "changeable" for r in o["spec"]["rules"])][0]
         cur = kube.get(f"/apis/nfd.k8s-sigs.io/v1alpha1/nodefeaturerules/{changed['metadata']['name']}")
         changed["metadata"]["resourceVersion"] = cur["metadata"]["resourceVersion"]
         kube.request("PUT", f"/apis/nfd.k8s-sigs.io/v1alpha1/nodefeaturerules/{changed['metadata']['name']}", body=changed)
@@ -367,6 +400,7 @@ def main() -> int:
         m2 = scrape(port)
         verbs2 = api_verbs(m2)
         cpu_prop = cpu_s(master.pid)
+        api_cpu_prop = sum(cpu_s(p) for p in server_pids)
 
         # forced full resync with nothing changed
         req_before = m2.get("nfd_master_node_update_requests_total", 0.0)
@@ -386,13 +420,21 @@ def main() -> int:
         print()
         print(f"nfd-master scale benchmark: {n} nodes, 100 rules, parallelism {args.parallelism}, "
               f"node watch {'off (upstream RBAC)' if args.upstream_rbac else 'on'}")
-        print(f"  caches synced after start:           {t_sync:8.1f} s  (master CPU {cpu_sync:.1f} s)")
+        cores = os.cpu_count() or 1
+        writes1 = sum(verbs1.get(v, 0) for v in ("PATCH", "UPDATE"))
+        writes2 = sum(verbs2.get(v, 0) - api_before.get(v, 0) for v in ("PATCH", "UPDATE"))
+        print(f"  caches synced after start:           {t_sync:8.1f} s  (CPU: master {cpu_sync:.1f} s, "
+              f"kube-apiserver+etcd {api_cpu_sync - api_cpu0:.1f} s)")
         print(f"  first full reconcile (after start):  {t_first_total:8.1f} s  (after sync: {t_first:.1f} s)")
         print(f"  API requests, first reconcile:       {dict(sorted(verbs1.items()))}")
         print(f"  CPU until first reconcile done:      master {cpu_first:.1f} s, "
               f"kube-apiserver+etcd {api_cpu1 - api_cpu0:.1f} s (load average {os.getloadavg()[0]:.1f})")
-        print(f"  rule change propagated to all nodes: {t_prop:8.1f} s")
-        print(f"  master CPU for the rule change:      {cpu_prop - cpu_first:8.1f} s")
+        print(f"  kube-apiserver+etcd CPU per write:   {(api_cpu1 - api_cpu_sync) * 1000 / max(writes1, 1):8.1f} ms "
+              f"(master {(cpu_first - cpu_sync) * 1000 / max(writes1, 1):.1f} ms)")
+        print(f"  CPU floor of the first reconcile:    {(cpu_first + api_cpu1 - api_cpu0) / cores:8.1f} s "
+              f"(all three processes' CPU over {cores} cores)")
+        print(f"  rule change propagated to all nodes: {t_prop:8.1f} s  ({writes2} writes; CPU: master "
+              f"{cpu_prop - cpu_first:.1f} s, kube-apiserver+etcd {api_cpu_prop - api_cpu1:.1f} s)")
         print(f"  API requests, rule change:           "
               f"{ {k: verbs2.get(k, 0) - api_before.get(k, 0) for k in sorted(verbs2) if verbs2.get(k, 0) != api_before.get(k, 0)} }")
         print(f"  forced no-op resync:                 {t_resync:8.1f} s, writes {writes} "

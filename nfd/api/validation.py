@@ -8,6 +8,7 @@ callers can tell them apart (``err is ERR_NS_NOT_ALLOWED``), as the master does.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from nfd.api.quantity import QuantityError, parse_quantity
@@ -114,9 +115,11 @@ def _denied_kubernetes_ns(ns: str, allowed: tuple[str, ...]) -> bool:
     return False
 
 
+@functools.lru_cache(maxsize=1 << 15)
 def validate_label(key: str, value: str) -> str | None:
     """validate.Label: qualified key, prefixed, not in the kubernetes.io tree (feature./profile.
-    node.kubernetes.io and their sub-domains excepted), valid value."""
+    node.kubernetes.io and their sub-domains excepted), valid value. Cached: the master checks
+    the same few hundred labels on every node."""
     errs = qualified_name_errors(key)
     if errs:
         return f"invalid label key {_q(key)}: {'; '.join(errs)}"

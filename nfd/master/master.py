@@ -131,6 +131,9 @@ class NfdMaster:
         self._recent_deletes: dict[str, dict[tuple[str, str], float]] = {}
         self._own_rv: dict[str, int] = {}  # newest resourceVersion our own writes produced
         self._own_slim: dict[str, dict[str, Any]] = {}  # that state, until its echo arrives
+        # Nodes being processed -> newest resourceVersion of a change seen meanwhile (0: none).
+        # Decided when the processing ends: most are the echoes of the writes then in flight.
+        self._busy: dict[str, int] = {}
 
         page = config.informer_page_size
         self.nf_informer = Informer(
@@ -307,7 +310,10 @@ class NfdMaster:
             or old.get("spec") != obj.get("spec")
             or old.get("status") != obj.get("status")
         ):
-            self.node_queue.add(name)
+            if name in self._busy and rv.isdigit():
+                self._busy[name] = max(self._busy[name], int(rv))
+            else:
+                self.node_queue.add(name)
 
     def _all_groups(self) -> None:
         if self.nfg_informer is None or not self.ready:
@@ -516,6 +522,17 @@ class NfdMaster:
         return min(self.opts.delete_grace_s - (now - t) for t in rd.values())
 
     async def process_node(self, name: str) -> None:
+        self._busy[name] = 0
+        try:
+            await self._process_node(name)
+        finally:
+            seen = self._busy.pop(name, 0)
+            if seen > self._own_rv.get(name, 0):
+                # Changed by someone else after our last write (guarded writes fail on changes
+                # before it, and are retried above): look again.
+                self.node_queue.add(name)
+
+    async def _process_node(self, name: str) -> None:
         wait = self._in_delete_grace(name)
         if wait > 0:
             self.node_queue.add_after(name, wait)

@@ -464,3 +464,40 @@ async def test_server_errors_on_writes_are_retried_with_backoff(api: FakeApi) ->
     assert labels[f"{NS}/cpu-avx"] == "v2" and labels[f"{NS}/worker-label"] == "1"
     assert not [p for p in removed_paths(api) if p.startswith("/metadata/labels")]
     await m.stop()
+
+
+async def test_echoes_of_own_writes_requeue_nothing_but_a_change_meanwhile_does(api: FakeApi) -> None:
+    m = await start(api, react_to_node_changes=True)
+    processed: list[str] = []
+    inner = m._process_node
+
+    async def counting(name: str) -> None:
+        processed.append(name)
+        await inner(name)
+
+    m._process_node = counting  # type: ignore[method-assign]
+    # A new NodeFeature for n2 needs a write; someone removes the managed label right after it.
+    real_request = api._request
+
+    async def meddling(method: str, path: str, **kw: Any) -> Any:
+        out = await real_request(method, path, **kw)
+        if method == "PATCH" and "/nodes/" in path:
+            if path.endswith("/nodes/n2") and not getattr(api, "meddled", False):
+                api.meddled = True  # type: ignore[attr-defined]
+                n2 = api.obj("nodes", "n2")
+                assert n2 is not None
+                n2 = dict(n2, metadata=dict(n2["metadata"], labels={"kubernetes.io/hostname": "n2"}))
+                api.put("nodes", n2)
+            await asyncio.sleep(0.01)  # the watch delivers before the answer, as it may over a network
+        return out
+
+    api._request = meddling  # type: ignore[method-assign]
+    api.put("nodefeatures", nodefeature("n2", flags={"cpu.cpuid": ["AVX"]}))
+    await settle(m, api)
+    assert api.obj("nodes", "n2")["metadata"]["labels"][f"{NS}/cpu-avx"] == "true"  # type: ignore[index]
+    assert processed.count("n2") == 2  # the change meanwhile, not the echo, brought it back
+    processed.clear()
+    api.put("nodefeatures", nodefeature("n1", flags={"cpu.cpuid": ["SSE"]}, labels={"worker-label": "2"}))
+    await settle(m, api)
+    assert processed == ["n1"]  # the echo of its write did not queue it again
+    await m.stop()
