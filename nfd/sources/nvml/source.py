@@ -27,6 +27,14 @@ from nfd.sources.nvml.sharing import MIG_STRATEGIES, DevicePluginConfig, parse_d
 log = logging.getLogger("nfd.sources.nvml")
 
 
+def driver_present(ctx: DiscoveryContext) -> bool:
+    """The NVIDIA kernel driver is loaded (its procfs entry; /dev/dxg on WSL) or its control device
+    exists. Without either NVML cannot initialise, so pynvml (~25 ms to import) is left alone."""
+    paths = (ctx.paths.proc("driver/nvidia"), "/proc/driver/nvidia", ctx.paths.path("/dev/nvidiactl"),
+             "/dev/nvidiactl", "/dev/dxg")
+    return any(os.path.exists(p) for p in paths)
+
+
 class NvmlSource(FeatureSource):
     name = "nvml"
 
@@ -105,9 +113,13 @@ class NvmlSource(FeatureSource):
         with self._lock:
             return self._discover(ctx, config)
 
-    def _load(self) -> bool:
+    def _load(self, ctx: DiscoveryContext) -> bool:
         if self._backend is not None:
             return True
+        env = os.environ if self._env is None else self._env
+        if not env.get(nv.PROFILE_ENV, "").strip() and not driver_present(ctx):
+            self._note_absent("no NVIDIA driver: no /proc/driver/nvidia, /dev/nvidiactl or /dev/dxg")
+            return False
         try:
             self._backend, self._fake_host = nv.load_backend(self._env)
         except ImportError as e:
@@ -126,7 +138,7 @@ class NvmlSource(FeatureSource):
             self._absent_logged = True
 
     def _discover(self, ctx: DiscoveryContext, config: dict[str, Any]) -> Features:
-        if not self._load():
+        if not self._load(ctx):
             return Features()
         nvml = self._backend
         try:

@@ -232,3 +232,35 @@ def test_registry_import_is_light() -> None:
         "assert 'nfd.sources.nvml.collect' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_without_an_nvidia_driver_pynvml_is_not_imported(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    (tmp_path / "proc").mkdir()
+    code = (
+        "import sys\n"
+        "from nfd.hostpaths import HostPaths\n"
+        "from nfd.sources.base import DiscoveryContext\n"
+        "from nfd.sources.nvml.source import NvmlSource, driver_present\n"
+        f"ctx = DiscoveryContext(paths=HostPaths.under({str(tmp_path)!r}))\n"
+        "src = NvmlSource(env={})\n"
+        "if driver_present(ctx):\n"
+        "    print('host-has-driver')\n"
+        "else:\n"
+        "    assert src.discover(ctx, src.parse_config({}, path='sources.nvml')).is_empty()\n"
+        "    print('pynvml' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    if out == "host-has-driver":
+        pytest.skip("this machine has an NVIDIA driver")
+    assert out == "False"
+
+
+def test_a_driver_entry_under_the_host_root_counts(tmp_path) -> None:
+    from nfd.hostpaths import HostPaths
+    from nfd.sources.nvml.source import driver_present
+
+    (tmp_path / "proc" / "driver" / "nvidia").mkdir(parents=True)
+    assert driver_present(DiscoveryContext(paths=HostPaths.under(str(tmp_path))))
