@@ -306,8 +306,10 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def settle(pids: list[int], *, window: float = 3.0, idle_share: float = 0.10, limit: float = 180.0) -> None:
-    """Wait until the API server and etcd use under ``idle_share`` of a core over ``window``."""
+def settle(pids: list[int], *, window: float = 5.0, idle_share: float = 0.3, limit: float = 300.0) -> None:
+    """Wait until the API server and etcd use under ``idle_share`` of a core over ``window``: after
+    a bulk creation the API server decodes the backlog of NodeFeature events into its watch
+    cache for minutes (then idles at ~0.15 core)."""
     t0 = time.monotonic()
     while time.monotonic() - t0 < limit:
         c0 = sum(cpu_s(p) for p in pids)

@@ -467,7 +467,8 @@ class KubeCluster:
             f"--service-account-key-file={p / 'sa.pub'}",
             f"--service-account-signing-key-file={p / 'sa.key'}",
             "--service-cluster-ip-range=10.96.0.0/16",
-            "--profiling=false",
+            # NFD_TEST_APISERVER_PROFILING=1: /debug/pprof for benchmark investigations
+            f"--profiling={'true' if os.environ.get('NFD_TEST_APISERVER_PROFILING') else 'false'}",
             "--v=1",
         ]
 
