@@ -91,6 +91,13 @@ def _raiser(msg: str) -> Callable[..., bool]:
     return f
 
 
+def _problem_field(msg: str) -> str:
+    """The expression's field a compile problem is about."""
+    if msg.startswith("unknown operator"):
+        return "op"
+    return "type" if "'type' field" in msg else "value"
+
+
 class Expr:
     """One compiled expression; ``key`` is the element name for matchExpressions ("" for matchName)."""
 
@@ -118,17 +125,11 @@ class Expr:
         pre_error, test, value_error, note = _compile_test(op, values, vtype, path)
         for msg in (pre_error, value_error, note):
             if msg:
-                sub = (
-                    "op"
-                    if msg.startswith("unknown operator")
-                    else "type"
-                    if "'type' field" in msg
-                    else "value"
-                )
-                self.problems.append((sub, msg))
+                self.problems.append((_problem_field(msg), msg))
         if path:
-            pre_error = pre_error and f"{path}: {pre_error}"
-            value_error = value_error and f"{path}: {value_error}"
+            # the same field path as validation gives (``...matchExpressions.vendor.op``)
+            pre_error = pre_error and f"{path}.{_problem_field(pre_error)}: {pre_error}"
+            value_error = value_error and f"{path}.{_problem_field(value_error)}: {value_error}"
         # can_raise: evaluation may raise even with well-formed inputs (parsing the input value)
         self.can_raise = bool(pre_error or value_error) or op in _PARSING_OPS
         key_ = key

@@ -405,7 +405,7 @@ def test_text_output_explains_rules(tmp_path: Path, capsys: Any) -> None:
     assert "t/yes-rule: matched" in text
     assert 't/no-rule: not matched: matchFeatures[0] (cpu.cpuid): expression "SSE9"' in text
     assert (
-        't/err-rule: ERROR: spec.rules[2].matchFeatures[0].matchExpressions.AVX: unknown operator "Equals"'
+        't/err-rule: ERROR: spec.rules[2].matchFeatures[0].matchExpressions.AVX.op: unknown operator "Equals"'
         in text
     )
     assert "label kubernetes.io/bad" in text

@@ -244,7 +244,7 @@ def test_errors_name_the_field_path() -> None:
     e = Expr("vendor", "Equals", ["1"], "", path="spec.rules[2].matchFeatures[0].matchExpressions.vendor")
     with pytest.raises(
         RuleError,
-        match=r'^spec\.rules\[2\]\.matchFeatures\[0\]\.matchExpressions\.vendor: unknown operator "Equals"',
+        match=r'^spec\.rules\[2\]\.matchFeatures\[0\]\.matchExpressions\.vendor\.op: unknown operator "Equals"',
     ):
         e.on_value({"vendor": "x"})
     assert e.problems == [("op", 'unknown operator "Equals"')]
