@@ -106,6 +106,10 @@ def used(events: list[dict[str, Any]], namespace: str, sa: str) -> tuple[set[tup
             refused.append(f"{e['verb']} {e.get('requestURI')}: {(e.get('responseStatus') or {}).get('message')}")
         elif code < 400 or code in (404, 409):  # the verb was authorized
             out.add((ref.get("apiGroup", ""), res, e["verb"]))
+            if e["verb"] == "watch" and "sendInitialEvents=true" in (e.get("requestURI") or ""):
+                # A streaming list is the informer's LIST: on a server without WatchList it
+                # falls back to paginated LISTs, which need the grant.
+                out.add((ref.get("apiGroup", ""), res, "list"))
             if e["verb"] == "patch" and code == 201:
                 # a server-side apply that created the object was also authorized for create
                 out.add((ref.get("apiGroup", ""), res, "create"))
