@@ -15,7 +15,7 @@ from typing import Any
 import aiohttp
 
 from nfd.k8s.config import ConnectionConfig, load_kubeconfig
-from nfd.k8s.errors import ApiUnavailable, error_for
+from nfd.k8s.errors import ApiError, ApiUnavailable, error_for
 from nfd.k8s.ratelimit import TokenBucket
 
 JSON = "application/json"
@@ -49,6 +49,8 @@ class ApiClient:
         self.timeout_s = timeout_s
         self.metrics: Counter[str] = Counter()
         self._session: aiohttp.ClientSession | None = None
+        self._server_minor: int | None = None
+        self._server_minor_known = False
 
     @classmethod
     async def from_kubeconfig(
@@ -193,6 +195,18 @@ class ApiClient:
                     yield json.loads(buf)
         except (TimeoutError, aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as e:
             raise ApiUnavailable(f"WATCH {path}: {e.__class__.__name__}: {e}") from e
+
+    async def server_minor(self) -> int | None:
+        """The API server's minor version (``/version``), asked once; None when unknown."""
+        if not self._server_minor_known:
+            try:
+                info = await self.request("GET", "/version", verb="GET")
+            except (ApiError, ApiUnavailable):
+                return None  # asked again next time
+            digits = "".join(ch for ch in str((info or {}).get("minor", "")) if ch.isdigit())
+            self._server_minor = int(digits) if digits else None
+            self._server_minor_known = True
+        return self._server_minor
 
     async def close(self) -> None:
         if self._session is not None:

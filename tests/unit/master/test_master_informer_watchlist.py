@@ -108,7 +108,7 @@ class CutStreamApi(FakeApi):
 
 
 async def test_an_incomplete_streaming_list_is_never_used_as_evidence() -> None:
-    for fail in (False, True):
+    for fail in (False, True):  # ends quietly before the marker (server timeout), or breaks
         api = CutStreamApi(fail=fail)
         for n in ("a", "b"):
             api.put("nodes", node(n))
@@ -116,14 +116,38 @@ async def test_an_incomplete_streaming_list_is_never_used_as_evidence() -> None:
         inf.cache[("", "b")] = node("b")  # known from before
         seen = recorder(inf)
         await inf.start()
-        if fail:
-            # Each cut stream is retried; nothing from a partial list reaches the cache.
-            await until(lambda: api.cuts >= 3)
-            assert not inf.synced and seen == [] and set(inf.cache) == {("", "b")}
-            assert inf.watch_list is True
-        else:
-            # A stream that ends without its end marker: the server cannot do it; LIST instead.
-            assert await inf.wait_synced(5)
-            assert inf.watch_list is False and api.metrics["LIST"] == 1
-            assert ("DELETED", "b") not in seen and set(k[1] for k in inf.cache) == {"a", "b"}
+        # Each cut stream is retried with backoff; nothing from a partial list reaches the cache.
+        await until(lambda: api.cuts >= 3)
+        assert not inf.synced and seen == [] and set(inf.cache) == {("", "b")}
+        assert inf.watch_list is True and api.metrics["LIST"] == 0
         await inf.stop()
+
+
+class OldServerApi(FakeApi):
+    async def server_minor(self) -> int | None:
+        return 26
+
+
+async def test_a_server_before_1_27_gets_paginated_lists() -> None:
+    api = OldServerApi()
+    api.put("nodes", node("a"))
+    inf = Informer(api, NODES)  # type: ignore[arg-type]
+    await inf.start()
+    assert await inf.wait_synced(5)
+    assert inf.watch_list is False and api.metrics["LIST"] == 1
+    await inf.stop()
+
+
+async def test_a_broken_stream_after_the_list_resumes_the_watch_without_listing_again() -> None:
+    api = FakeApi()
+    api.put("nodes", node("a"))
+    inf = Informer(api, NODES, max_backoff_s=0.05)  # type: ignore[arg-type]
+    seen = recorder(inf)
+    await inf.start()
+    assert await inf.wait_synced(5)
+    api.break_watches()
+    await until(lambda: api.metrics["WATCH"] >= 2)
+    api.put("nodes", node("b"))
+    await until(lambda: ("ADDED", "b") in seen)
+    assert inf.relists == 1  # the second stream was a plain watch from the last resourceVersion
+    await inf.stop()
