@@ -448,8 +448,12 @@ class NfdMaster:
     async def _execute(self, node: NodeState, plan: NodePlan) -> NodeState:
         """Send the plan's stages in order; returns the node as the API last returned it.
 
-        A stage's resourceVersion guard is moved to the version the previous stage produced
-        (our own write), so one plan needs no re-planning between its requests.
+        Label, annotation and extended-resource changes go as strategic merge patches (the plan's
+        map operations, ``null`` removing): kube-apiserver applies those without a JSON round
+        trip of the stored Node, ~1.3 ms less of its CPU per write than the same JSON patch
+        (benchmarks/bench_node_patch_types.py). A merge patch never fails on a key that is
+        already gone or a map that appeared meanwhile, so no resourceVersion guard is needed for
+        them; the taint stage stays a guarded merge patch (a list is replaced whole).
         """
         obj: dict[str, Any] | None = None
         metadata_ops = plan.metadata_ops
@@ -459,7 +463,12 @@ class NfdMaster:
             # land together, atomically. Checked on the answer; if a server ever drops the
             # metadata part, fall back to upstream's two requests for good.
             obj = await patch(
-                self.write_api, NODES, name=node.name, body=plan.status_ops + metadata_ops, subresource="status"
+                self.write_api,
+                NODES,
+                name=node.name,
+                body=ops_to_strategic(plan.status_ops + metadata_ops),
+                subresource="status",
+                patch_type="strategic",
             )
             self._remember(obj)
             if _metadata_applied(obj, metadata_ops):
@@ -468,12 +477,20 @@ class NfdMaster:
                 log.warning("the API server ignored metadata in a nodes/status patch; using separate patches")
                 self.combine_status_writes = False
         elif plan.status_ops:
-            obj = await patch(self.write_api, NODES, name=node.name, body=plan.status_ops, subresource="status")
+            obj = await patch(
+                self.write_api,
+                NODES,
+                name=node.name,
+                body=ops_to_strategic(plan.status_ops),
+                subresource="status",
+                patch_type="strategic",
+            )
             self._remember(obj)
         rv = ((obj or {}).get("metadata") or {}).get("resourceVersion") or node.resource_version
         if metadata_ops:
-            ops = [dict(op, value=rv) if op["op"] == "test" else op for op in metadata_ops]
-            obj = await patch(self.write_api, NODES, name=node.name, body=ops)
+            obj = await patch(
+                self.write_api, NODES, name=node.name, body=ops_to_strategic(metadata_ops), patch_type="strategic"
+            )
             self._remember(obj)
         elif plan.taints_patch is not None:
             body = dict(plan.taints_patch)
@@ -868,6 +885,27 @@ class NfdMaster:
             await patch(self.write_api, NODES, name=name, body=[{"op": "remove", "path": f"/metadata/annotations/{ptr}"}])
         except (kerr.ApiError, kerr.ApiUnavailable) as e:
             log.warning("could not clean up %s on node %s: %s", key, name, e)
+
+
+def ops_to_strategic(ops: list[dict[str, Any]]) -> dict[str, Any]:
+    """A plan's map operations (``/metadata/labels/<key>``, ``/status/capacity``...) as a strategic
+    merge patch body; ``test`` guards are dropped (merging needs none, see ``_execute``)."""
+    body: dict[str, Any] = {}
+    for op in ops:
+        if op["op"] == "test":
+            continue
+        parts = op["path"].split("/", 3)  # "", section, map[, key]
+        if len(parts) < 3 or op["op"] not in ("add", "replace", "remove"):
+            raise ValueError(f"cannot express JSON patch op {op} as a merge")
+        target = body.setdefault(parts[1], {}).setdefault(parts[2], {})
+        if len(parts) == 3:
+            if op["op"] == "remove":
+                raise ValueError(f"cannot express JSON patch op {op} as a merge")
+            target.update(op["value"])
+        else:
+            key = parts[3].replace("~1", "/").replace("~0", "~")
+            target[key] = None if op["op"] == "remove" else op["value"]
+    return body
 
 
 def _metadata_applied(obj: dict[str, Any], ops: list[dict[str, Any]]) -> bool:
