@@ -178,12 +178,7 @@ class ApiClient:
                 timeout=aiohttp.ClientTimeout(total=timeout_s, sock_read=timeout_s),
             ) as resp:
                 if resp.status >= 400:
-                    raw = await resp.read()
-                    try:
-                        payload: Any = json.loads(raw)
-                    except ValueError:
-                        payload = raw.decode(errors="replace")
-                    raise error_for(resp.status, payload)
+                    raise error_for(resp.status, _decode(await resp.read()))
                 buf = b""
                 async for chunk in resp.content.iter_any():
                     buf += chunk

@@ -4,13 +4,13 @@ and injectable failures, behind the same ``request`` signature as nfd.k8s.client
 from __future__ import annotations
 
 import itertools
-import asyncio
 import json
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
 from nfd.k8s.errors import ApiUnavailable, Conflict, NotFound
+from tests.support.fakeapi import RequestOptions
 
 NODES = "/api/v1/nodes"
 NF = "/apis/nfd.k8s-sigs.io/v1alpha1/nodefeatures"
@@ -18,7 +18,7 @@ NRT = "/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies"
 _rv = itertools.count(100)
 
 
-class GcFakeApi:
+class GcFakeApi(RequestOptions):
     def __init__(self) -> None:
         # collection path -> (namespace, name) -> object
         self.store: dict[str, dict[tuple[str, str], dict[str, Any]]] = {NODES: {}, NF: {}, NRT: {}}
@@ -74,15 +74,6 @@ class GcFakeApi:
             _, _, name = rest.partition("/")
             return NF, ns, name or None
         raise NotFound(404, "NotFound", f"no route {path}")
-
-    async def request(
-        self, method: str, path: str, *, decode: bool = True, started: asyncio.Event | None = None, **kw: Any
-    ) -> Any:
-        """ApiClient.request: the parsed answer, or its JSON bytes with decode=False."""
-        if started is not None:
-            started.set()
-        out = await self._request(method, path, **kw)
-        return out if decode else json.dumps(out).encode()
 
     async def _request(
         self,

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from nfd.k8s.errors import ApiUnavailable, error_for
+from tests.support.fakeapi import RequestOptions
 
 _PATH = re.compile(
     r"^/(?:api/v1|apis/(?P<group>[^/]+)/(?P<version>[^/]+))"
@@ -74,7 +75,7 @@ def merge_patch(obj: Any, patch: Any) -> Any:
     return out
 
 
-class FakeApi:
+class FakeApi(RequestOptions):
     namespace = "nfd"
 
     def __init__(self) -> None:
@@ -132,15 +133,6 @@ class FakeApi:
             q.put_nowait(None)
 
     # -- ApiClient interface ---------------------------------------------------------------------
-    async def request(
-        self, method: str, path: str, *, decode: bool = True, started: asyncio.Event | None = None, **kw: Any
-    ) -> Any:
-        """ApiClient.request: the parsed answer, or its JSON bytes with decode=False."""
-        if started is not None:
-            started.set()
-        out = await self._request(method, path, **kw)
-        return out if decode else json.dumps(out).encode()
-
     async def _request(
         self,
         method: str,

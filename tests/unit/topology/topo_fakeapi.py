@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections import Counter
 from typing import Any
 
 from nfd.k8s.errors import ApiUnavailable, NotFound
+from tests.support.fakeapi import RequestOptions
 
 
-class FakeApi:
+class FakeApi(RequestOptions):
     namespace = "nfd"
 
     def __init__(self) -> None:
@@ -19,15 +19,6 @@ class FakeApi:
         self.objects: dict[str, dict[str, Any]] = {}
         self.namespaces = {"nfd": {"metadata": {"name": "nfd", "uid": "ns-uid-1"}}}
         self.fail: Exception | None = None
-
-    async def request(
-        self, method: str, path: str, *, decode: bool = True, started: asyncio.Event | None = None, **kw: Any
-    ) -> Any:
-        """ApiClient.request: the parsed answer, or its JSON bytes with decode=False."""
-        if started is not None:
-            started.set()
-        out = await self._request(method, path, **kw)
-        return out if decode else json.dumps(out).encode()
 
     async def _request(
         self,

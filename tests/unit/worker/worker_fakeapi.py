@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
-import json
-
 import copy
 from collections import Counter
 from typing import Any
 
 from nfd.k8s.errors import error_for
+from tests.support.fakeapi import RequestOptions
 
 
-class FakeApi:
+class FakeApi(RequestOptions):
     def __init__(self) -> None:
         self.objects: dict[str, dict[str, Any]] = {}
         self.calls: list[tuple[str, str]] = []
@@ -30,15 +28,6 @@ class FakeApi:
         obj.setdefault("metadata", {})["resourceVersion"] = str(self.rv)
         obj["metadata"].setdefault("uid", f"uid-{self.rv}")
         self.objects[path] = obj
-
-    async def request(
-        self, method: str, path: str, *, decode: bool = True, started: asyncio.Event | None = None, **kw: Any
-    ) -> Any:
-        """ApiClient.request: the parsed answer, or its JSON bytes with decode=False."""
-        if started is not None:
-            started.set()
-        out = await self._request(method, path, **kw)
-        return out if decode else json.dumps(out).encode()
 
     async def _request(self, method: str, path: str, *, body: Any = None, verb: str | None = None, **_: Any) -> Any:
         self.calls.append((method, path))
