@@ -279,8 +279,7 @@ class Informer:
         """False for servers before 1.27, which ignore sendInitialEvents (their RV="" watch sends
         every object as ADDED but never the end marker). 1.27-1.31 with the WatchList gate off
         refuse it with 422, handled in _run."""
-        probe = getattr(self.api, "server_minor", None)
-        minor = await probe() if probe is not None else None
+        minor = await self.api.server_minor()
         return minor is None or minor >= 27
 
     async def _watch_list(self) -> None:

@@ -37,7 +37,7 @@ from nfd.master.nodefeatures import (
     publish_metadata_changed,
     spec_changed,
 )
-from nfd.master.nodeupdate import Desired, NodePlan, NodeState, plan_node_update, slim_node
+from nfd.master.nodeupdate import Desired, NodePlan, NodeState, ops_to_strategic, plan_node_update, slim_node
 from nfd.master.workqueue import ShutDown, WorkQueue
 
 log = logging.getLogger("nfd.master")
@@ -885,27 +885,6 @@ class NfdMaster:
             await patch(self.write_api, NODES, name=name, body=[{"op": "remove", "path": f"/metadata/annotations/{ptr}"}])
         except (kerr.ApiError, kerr.ApiUnavailable) as e:
             log.warning("could not clean up %s on node %s: %s", key, name, e)
-
-
-def ops_to_strategic(ops: list[dict[str, Any]]) -> dict[str, Any]:
-    """A plan's map operations (``/metadata/labels/<key>``, ``/status/capacity``...) as a strategic
-    merge patch body; ``test`` guards are dropped (merging needs none, see ``_execute``)."""
-    body: dict[str, Any] = {}
-    for op in ops:
-        if op["op"] == "test":
-            continue
-        parts = op["path"].split("/", 3)  # "", section, map[, key]
-        if len(parts) < 3 or op["op"] not in ("add", "replace", "remove"):
-            raise ValueError(f"cannot express JSON patch op {op} as a merge")
-        target = body.setdefault(parts[1], {}).setdefault(parts[2], {})
-        if len(parts) == 3:
-            if op["op"] == "remove":
-                raise ValueError(f"cannot express JSON patch op {op} as a merge")
-            target.update(op["value"])
-        else:
-            key = parts[3].replace("~1", "/").replace("~0", "~")
-            target[key] = None if op["op"] == "remove" else op["value"]
-    return body
 
 
 def _metadata_applied(obj: dict[str, Any], ops: list[dict[str, Any]]) -> bool:

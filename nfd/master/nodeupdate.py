@@ -416,6 +416,19 @@ def _ops_to_merge(ops: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def ops_to_strategic(ops: list[dict[str, Any]]) -> dict[str, Any]:
+    """A plan's map operations (``/metadata/labels/<key>``, ``/status/capacity``...) as one strategic
+    merge patch body, each map's changes as ``_ops_to_merge`` gives them; ``test`` guards are
+    dropped (a merge needs none: see NfdMaster._execute)."""
+    body: dict[str, Any] = {}
+    for op in ops:
+        if op["op"] == "test":
+            continue
+        _, section, field = op["path"].split("/", 3)[:3]
+        body.setdefault(section, {}).setdefault(field, []).append(op)
+    return {section: {field: _ops_to_merge(g) for field, g in maps.items()} for section, maps in body.items()}
+
+
 def _key_of(op: dict[str, Any]) -> str | None:
     path: str = op["path"]
     parts = path.split("/")

@@ -1,4 +1,4 @@
-"""What the unit tests' in-memory API fakes share: ApiClient.request's keywords."""
+"""What the unit tests' in-memory API fakes share with ApiClient besides their verbs."""
 
 from __future__ import annotations
 
@@ -21,3 +21,7 @@ class RequestOptions:
             started.set()
         out = await self._request(method, path, **kw)
         return out if decode else json.dumps(out).encode()
+
+    async def server_minor(self) -> int | None:
+        """ApiClient.server_minor: unknown, as when /version cannot be read."""
+        return None

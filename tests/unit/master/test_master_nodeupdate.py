@@ -258,3 +258,17 @@ def test_label_keys_are_json_pointer_escaped():
     obj = node_obj(labels={"a": "b"})
     plan = plan_node_update(NodeState.from_obj(obj), Desired(labels={"vendor.io/x": "1"}))
     assert {"op": "add", "path": "/metadata/labels/vendor.io~1x", "value": "1"} in plan.metadata_ops
+
+
+def test_plan_ops_as_one_strategic_merge_body() -> None:
+    from nfd.master.nodeupdate import ops_to_strategic
+
+    ops = [{"op": "test", "path": "/metadata/resourceVersion", "value": "5"},
+           {"op": "add", "path": "/metadata/labels", "value": {"a/b": "1"}},
+           {"op": "remove", "path": "/metadata/annotations/x~1y"},
+           {"op": "replace", "path": "/metadata/annotations/z", "value": "2"},
+           {"op": "add", "path": "/status/capacity/r~1s", "value": "3"}]
+    assert ops_to_strategic(ops) == {
+        "metadata": {"labels": {"a/b": "1"}, "annotations": {"x/y": None, "z": "2"}},
+        "status": {"capacity": {"r/s": "3"}},
+    }
