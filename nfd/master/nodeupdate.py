@@ -5,10 +5,11 @@ already right). Ownership is read from and written to the bookkeeping annotation
 (nfd.master.bookkeeping), so stale items are removed whichever master (upstream's or ours) put
 them there, and nothing nfd does not own is ever removed.
 
-The requests, in upstream's order:
-1. ``status`` subresource JSON patch: extended resources in capacity/allocatable;
-2. JSON patch on labels and annotations (including the bookkeeping annotations);
-3. when the taint list changes, instead of 2: one merge patch of ``spec.taints``, the ``taints``
+The requests, in upstream's order (planned as JSON patch operations; nfd-master sends the map
+changes as strategic merge patches, ``ops_to_strategic``):
+1. ``status`` subresource: extended resources in capacity/allocatable;
+2. labels and annotations (including the bookkeeping annotations);
+3. when the taint list changes, instead of 2: one patch of ``spec.taints``, the ``taints``
    annotation and the label/annotation changes, guarded by the node's resourceVersion (upstream
    sends taints and their annotation in two more requests; one request cannot leave a taint
    unrecorded, and saves two requests).

@@ -40,7 +40,7 @@ async def prune_node(api: ApiClient, name: str, *, instance: str) -> None:
         elif plan.metadata_ops:
             obj = await patch(api, NODES, name=name, body=plan.metadata_ops)
         else:
-            obj = await patch(api, NODES, name=name, body=plan.taints_patch, patch_type="merge")
+            obj = await patch(api, NODES, name=name, body=plan.taints_patch, patch_type="strategic")
         node = NodeState.from_obj(obj)
     ops = prune_annotation_ops(node, instance=instance)
     if ops:
