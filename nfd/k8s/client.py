@@ -7,13 +7,13 @@ NodeFeatures of tens of kB each, and dicts are what we patch and compare anyway.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
 
+from nfd.common import jsoncodec
 from nfd.k8s.config import ConnectionConfig, load_kubeconfig
 from nfd.k8s.errors import ApiError, ApiUnavailable, error_for
 from nfd.k8s.ratelimit import TokenBucket
@@ -72,7 +72,7 @@ class ApiClient:
         if self._session is None or self._session.closed:
             connector = aiohttp.TCPConnector(ssl=self.config.ssl_context(), limit=100)
             self._session = aiohttp.ClientSession(
-                base_url=None, connector=connector, json_serialize=json.dumps
+                base_url=None, connector=connector, json_serialize=lambda o: jsoncodec.dumps(o).decode()
             )
         return self._session
 
@@ -110,7 +110,7 @@ class ApiClient:
         """
         data: bytes | None = None
         if body is not None:
-            data = body if isinstance(body, bytes) else json.dumps(body).encode()
+            data = body if isinstance(body, bytes) else jsoncodec.dumps(body)
         for attempt in range(MAX_RETRY_AFTER_ATTEMPTS + 1):
             await self.limiter.acquire()
             self.metrics[verb or method.upper()] += 1
@@ -182,12 +182,16 @@ class ApiClient:
                 buf = b""
                 async for chunk in resp.content.iter_any():
                     buf += chunk
-                    while b"\n" in buf:
-                        line, buf = buf.split(b"\n", 1)
+                    start = 0
+                    while (end := buf.find(b"\n", start)) >= 0:
+                        line = buf[start:end]
+                        start = end + 1
                         if line.strip():
-                            yield json.loads(line)
+                            yield jsoncodec.loads(line)
+                    if start:
+                        buf = buf[start:]
                 if buf.strip():
-                    yield json.loads(buf)
+                    yield jsoncodec.loads(buf)
         except (TimeoutError, aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as e:
             raise ApiUnavailable(f"WATCH {path}: {e.__class__.__name__}: {e}") from e
 
@@ -219,7 +223,7 @@ def _decode(raw: bytes) -> Any:
     if not raw:
         return None
     try:
-        return json.loads(raw)
+        return jsoncodec.loads(raw)
     except ValueError:
         return raw.decode(errors="replace")
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from collections.abc import Callable
 from typing import Any
 
+from nfd.common import jsoncodec
 from nfd.k8s.client import ApiClient
 from nfd.k8s.errors import ApiUnavailable, NotFound, ServerError
 from nfd.k8s.resources import Resource
@@ -74,7 +74,7 @@ async def list_objects(
             ahead = asyncio.ensure_future(fetch(guess, started))
             await _until_started(ahead, started)
         try:
-            page = json.loads(raw)
+            page = jsoncodec.loads(raw)
             if not isinstance(page, dict):
                 raise ValueError(f"LIST {path}: the answer is not a JSON object")
             page_items = page.get("items") or []
@@ -109,7 +109,7 @@ def peek_continue(raw: bytes) -> str | None:
         if m is None:
             continue
         try:
-            meta = json.loads(m.group(1))
+            meta = jsoncodec.loads(m.group(1))
         except ValueError:
             continue
         if isinstance(meta, dict) and isinstance(meta.get("continue"), str):

@@ -8,9 +8,9 @@ answers 422 (Invalid): re-read and recompute.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from nfd.common import jsoncodec
 from nfd.k8s.client import PATCH_TYPES, ApiClient
 from nfd.k8s.resources import Resource
 
@@ -34,7 +34,7 @@ async def patch(
         params["force"] = force or None
         if not field_manager:
             raise ValueError("server-side apply needs a field_manager")
-    payload = json.dumps(body).encode()
+    payload = jsoncodec.dumps(body)
     obj: dict[str, Any] = await api.request(
         "PATCH",
         res.path(namespace=namespace, name=name, subresource=subresource),

@@ -8,7 +8,6 @@ is processed. Changes are detected by a hash of the canonical spec.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import zlib
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from typing import Any
 from nfd.api import DEFAULT_LABEL_NS, NODE_NAME_LABEL, WORKER_POD_UID_ANNOTATION
 from nfd.api.errors import ValidationError
 from nfd.api.features import Features
+from nfd.common import jsoncodec
 from nfd.rules.engine import add_ns
 
 log = logging.getLogger(__name__)
@@ -37,7 +37,7 @@ def compact_nodefeature(obj: dict[str, Any]) -> dict[str, Any]:
     try:
         # The API server returns a stored object's keys in a stable order, so no sort is needed
         # to detect "unchanged"; a re-ordered but equal spec costs one re-evaluation, no write.
-        raw = json.dumps(obj.get("spec"), separators=(",", ":")).encode()
+        raw = jsoncodec.dumps(obj.get("spec"))
     except (TypeError, ValueError):
         raw = b"null"
     return {
@@ -48,7 +48,7 @@ def compact_nodefeature(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def spec_of(entry: dict[str, Any]) -> Any:
-    return json.loads(zlib.decompress(entry[SPEC_Z]))
+    return jsoncodec.loads(zlib.decompress(entry[SPEC_Z]))
 
 
 def node_name_of(entry: dict[str, Any]) -> str | None:
