@@ -101,7 +101,10 @@ class Features:
                         elems = {}
                     if not isinstance(elems, dict):
                         raise ValidationError(f"{p}.elements", "must be an object")
-                    f.attributes[name] = {str(k): _str(v, f"{p}.elements.{k}") for k, v in elems.items()}
+                    if all(type(k) is str and type(v) is str for k, v in elems.items()):
+                        f.attributes[name] = dict(elems)  # the usual case: no conversion
+                    else:
+                        f.attributes[name] = {str(k): _str(v, f"{p}.elements.{k}") for k, v in elems.items()}
                 else:
                     if elems is None:
                         elems = []
@@ -115,7 +118,10 @@ class Features:
                         attrs = inst.get("attributes") or {}
                         if not isinstance(attrs, dict):
                             raise ValidationError(f"{ip}.attributes", "must be an object")
-                        lst.append({str(k): _str(v, f"{ip}.attributes.{k}") for k, v in attrs.items()})
+                        if all(type(k) is str and type(v) is str for k, v in attrs.items()):
+                            lst.append(dict(attrs))
+                        else:
+                            lst.append({str(k): _str(v, f"{ip}.attributes.{k}") for k, v in attrs.items()})
                     f.instances[name] = lst
         return f
 

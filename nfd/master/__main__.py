@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import os
 import signal
@@ -172,6 +173,7 @@ async def amain(args: argparse.Namespace, cfg: MasterConfig, gates: dict[str, bo
     metrics = MasterMetrics(version=__version__)
     metrics.bind_api_counts(api.metrics)
     master = NfdMaster(api, config=cfg, options=opts, metrics=metrics)
+    master.on_synced = _freeze_heap
     server = await httpserver.serve(
         args.port,
         {"/healthz": httpserver.healthz, "/metrics": httpserver.metrics_route(metrics.registry)},
@@ -259,6 +261,13 @@ async def amain(args: argparse.Namespace, cfg: MasterConfig, gates: dict[str, bo
     return rc
 
 
+def _freeze_heap() -> None:
+    """The synced caches live as long as the process: keep them out of the cyclic collector's
+    full passes, which otherwise walk all of them again (~90 ms each at 5,000 nodes)."""
+    gc.collect()
+    gc.freeze()
+
+
 def main(argv: list[str] | None = None) -> int:
     raw = [a for a in (sys.argv[1:] if argv is None else argv) if a != ""]
     args = build_parser().parse_args(raw)
@@ -283,6 +292,9 @@ def main(argv: list[str] | None = None) -> int:
     klog_v = cfg.klog.get("v", "0") or "0"
     verbosity = args.v if args.v is not None else (int(klog_v) if klog_v.isdigit() else 0)
     setup_logging(verbosity)
+    # Decoding tens of thousands of API objects allocates in bursts: with the default gen-0
+    # threshold (700) the collector ran ~6,000 times in a 5,000-node first pass (2.3 s of CPU).
+    gc.set_threshold(20_000, 20, 50)
     for w in warnings:
         log.warning("config: %s", w)
     if args.metrics is not None:

@@ -124,7 +124,9 @@ def compute_desired(
     rep = NodeReport()
     features: Features = merged.features
     auto_prefix = not policy.disable_auto_prefix
-    result = process_rule_sets(rule_sets, features, node_name=node_name, feed_back=True, auto_prefix=auto_prefix)
+    result = process_rule_sets(
+        rule_sets, features, node_name=node_name, feed_back=True, auto_prefix=auto_prefix, explain=False
+    )
     rep.rule_errors = list(result.errors)
     # master_output is combined per rule with auto-prefixing, as upstream; dynamic
     # @rule.matched.* values resolve against the features after feedback.

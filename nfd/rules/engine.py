@@ -222,8 +222,9 @@ class CompiledRule:
         return f"CompiledRule({self.name!r})"
 
     # -- evaluation ------------------------------------------------------------------------
-    def execute(self, features: Features, node_name: str) -> RuleResult:
-        """Evaluate; raises RuleError (and CelEvalError) like upstream's Execute errors."""
+    def execute(self, features: Features, node_name: str, explain: bool = True) -> RuleResult:
+        """Evaluate; raises RuleError (and CelEvalError) like upstream's Execute errors.
+        ``explain=False``: no ``reason`` when the rule does not match (cheaper)."""
         fl, at, ins = features.flags, features.attributes, features.instances
         collect = self.has_templates
         labels: dict[str, str] = {}
@@ -232,19 +233,21 @@ class CompiledRule:
             any_matched = False
             whys: list[str] = []
             for m in self.match_any:
-                ok, data, why = m.evaluate(fl, at, ins, collect)
+                ok, data, why = m.evaluate(fl, at, ins, collect, explain)
                 if ok:
                     any_matched = True
                     if not collect:
                         break
                     self._expand(data, labels, vars_)
-                else:
+                elif explain:
                     whys.append(why or "did not match")
             if not any_matched:
+                if not explain:
+                    return RuleResult(self.name, False, RuleOutput())
                 detail = "; ".join(f"[{i}] {w}" for i, w in enumerate(whys))
                 return RuleResult(self.name, False, RuleOutput(), f"matchAny: no element matched ({detail})")
         if self.match_features is not None:
-            ok, data, why = self.match_features.evaluate(fl, at, ins, collect)
+            ok, data, why = self.match_features.evaluate(fl, at, ins, collect, explain)
             if not ok:
                 return RuleResult(self.name, False, RuleOutput(), why)
             if collect:
@@ -399,12 +402,15 @@ def compile_group_rules(obj: Any) -> CompiledRuleSet:
     return _compile_set(obj, kind="NodeFeatureGroup", list_field="featureGroupRules", group=True)
 
 
-def evaluate_rule(rule: CompiledRule | BrokenRule, features: Features, *, node_name: str = "") -> RuleResult:
-    """Evaluate one rule against one node's features; errors come back in ``.error``."""
+def evaluate_rule(
+    rule: CompiledRule | BrokenRule, features: Features, *, node_name: str = "", explain: bool = True
+) -> RuleResult:
+    """Evaluate one rule against one node's features; errors come back in ``.error``.
+    ``explain=False``: no ``reason`` for a rule that did not match."""
     if isinstance(rule, BrokenRule):
         return RuleResult(rule.name, False, RuleOutput(), None, rule.error)
     try:
-        return rule.execute(features, node_name)
+        return rule.execute(features, node_name, explain)
     except RuleError as e:
         return RuleResult(rule.name, False, RuleOutput(), None, str(e))
     except Exception as e:  # CelEvalError, or a template engine bug: fail this rule only
@@ -471,10 +477,12 @@ def process_rule_sets(
     node_name: str = "",
     feed_back: bool = True,
     auto_prefix: bool = True,
+    explain: bool = True,
 ) -> ProcessResult:
     """Run every rule like nfd-master's processNodeFeatureRule (caller's features untouched).
 
     ``auto_prefix``: how ``master_output`` names are built (False = DisableAutoPrefix gate).
+    ``explain=False``: results carry no reason why a rule did not match (nfd-master).
     """
     view = features_view(features)
     backref = BackrefWriter(view)
@@ -485,7 +493,7 @@ def process_rule_sets(
     errors: list[tuple[str, str]] = []
     for rs in sorted(rule_sets, key=lambda r: r.name):
         for rule in rs.rules:
-            res = evaluate_rule(rule, view, node_name=node_name)
+            res = evaluate_rule(rule, view, node_name=node_name, explain=explain)
             res.rule_set = rs.name
             results.append(res)
             if res.error is not None:

@@ -340,16 +340,19 @@ class Term:
         attrs: dict[str, str] | None,
         insts: list[dict[str, str]] | None,
         out: list[MatchedElement] | None,
+        explain: bool = True,
     ) -> tuple[bool, str | None]:
-        """(matched, why not). Appends matched elements to ``out`` when given (templates)."""
+        """(matched, why not). Appends matched elements to ``out`` when given (templates).
+        ``explain=False`` leaves out the reason (the master never shows it; building it for
+        every rule that does not match cost as much as the matching)."""
         matched = True
         why: str | None = None
         exprs = self.exprs
         if exprs is not None:
-            matched, why = self._match_multi(exprs, flags, attrs, insts, out, self.inst_can_raise)
+            matched, why = self._match_multi(exprs, flags, attrs, insts, out, self.inst_can_raise, explain)
         if matched and self.name_expr is not None:
             matched = self._match_names(self.name_expr, flags, attrs, insts, out)
-            if not matched:
+            if not matched and explain:
                 why = f"matchName {self.name_expr.describe()} matched no element"
         return matched, why
 
@@ -361,6 +364,7 @@ class Term:
         insts: list[dict[str, str]] | None,
         out: list[MatchedElement] | None,
         can_raise: bool,
+        explain: bool = True,
     ) -> tuple[bool, str | None]:
         # Flags and attributes are a union: each expression must pass in one of them, except
         # DoesNotExist which must pass in both. Instances are evaluated separately, all
@@ -391,7 +395,8 @@ class Term:
                     is_match = False
                     break
             if not is_match:
-                why = f"expression {go_quote(e.key)} {e.describe()} did not match"
+                if explain:
+                    why = f"expression {go_quote(e.key)} {e.describe()} did not match"
                 if elems is not None:
                     elems.clear()
             elif elems is not None:
@@ -418,7 +423,7 @@ class Term:
                             out.append(inst)
                 if found:
                     return True, None
-        if not is_match and why is None:
+        if not is_match and why is None and explain:
             why = "no instance matched all expressions"
         return is_match, why
 
@@ -482,8 +487,9 @@ class Matcher:
         attrs: dict[str, dict[str, str]],
         insts: dict[str, list[dict[str, str]]],
         collect: bool,
+        explain: bool = True,
     ) -> tuple[bool, dict[str, dict[str, list[MatchedElement]]] | None, str | None]:
-        """(matched, template data when ``collect``, why not)."""
+        """(matched, template data when ``collect``, why not: None unless ``explain``)."""
         data: dict[str, dict[str, list[MatchedElement]]] | None = {} if collect else None
         for idx, term in enumerate(self.terms):
             out: list[MatchedElement] | None = None
@@ -494,10 +500,14 @@ class Matcher:
             a = attrs.get(name)
             i = insts.get(name)
             if f is None and a is None and i is None:
+                if not explain:
+                    return False, None, None
                 return False, None, f"matchFeatures[{idx}]: feature {go_quote(term.feature)} not present"
             if data is not None:
                 out = dd.setdefault(term.nam, [])
-            ok, why = term.evaluate(f, a, i, out)
+            ok, why = term.evaluate(f, a, i, out, explain)
             if not ok:
+                if not explain:
+                    return False, None, None
                 return False, None, f"matchFeatures[{idx}] ({term.feature}): {why or 'did not match'}"
         return True, data, None

@@ -626,3 +626,35 @@ def test_existing_rule_matched_is_copied_not_mutated() -> None:
         "pre": "true",
         "x": "1",
     }
+
+
+def test_explain_false_same_results_without_reasons() -> None:
+    """nfd-master evaluates with explain=False: the same matches, outputs and errors; no reasons."""
+    f = feats(
+        flags={"cpu.cpuid": ["AVX", "SSE4"]},
+        attrs={"kernel.version": {"major": "6"}},
+        insts={"pci.device": [{"vendor": "10de", "class": "0302"}]},
+    )
+    rules = [
+        {"name": "hit", "labels": {"hit": "true"}, "matchFeatures": [term("cpu.cpuid", {"AVX": me("Exists")})]},
+        {"name": "miss-expr", "labels": {"a": "1"}, "matchFeatures": [term("cpu.cpuid", {"AVX512": me("Exists")})]},
+        {"name": "miss-feature", "labels": {"b": "1"}, "matchFeatures": [term("no.such", {"x": me("Exists")})]},
+        {"name": "miss-inst", "labels": {"c": "1"}, "matchFeatures": [term("pci.device", {"vendor": me("In", "8086")})]},
+        {"name": "miss-name", "labels": {"d": "1"}, "matchFeatures": [term("kernel.version", name=me("In", "minor"))]},
+        {
+            "name": "miss-any",
+            "labels": {"e": "1"},
+            "matchAny": [{"matchFeatures": [term("cpu.cpuid", {"NOPE": me("Exists")})]}],
+        },
+        {"name": "err", "labels": {"f": "1"}, "matchFeatures": [term("kernel.version", {"major": me("Gt", "x")})]},
+        {"name": "chained", "labels": {"g": "1"}, "matchFeatures": [term("rule.matched", {"hit": me("IsTrue")})]},
+    ]
+    sets = [compile_nodefeaturerule(nfr("s", *rules))]
+    full = process_rule_sets(sets, f)
+    lean = process_rule_sets(sets, f, explain=False)
+    assert [(r.name, r.matched, r.error) for r in lean.results] == [(r.name, r.matched, r.error) for r in full.results]
+    assert lean.master_output == full.master_output
+    assert lean.errors == full.errors and lean.errors
+    misses = [r for r in full.results if not r.matched and r.error is None]
+    assert len(misses) == 5 and all(r.reason for r in misses)
+    assert all(r.reason is None for r in lean.results)
