@@ -241,6 +241,28 @@ def test_nodefeature_sample_roundtrips(kube: KubeCluster, namespace: str) -> Non
     assert created["metadata"]["labels"] == SAMPLE_NF["metadata"]["labels"]
 
 
+def test_nodefeature_elements_owned_whole(kube: KubeCluster, namespace: str) -> None:
+    """Feature set elements are atomic: managedFields name the sets, not each element (a
+    NodeFeature with 1,000 kernel config options would otherwise carry them all twice)."""
+    import json
+
+    obj = copy.deepcopy(SAMPLE_NF)
+    obj["metadata"]["name"] = "atomic-elements"
+    obj["spec"]["features"] = {
+        "flags": {"cpu.cpuid": {"elements": {f"FLAG{i}": {} for i in range(50)}}},
+        "attributes": {"kernel.config": {"elements": {f"CONFIG_OPT_{i}": "y" for i in range(200)}}},
+        "instances": {"pci.device": {"elements": [{"attributes": {"vendor": "10de", "class": "0302"}}] * 3}},
+    }
+    created = _create(kube, f"{NFD}/namespaces/{namespace}/nodefeatures", obj)
+    fields = json.dumps([m["fieldsV1"] for m in created["metadata"]["managedFields"]])
+    for owned in ('"f:cpu.cpuid": {".": {}, "f:elements": {}}', '"f:kernel.config": {".": {}, "f:elements": {}}',
+                  '"f:pci.device": {".": {}, "f:elements": {}}'):
+        assert owned in fields
+    for element in ('"f:FLAG1"', '"f:CONFIG_OPT_1"', '"f:vendor"'):
+        assert element not in fields
+    assert created["spec"] == obj["spec"]  # the values themselves are untouched
+
+
 def test_nodefeaturegroup_spec_and_status_subresource(kube: KubeCluster, namespace: str) -> None:
     base = f"{NFD}/namespaces/{namespace}/nodefeaturegroups"
     created = _create(kube, base, copy.deepcopy(SAMPLE_NFG))
