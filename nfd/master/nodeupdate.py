@@ -25,6 +25,7 @@ Deliberate differences from upstream (docs/compatibility.md, "nfd-master"):
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -431,7 +432,13 @@ def ops_to_strategic(ops: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _key_of(op: dict[str, Any]) -> str | None:
-    path: str = op["path"]
+    return _key_of_path(op["path"])
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _key_of_path(path: str) -> str | None:
+    """The map key a ``/section/map/<key>`` JSON pointer names (cached: every node repeats the
+    same few hundred label and annotation paths)."""
     parts = path.split("/")
     if len(parts) < 4:
         return None
