@@ -17,11 +17,8 @@ try:
 except ImportError:  # pragma: no cover - orjson is a dependency; a stripped install still works
     _orjson = None  # type: ignore[assignment]
 
-#: what ``loads`` raises on malformed input, whichever decoder ran (both subclass ValueError)
-DecodeError = ValueError
-
-
 def loads(data: bytes | bytearray | memoryview | str) -> Any:
+    """Malformed input raises ValueError, whichever decoder ran."""
     if _orjson is not None:
         try:
             return _orjson.loads(data)
