@@ -121,9 +121,11 @@ def _regexp(v: Any, key: str) -> str | None:
         return None
     if not isinstance(v, str):
         raise ConfigError(f"{key}: expected a regular expression string, got {v!r}")
+    from nfd.rules.goregex import GoRegexError, compile_go
+
     try:
-        re.compile(v)
-    except re.error as e:
+        compile_go(v)  # the compile matching uses (Go's dialect on RE2)
+    except GoRegexError as e:
         raise ConfigError(f"{key}: invalid regular expression {v!r}: {e}") from None
     return v
 

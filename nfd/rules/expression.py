@@ -213,7 +213,7 @@ def _compile_test(
             nvs = frozenset(values)
             return None, lambda v: v not in nvs, None, None
         try:
-            res = [compile_go(v).search for v in values]
+            res = [compile_go(v).match_string for v in values]
         except GoRegexError:
             return (
                 None,
@@ -223,9 +223,8 @@ def _compile_test(
                 None,
             )
         if len(res) == 1:
-            s0 = res[0]
-            return None, lambda v: s0(v) is not None, None, None
-        return None, lambda v: any(s(v) is not None for s in res), None, None
+            return None, res[0], None, None
+        return None, lambda v: any(m(v) for m in res), None, None
     if op in ("IsTrue", "IsFalse"):
         if values:
             return (

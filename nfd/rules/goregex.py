@@ -1,486 +1,846 @@
-"""Go RE2 regular expressions run on Python's ``re``.
+"""Go regexps (``regexp.Compile`` + ``MatchString``) on RE2, Go's own engine design: linear time.
 
-Rules (``InRegexp``) and the master's ``labelWhiteList`` are Go regexps. The two dialects agree
-on most syntax but not all of it, so a pattern is translated once, at compile time:
+Every Go regexp nfd evaluates (``InRegexp`` and ``matchName``, ``labelWhiteList``, CEL
+``matches()``, the Sprig ``regex*`` functions) is compiled here. google-re2's C++ RE2 speaks
+nearly Go's dialect; a pattern is parsed once in Go's syntax (validation, errors worded as Go
+words them) and re-emitted in C++ RE2 syntax where the two differ:
 
-- ``$`` without ``(?m)`` is end of text in Go (``\\z``); Python's ``$`` also matches before a
-  final newline, so it becomes ``\\Z``. Go's ``\\z`` becomes ``\\Z``.
-- ``\\d \\w \\s \\b`` are ASCII-only in Go (patterns are compiled with ``re.ASCII``; ``\\s`` is
-  spelled out because Go's excludes ``\\v``).
-- ``(?flags)`` in mid-pattern (Python 3.11 rejects it) becomes a scoped ``(?flags:...)`` that runs
-  to the end of the enclosing group, reopened after each ``|``. ``(?U)`` swaps greediness.
-- ``(?<name>...)``, ``\\Q...\\E``, ``\\x{10FFFF}``, octal escapes, ``[[:alpha:]]`` classes, and a
-  ``{`` that is not a repeat (``a{,3}`` is literal in Go) are rewritten.
-- Syntax Go rejects is rejected even where Python would accept it: lookarounds, backreferences,
-  ``(?#...)``, stacked repeats (``a**``, possessive ``a*+``), repeat counts over 1000, ``\\Z``.
+- Go refuses what C++ RE2 takes: ``\\C``; group names outside ``[A-Za-z0-9_]``; nesting past
+  1,000 levels; nested repeat counts whose product passes 1,000 (``(a{100}){11}``); programs
+  past Go's size limit ("expression too large"). Checked here, on Go's parse-tree shape.
+- Go takes what C++ RE2 refuses: Unicode class names looked up as Go 1.25+ does (case,
+  spaces, ``_`` and ``-`` ignored, long category names such as ``Uppercase_Letter``, ``Cn``,
+  ``Assigned``, ``LC``, ``ASCII``); Go's ``\\p{C}`` includes unassigned code points.
+- Go matches rune by rune, C++ RE2 byte by byte: ``\\B`` could hold inside a multi-byte UTF-8
+  character. Patterns with ``\\B`` are searched anchored behind a lazy any-character prefix, so
+  every position tried is a character boundary.
 
-Unicode classes (``\\pL``, ``\\p{Greek}``, ``\\PN``) have no ``re`` spelling, and nested
-repetitions (``(a+)+$``) backtrack exponentially on ``re``: such patterns run on RE2 itself
-(google-re2, installed with cel-python), Go's dialect and linear time. Case folding under ``(?i)``
-is ASCII-only on the ``re`` path. Negated classes inside brackets (``[[:^alpha:]]``, ``[\\S]``)
-are spelled out as explicit complement ranges.
+The Unicode tables are C++ RE2's (close to Go 1.26's Unicode 15.0); docs/compatibility.md says
+where they can differ. Text is matched as UTF-8; a lone surrogate (which Go's JSON decoding
+turns into U+FFFD) is matched as U+FFFD.
 """
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 from typing import Any
 
+import re2
+from re2 import _re2
+
 
 class GoRegexError(ValueError):
-    """The pattern is not a valid Go regexp (or uses the few features we do not translate)."""
+    """The pattern is not a valid Go regexp; the message is Go's ``regexp.Compile`` error."""
 
 
-_POSIX = {
-    "alnum": "0-9A-Za-z",
-    "alpha": "A-Za-z",
-    "ascii": "\\x00-\\x7f",
-    "blank": "\\t ",
-    "cntrl": "\\x00-\\x1f\\x7f",
-    "digit": "0-9",
-    "graph": "!-~",
-    "lower": "a-z",
-    "print": " -~",
-    "punct": "!-/:-@\\[-`{-~",
-    "space": "\\t\\n\\v\\f\\r ",
-    "upper": "A-Z",
-    "word": "0-9A-Za-z_",
-    "xdigit": "0-9A-Fa-f",
-}
-_PERL_CLASS = {"d": "0-9", "w": "0-9A-Za-z_", "s": "\\t\\n\\f\\r "}
-_W = "[0-9A-Za-z_]"
-_NOT_BOUNDARY = f"(?:(?<={_W})(?={_W})|(?<!{_W})(?!{_W}))"
-_SIMPLE_ESC = {"a": "\\a", "f": "\\f", "t": "\\t", "n": "\\n", "r": "\\r", "v": "\\v"}
-_REPEAT = re.compile(r"\{([0-9]+)(,([0-9]*))?\}")
-_NAME = re.compile(r"[A-Za-z0-9_]+")
-_FLAGS = re.compile(r"\(\?(-?[imsU]*|[imsU]+-[imsU]*)(\)|:)")
 _MAX_REPEAT = 1000
+_MAX_HEIGHT = 1000
+_MAX_SIZE = (128 << 20) // 40  # Go's maxSize, in program instructions
+_MAX_MEM = 64 << 20  # C++ RE2's memory budget per compiled pattern
 
+_UNANCHORED = _re2.RE2.Anchor.UNANCHORED
+_ANCHOR_START = _re2.RE2.Anchor.ANCHOR_START
 
-_POSIX_RANGES = {
-    "alnum": [(0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A)],
-    "alpha": [(0x41, 0x5A), (0x61, 0x7A)],
-    "ascii": [(0x00, 0x7F)],
-    "blank": [(0x09, 0x09), (0x20, 0x20)],
-    "cntrl": [(0x00, 0x1F), (0x7F, 0x7F)],
-    "digit": [(0x30, 0x39)],
-    "graph": [(0x21, 0x7E)],
-    "lower": [(0x61, 0x7A)],
-    "print": [(0x20, 0x7E)],
-    "punct": [(0x21, 0x2F), (0x3A, 0x40), (0x5B, 0x60), (0x7B, 0x7E)],
-    "space": [(0x09, 0x0D), (0x20, 0x20)],
-    "upper": [(0x41, 0x5A)],
-    "word": [(0x30, 0x39), (0x41, 0x5A), (0x61, 0x7A), (0x5F, 0x5F)],
-    "xdigit": [(0x30, 0x39), (0x41, 0x46), (0x61, 0x66)],
+# Go's unicode.CategoryAliases, keyed by canonical name (see _canonical).
+_CATEGORY_ALIASES = {
+    "Casedletter": "LC", "Closepunctuation": "Pe", "Combiningmark": "M",
+    "Connectorpunctuation": "Pc", "Control": "Cc", "Currencysymbol": "Sc",
+    "Dashpunctuation": "Pd", "Decimalnumber": "Nd", "Enclosingmark": "Me",
+    "Finalpunctuation": "Pf", "Format": "Cf", "Initialpunctuation": "Pi", "Letter": "L",
+    "Letternumber": "Nl", "Lineseparator": "Zl", "Lowercaseletter": "Ll", "Mark": "M",
+    "Mathsymbol": "Sm", "Modifierletter": "Lm", "Modifiersymbol": "Sk", "Nonspacingmark": "Mn",
+    "Number": "N", "Openpunctuation": "Ps", "Other": "C", "Otherletter": "Lo",
+    "Othernumber": "No", "Otherpunctuation": "Po", "Othersymbol": "So",
+    "Paragraphseparator": "Zp", "Privateuse": "Co", "Punctuation": "P", "Separator": "Z",
+    "Spaceseparator": "Zs", "Spacingmark": "Mc", "Surrogate": "Cs", "Symbol": "S",
+    "Titlecaseletter": "Lt", "Unassigned": "Cn", "Uppercaseletter": "Lu", "Cntrl": "Cc",
+    "Digit": "Nd", "Punct": "P",
 }
-_PERL_RANGES = {
-    "d": [(0x30, 0x39)],
-    "w": _POSIX_RANGES["word"],
-    "s": [(0x09, 0x0A), (0x0C, 0x0D), (0x20, 0x20)],
-}
+# Go's unicode.Categories keys that C++ RE2 spells the same way and means the same set.
+_CATEGORIES = frozenset(
+    ["L", "Ll", "Lm", "Lo", "Lt", "Lu", "M", "Mc", "Me", "Mn", "N", "Nd", "Nl", "No", "P", "Pc", "Pd", "Pe", "Pf", "Pi", "Po", "Ps", "S", "Sc", "Sk", "Sm", "So", "Z", "Zl", "Zp", "Zs", "Cc", "Cf", "Co", "Cs"]
+)
+# C++ RE2's categories that together cover every assigned code point (its C has no Cn).
+_ASSIGNED = r"\p{L}\p{M}\p{N}\p{P}\p{S}\p{Z}"
+_POSIX_NAMES = frozenset(
+    ["alnum", "alpha", "ascii", "blank", "cntrl", "digit", "graph", "lower", "print", "punct", "space", "upper", "word", "xdigit"]
+)
+_HEX = "0123456789abcdefABCDEF"
 
 
-def _negated(ranges: list[tuple[int, int]]) -> str:
-    """Class items for every code point outside ``ranges`` (Python cannot nest a negation)."""
+def _canonical(name: str) -> str:
+    """Go's canonicalName: first letter upper, the rest lower; ``_``, ``-`` and spaces dropped."""
     out = []
-    nxt = 0
-    for lo, hi in sorted(ranges):
-        if lo > nxt:
-            out.append(f"{_class_char(chr(nxt))}-{_class_char(chr(lo - 1))}")
-        nxt = max(nxt, hi + 1)
-    if nxt <= 0x10FFFF:
-        out.append(f"{_class_char(chr(nxt))}-{_class_char(chr(0x10FFFF))}")
+    first = True
+    for c in name:
+        if c in "_- ":
+            continue
+        if first:
+            out.append(c.upper() if "a" <= c <= "z" else c)
+            first = False
+        else:
+            out.append(c.lower() if "A" <= c <= "Z" else c)
     return "".join(out)
 
 
-def _class_char(c: str) -> str:
-    if c in "\\]^-[&~|":
-        return "\\" + c
-    if c == "\n":
-        return "\\n"
-    return c
+def _err(code: str, expr: str) -> GoRegexError:
+    return GoRegexError(f"error parsing regexp: {code}: `{expr}`")
+
+
+def _options(*, capture: bool = True) -> Any:
+    o = re2.Options()
+    o.log_errors = False
+    o.max_mem = _MAX_MEM
+    o.never_capture = not capture
+    return o
+
+
+_OPTS_CAPTURE = _options()
+_OPTS_BOOL = _options(capture=False)
+
+
+@lru_cache(maxsize=16)
+def _materialized(name: str) -> tuple[tuple[int, int], ...]:
+    """Code point ranges of a Go class C++ RE2 has no name for, read off C++ RE2's own tables.
+
+    One pass of RE2 over a string holding every code point (a few hundred ms, once per
+    process and name); surrogates, which UTF-8 text cannot hold, are added to the sets Go puts
+    them in.
+    """
+    if name == "Lc":
+        cls, surrogates = r"[\p{Lu}\p{Ll}\p{Lt}]", False
+    elif name == "C":  # Go: Cc Cf Co Cs and unassigned
+        cls, surrogates = f"[^{_ASSIGNED}]", True
+    elif name == "Cn":
+        cls, surrogates = f"[^{_ASSIGNED}\\p{{C}}]", False
+    else:
+        raise KeyError(name)
+    text = "".join(map(chr, range(0xD800))) + "".join(map(chr, range(0xE000, 0x110000)))
+    data = text.encode()
+    rx = _re2.RE2(f"{cls}+".encode(), _OPTS_CAPTURE)
+    out: list[tuple[int, int]] = []
+    pos = 0
+    while True:
+        (a, b), = rx.Match(_UNANCHORED, data, pos, len(data))
+        if a < 0:
+            break
+        lo = _cp_at(data, a)
+        hi = _cp_at(data, b - 1 - _continuation_back(data, b - 1))
+        out.append((lo, hi))
+        pos = b
+    if surrogates:
+        out.append((0xD800, 0xDFFF))
+        out.sort()
+    return tuple(out)
+
+
+def _continuation_back(data: bytes, i: int) -> int:
+    k = 0
+    while data[i - k] & 0xC0 == 0x80:
+        k += 1
+    return k
+
+
+def _cp_at(data: bytes, i: int) -> int:
+    n = 1 if data[i] < 0x80 else 2 if data[i] < 0xE0 else 3 if data[i] < 0xF0 else 4
+    return ord(data[i : i + n].decode())
+
+
+def _ranges_text(ranges: tuple[tuple[int, int], ...], negate: bool) -> str:
+    if negate:
+        comp = []
+        nxt = 0
+        for lo, hi in ranges:
+            if lo > nxt:
+                comp.append((nxt, lo - 1))
+            nxt = hi + 1
+        if nxt <= 0x10FFFF:
+            comp.append((nxt, 0x10FFFF))
+        ranges = tuple(comp)
+    return "".join(f"\\x{{{lo:x}}}" if lo == hi else f"\\x{{{lo:x}}}-\\x{{{hi:x}}}" for lo, hi in ranges)
+
+
+@lru_cache(maxsize=512)
+def _re2_knows(name: str) -> bool:
+    return bool(_re2.RE2(f"\\p{{{name}}}".encode(), _OPTS_BOOL).ok())
+
+
+def _unicode_class(name: str, negate: bool, in_class: bool) -> str | None:
+    """C++ RE2 text for Go's ``\\p{name}`` (``\\P`` when negate); None if Go knows no such name.
+
+    Inside a bracket expression the text is class items; outside, a whole atom.
+    """
+    canon = _canonical(name)
+    if canon == "Assigned":
+        canon, negate = "Cn", not negate
+    if canon == "Any":
+        items = "" if negate else "\\x{0}-\\x{10ffff}"
+        if not in_class:
+            return f"[{items}]" if items else "[^\\x{0}-\\x{10ffff}]"
+        return items
+    if canon == "Ascii":
+        items = "\\x{0}-\\x{7f}"
+        if negate:
+            items = "\\x{80}-\\x{10ffff}"
+        return items if in_class else f"[{items}]"
+    canon = _CATEGORY_ALIASES.get(canon, canon) if canon not in _CATEGORIES else canon
+    if canon == "LC":
+        canon = "Lc"
+    if canon in ("Lc", "C", "Cn"):
+        items = _ranges_text(_materialized(canon), negate)
+        if not items:
+            return None if in_class else "[^\\x{0}-\\x{10ffff}]"
+        return items if in_class else f"[{items}]"
+    known = canon in _CATEGORIES or (
+        canon[:1].isupper() and canon[1:].islower() and canon.isascii() and canon.isalpha() and _re2_knows(canon)
+    )
+    if not known:
+        return None
+    return f"\\{'P' if negate else 'p'}{{{canon}}}"
 
 
 def _lit(c: str) -> str:
-    return re.escape(c)
+    """C++ RE2 text for one literal character."""
+    if c.isascii() and c.isalnum():
+        return c
+    return f"\\x{{{ord(c):x}}}"
+
+
+class _Node:
+    """What Go's parser would build for one item: enough for its height, size and repeat checks."""
+
+    __slots__ = ("cls", "height", "lit", "prod", "size", "tail")
+
+    def __init__(self, height: int, size: int, prod: int, lit: int = 0, cls: bool = False) -> None:
+        self.height = height
+        self.size = size
+        self.prod = prod  # largest product of nested repeat counts (Go's repeatIsValid)
+        self.lit = lit  # > 0: a literal string of this many runes (Go merges adjacent literals)
+        self.tail = lit  # runes of its last piece: what a repeat after it takes
+        self.cls = cls  # one character or class: an alternation of such is one class in Go
+
+
+class _Concat:
+    """One alternative being parsed: the finished items folded, the last one kept apart."""
+
+    __slots__ = ("count", "height", "last", "last_fold", "prod", "size")
+
+    def __init__(self) -> None:
+        self.count = 0  # nodes folded so far
+        self.height = 0
+        self.size = 0
+        self.prod = 0
+        self.last: _Node | None = None
+        self.last_fold = False
+
+    def fold_last(self) -> None:
+        if self.last is not None:
+            n = self.last
+            self.count += 1
+            self.height = max(self.height, n.height)
+            self.size += n.size
+            self.prod = max(self.prod, n.prod)
+            self.last = None
+
+    def push(self, node: _Node, fold: bool = False) -> None:
+        last = self.last
+        if node.lit and last is not None and last.lit and self.last_fold == fold:
+            last.lit += node.lit  # Go merges adjacent literals into one string
+            last.size += node.size
+            last.tail = node.lit
+            last.cls = False
+            return
+        self.fold_last()
+        self.last = node
+        self.last_fold = fold
+
+    def node(self) -> _Node:
+        if self.count == 0:
+            return self.last if self.last is not None else _Node(1, 1, 0)  # empty match
+        self.fold_last()
+        return _Node(self.height + 1, self.size, self.prod)
 
 
 class _Group:
-    __slots__ = ("flags", "opened", "saved", "start")
+    __slots__ = ("alts", "capture", "cur", "flags", "saved", "start")
 
-    def __init__(self, flags: set[str], saved: set[str], start: int = 0) -> None:
-        self.flags = flags  # flags in effect right now inside this group
-        self.opened: list[str] = []  # scoped flag groups opened by mid-group (?flags)
-        self.saved = saved  # flags to restore when this group closes
-        self.start = start  # index in the output where the group's opener is
+    def __init__(self, flags: frozenset[str], saved: frozenset[str], capture: bool, start: int) -> None:
+        self.flags = flags
+        self.saved = saved
+        self.capture = capture
+        self.start = start  # index in the output of the group's opener
+        self.cur = _Concat()
+        self.alts: list[_Node] = []
 
 
-def translate(pattern: str) -> str:
-    """Python ``re`` source equivalent to the Go regexp ``pattern`` (compile with re.ASCII)."""
-    out: list[str] = []
-    stack: list[_Group] = [_Group(set(), set())]
-    i, n = 0, len(pattern)
-    can_repeat = False  # an atom precedes (a repeat is allowed)
-    last_repeat = False  # the previous item was a repeat (another one is an error)
+def _flags_text(flags: frozenset[str]) -> str:
+    on = "".join(f for f in "imsU" if f in flags)
+    off = "".join(f for f in "imsU" if f not in flags)
+    return on + ("-" + off if off else "")
 
-    def err(msg: str, frag: str) -> GoRegexError:
-        return GoRegexError(f"error parsing regexp: {msg}: `{frag}`")
 
-    def escape_at(j: int, in_class: bool) -> tuple[str, int, bool]:
-        """Translate the escape at pattern[j] == '\\'; returns (text, next index, is_class)."""
-        if j + 1 >= n:
-            raise err("trailing backslash at end of expression", "")
-        c = pattern[j + 1]
-        if c in _SIMPLE_ESC:
-            return _SIMPLE_ESC[c], j + 2, False
-        if c in "dws":
-            body = _PERL_CLASS[c]
-            return (body if in_class else f"[{body}]"), j + 2, True
-        if c in "DWS":
-            if in_class:
-                return _negated(_PERL_RANGES[c.lower()]), j + 2, True
-            return f"[^{_PERL_CLASS[c.lower()]}]", j + 2, True
-        if c in "pP":
-            raise err("Unicode character classes are not supported", pattern[j : j + 3])
-        if c == "x":
-            if j + 2 < n and pattern[j + 2] == "{":
-                end = pattern.find("}", j + 3)
-                hexs = pattern[j + 3 : end] if end > 0 else ""
-                if end < 0 or not hexs or any(h not in "0123456789abcdefABCDEF" for h in hexs):
-                    raise err("invalid escape sequence", pattern[j : (end + 1 if end > 0 else n)])
-                cp = int(hexs, 16)
-                if cp > 0x10FFFF:
-                    raise err("invalid escape sequence", pattern[j : end + 1])
-                ch = chr(cp)
-                return (_class_char(ch) if in_class else _lit(ch)), end + 1, False
-            hexs = pattern[j + 2 : j + 4]
-            if len(hexs) != 2 or any(h not in "0123456789abcdefABCDEF" for h in hexs):
-                raise err("invalid escape sequence", pattern[j : j + 4])
-            ch = chr(int(hexs, 16))
-            return (_class_char(ch) if in_class else _lit(ch)), j + 4, False
-        if c in "01234567":
-            k = j + 2
-            if c != "0" and (k >= n or pattern[k] not in "01234567"):
-                raise err("invalid escape sequence", pattern[j : j + 2])
-            digits = c
-            while k < n and len(digits) < 3 and pattern[k] in "01234567":
-                digits += pattern[k]
-                k += 1
-            ch = chr(int(digits, 8))
-            return (_class_char(ch) if in_class else _lit(ch)), k, False
-        if not in_class:
-            if c == "A":
-                return "(?:\\A)", j + 2, False
-            if c == "z":
-                return "(?:\\Z)", j + 2, False
-            if c == "b":
-                return "(?a:\\b)", j + 2, False
-            if c == "B":  # Python's \B never matches an empty string; Go's does
-                return _NOT_BOUNDARY, j + 2, False
-        if ord(c) < 0x80 and not c.isalnum() and c != "_":
-            return (_class_char(c) if in_class else _lit(c)), j + 2, False
-        raise err("invalid escape sequence", pattern[j : j + 2])
+class _Parsed:
+    __slots__ = ("has_not_boundary", "names", "text")
 
-    def parse_class(j: int) -> int:
-        """Translate the bracket expression starting at pattern[j] == '['."""
-        start = j
-        j += 1
-        parts = ["["]
-        if j < n and pattern[j] == "^":
-            parts.append("^")
-            j += 1
-        first = True
-        while True:
-            if j >= n:
-                raise err("missing closing ]", pattern[start:])
-            c = pattern[j]
-            if c == "]" and not first:
-                j += 1
-                break
-            first = False
-            if c == "[" and pattern.startswith("[:", j):
-                end = pattern.find(":]", j + 2)
-                if end > 0:
-                    name = pattern[j + 2 : end]
-                    neg = name.startswith("^")
-                    if neg:
-                        name = name[1:]
-                    if name not in _POSIX:
-                        raise err("invalid character class range", pattern[j : end + 2])
-                    parts.append(_negated(_POSIX_RANGES[name]) if neg else _POSIX[name])
-                    j = end + 2
-                    continue
-            # one element, possibly the start of a range
-            if c == "\\":
-                lo_txt, j2, is_cls = escape_at(j, True)
-                lo = None if is_cls else _unescape_class(lo_txt)
-            else:
-                lo_txt, j2, is_cls, lo = _class_char(c), j + 1, False, c
-            if lo is not None and j2 + 1 < n and pattern[j2] == "-" and pattern[j2 + 1] != "]":
-                k = j2 + 1
-                if pattern[k] == "\\":
-                    hi_txt, k2, hi_cls = escape_at(k, True)
-                    if hi_cls:
-                        raise err("invalid character class range", pattern[j:k2])
-                    hi = _unescape_class(hi_txt)
+    def __init__(self, text: str, names: list[str], has_not_boundary: bool) -> None:
+        self.text = text
+        self.names = names
+        self.has_not_boundary = has_not_boundary
+
+
+def parse(pattern: str) -> _Parsed:
+    """Validate ``pattern`` as Go's regexp.Compile does and return its C++ RE2 spelling."""
+    if any("\ud800" <= c <= "\udfff" for c in pattern):
+        bad = next(i for i, c in enumerate(pattern) if "\ud800" <= c <= "\udfff")
+        raise _err("invalid UTF-8", pattern[bad:])
+    p = _Parser(pattern)
+    p.run()
+    return _Parsed("".join(p.out), p.names, p.has_not_boundary)
+
+
+class _Parser:
+    def __init__(self, pattern: str) -> None:
+        self.s = pattern
+        self.out: list[str] = []
+        self.names: list[str] = []
+        self.has_not_boundary = False
+        self.stack = [_Group(frozenset(), frozenset(), False, 0)]
+        self.atom_start = self.atom_end = 0
+        self.atom_flags: frozenset[str] = frozenset()
+        self.atom_repeated = False  # the atom's text already ends in a repeat (Go: a*(?i)+)
+        self.nodes = 0  # Go's numRegexp, roughly
+        self.repeats = 1  # product of all repeat counts seen (Go starts size checks from it)
+        self.last_repeat = -1  # start index of the repeat operator just parsed, or -1
+
+    # -- items -------------------------------------------------------------------------------
+
+    def atom(self, text: str, node: _Node) -> None:
+        top = self.stack[-1]
+        self.atom_start = len(self.out)
+        self.out.append(text)
+        self.atom_end = len(self.out)
+        self.atom_flags = top.flags
+        self.atom_repeated = False
+        top.cur.push(node, "i" in top.flags)
+        self.check_size(node)
+
+    def check_size(self, node: _Node) -> None:
+        """Go's checkSize: sizes are checked once nodes x repeat product could pass the limit."""
+        self.nodes += 1
+        if self.nodes * self.repeats >= _MAX_SIZE and node.size > _MAX_SIZE:
+            raise _err("expression too large", self.s)
+
+    def literal(self, c: str) -> None:
+        self.atom(_lit(c), _Node(1, 1, 1, lit=1, cls=True))
+
+    def simple(self, text: str, *, cls: bool = False) -> None:
+        self.atom(text, _Node(1, 1, 1, cls=cls))
+
+    # -- the main loop -----------------------------------------------------------------------
+
+    def run(self) -> None:
+        s, n = self.s, len(self.s)
+        i = 0
+        while i < n:
+            c = s[i]
+            repeat_at = -1
+            if c == "(":
+                if s.startswith("(?", i):
+                    i = self.perl_flags(i)
                 else:
-                    hi_txt, k2, hi = _class_char(pattern[k]), k + 1, pattern[k]
-                if hi < lo:
-                    raise err("invalid character class range", pattern[j:k2])
-                parts.append(f"{lo_txt}-{hi_txt}")
-                j = k2
-                continue
-            parts.append(lo_txt)
-            j = j2
-        parts.append("]")
-        out.append("".join(parts))
+                    self.open_group(capture=True, name="", text="(")
+                    i += 1
+            elif c == "|":
+                top = self.stack[-1]
+                top.alts.append(top.cur.node())
+                top.cur = _Concat()
+                self.out.append("|")
+                i += 1
+            elif c == ")":
+                self.close_group()
+                i += 1
+            elif c == "^" or c == "$" or c == ".":
+                self.simple(c, cls=c == ".")
+                i += 1
+            elif c == "[":
+                i = self.parse_class(i)
+            elif c in "*+?":
+                repeat_at = i
+                i = self.repeat(i, i + 1, -2, -2)
+            elif c == "{":
+                rep = _parse_repeat(s, i)
+                if rep is None:
+                    self.literal("{")
+                    i += 1
+                else:
+                    lo, hi, end = rep
+                    if lo < 0 or lo > _MAX_REPEAT or hi > _MAX_REPEAT or (hi >= 0 and lo > hi):
+                        raise _err("invalid repeat count", s[i:end])
+                    repeat_at = i
+                    i = self.repeat(i, end, lo, hi)
+            elif c == "\\":
+                i = self.escape(i)
+            else:
+                self.literal(c)
+                i += 1
+            self.last_repeat = repeat_at
+        top = self.stack[-1]
+        if len(self.stack) != 1:
+            raise _err("missing closing )", s)
+        root = self.finish(top)
+        self.check_size(root)
+        if root.height > _MAX_HEIGHT:
+            raise _err("expression nests too deeply", s)
+
+    def finish(self, g: _Group) -> _Node:
+        nodes = [*g.alts, g.cur.node()]
+        if len(nodes) == 1:
+            return nodes[0]
+        if all(x.cls for x in nodes):
+            return _Node(1, 1, 1, cls=True)  # Go merges single characters and classes into one class
+        return _Node(
+            max(x.height for x in nodes) + 1,
+            sum(x.size for x in nodes) + len(nodes) - 1,
+            max(x.prod for x in nodes),
+        )
+
+    # -- groups ------------------------------------------------------------------------------
+
+    def open_group(self, *, capture: bool, name: str, text: str, flags: frozenset[str] | None = None) -> None:
+        top = self.stack[-1]
+        if capture:
+            self.names.append(name)
+        g = _Group(top.flags if flags is None else flags, top.flags, capture, len(self.out))
+        self.stack.append(g)
+        self.out.append(text)
+
+    def close_group(self) -> None:
+        if len(self.stack) == 1:
+            raise _err("unexpected )", self.s)
+        g = self.stack.pop()
+        node = self.finish(g)
+        self.out.append(")")
+        top = self.stack[-1]
+        top.flags = g.saved
+        if g.capture:
+            node = _Node(node.height + 1, node.size + 2, node.prod)
+        elif node.lit:
+            node = _Node(node.height, node.size, node.prod, node.lit, cls=node.cls)
+            node.tail = node.lit  # a repeat after the group takes all of it
+        if node.height > _MAX_HEIGHT:
+            raise _err("expression nests too deeply", self.s)
+        self.atom_start, self.atom_end, self.atom_flags = g.start, len(self.out), g.saved
+        self.atom_repeated = False
+        top.cur.push(node, "i" in g.flags)
+        self.check_size(node)
+
+    def perl_flags(self, i: int) -> int:
+        s, n = self.s, len(self.s)
+        starts_p = n - i > 4 and s[i + 2] == "P" and s[i + 3] == "<"
+        starts_name = n - i > 3 and s[i + 2] == "<"
+        if starts_p or starts_name:
+            body = i + (4 if starts_p else 3)
+            end = s.find(">", i)
+            if end < 0:
+                raise _err("invalid named capture", s[i:])
+            name = s[body:end]
+            if not name or not all(ch == "_" or (ch.isascii() and ch.isalnum()) for ch in name):
+                raise _err("invalid named capture", s[i : end + 1])
+            self.open_group(capture=True, name=name, text="(")
+            return end + 1
+        top = self.stack[-1]
+        flags = set(top.flags)
+        sign = 1
+        saw = False
+        j = i + 2
+        while j < n:
+            c = s[j]
+            j += 1
+            if c in "imsU":
+                if sign > 0:
+                    flags.add(c)
+                else:
+                    flags.discard(c)
+                saw = True
+            elif c == "-":
+                if sign < 0:
+                    break
+                sign, saw = -1, False
+            elif c in ":)":
+                if sign < 0 and not saw:
+                    break
+                new = frozenset(flags)
+                if c == ":":
+                    self.open_group(capture=False, name="", text=f"(?{_flags_text(new)}:", flags=new)
+                else:
+                    if new != top.flags:
+                        self.out.append(f"(?{_flags_text(new)})")
+                    top.flags = new
+                return j
+            else:
+                break
+        raise _err("invalid or unsupported Perl syntax", s[i:j])
+
+    # -- repeats -----------------------------------------------------------------------------
+
+    def repeat(self, i: int, end: int, lo: int, hi: int) -> int:
+        """The repeat operator s[i:end] ({lo,hi}; -2 for * + ?); returns the index after it."""
+        s = self.s
+        top = self.stack[-1]
+        lazy = end < len(s) and s[end] == "?"
+        after = end + 1 if lazy else end
+        if self.last_repeat >= 0:
+            raise _err("invalid nested repetition operator", s[self.last_repeat : after])
+        cur = top.cur
+        if cur.last is None:
+            raise _err("missing argument to repetition operator", s[i:after])
+        sub = cur.last
+        if sub.lit > sub.tail:  # the repeat takes the last piece of a literal string
+            tail = sub.tail
+            sub.lit -= tail
+            sub.size -= tail
+            sub.tail = 1
+            cur.fold_last()
+            sub = _Node(1, tail, 1, lit=tail)
+        if lo == -2:
+            op = s[i]
+            size = sub.size + (2 if op == "*" else 1)
+            factor = 1
+        else:
+            if hi == -1:
+                size = 2 + sub.size if lo == 0 else 1 + lo * sub.size
+            else:
+                size = hi * sub.size + (hi - lo)
+            factor = hi if hi >= 0 else (lo if lo > 0 else 1)
+            self.repeats = min(self.repeats * max(factor, 1), _MAX_SIZE)
+        if hi == 0:
+            prod = 0
+        else:
+            prod = max(sub.prod, 1) * factor
+            if lo != -2 and (lo >= 2 or hi >= 2) and prod > _MAX_REPEAT:
+                raise _err("invalid repeat count", s[i:after])
+        node = _Node(sub.height + 1, max(size, 1), min(prod, _MAX_REPEAT + 1))
+        cur.last = node
+        cur.last_fold = False
+        self.check_size(node)
+        if node.height > _MAX_HEIGHT:
+            raise _err("expression nests too deeply", self.s)
+        # Go's greediness is the flags' at the operator; the text goes right after the atom
+        # (before any flag group emitted since), where C++ RE2 reads the atom's flags.
+        ungreedy_now = "U" in top.flags
+        ungreedy_there = "U" in self.atom_flags
+        if ungreedy_now != ungreedy_there:
+            lazy = not lazy
+        op_text = s[i:end] + ("?" if lazy else "")
+        atom = self.out[self.atom_start : self.atom_end]
+        if self.atom_repeated:
+            atom = ["(?:", *atom, ")"]
+        self.out[self.atom_start : self.atom_end] = [*atom, op_text]
+        self.atom_end = self.atom_start + len(atom) + 1
+        self.atom_repeated = True
+        return after
+
+    # -- escapes -----------------------------------------------------------------------------
+
+    def escape(self, i: int) -> int:
+        s, n = self.s, len(self.s)
+        if i + 1 < n:
+            c = s[i + 1]
+            if c == "A":
+                self.simple("\\A")
+                return i + 2
+            if c == "b":
+                self.simple("\\b")
+                return i + 2
+            if c == "B":
+                self.has_not_boundary = True
+                self.simple("\\B")
+                return i + 2
+            if c == "C":
+                raise _err("invalid escape sequence", "\\C")
+            if c == "Q":
+                end = s.find("\\E", i + 2)
+                lit = s[i + 2 : end if end >= 0 else n]
+                for ch in lit:
+                    self.literal(ch)
+                return end + 2 if end >= 0 else n
+            if c == "z":
+                self.simple("\\z")
+                return i + 2
+            if c in "pP":
+                text, j = self.unicode_class(i, in_class=False)
+                self.simple(text, cls=True)
+                return j
+            if c in "dDwWsS":
+                self.simple(s[i : i + 2], cls=True)
+                return i + 2
+        ch, j = self.parse_escape(i)
+        self.literal(ch)
         return j
 
-    # The last atom is out[atom_start:atom_end]; a repeat is placed right after it, before any
-    # mid-group flag openers emitted since (Go applies "a(?i)*" to the "a").
-    atom_start = atom_end = 0
-    atom_quantified = False
+    def parse_escape(self, i: int) -> tuple[str, int]:
+        """Go's parseEscape for s[i] == '\\': the character and the index after it."""
+        s, n = self.s, len(self.s)
+        if i + 1 >= n:
+            raise _err("trailing backslash at end of expression", "")
+        c = s[i + 1]
+        j = i + 2
+        if c in "1234567" and not (j < n and "0" <= s[j] <= "7"):
+            raise _err("invalid escape sequence", s[i:j])
+        if c in "01234567":
+            v = int(c)
+            for _ in range(2):
+                if j < n and "0" <= s[j] <= "7":
+                    v = v * 8 + int(s[j])
+                    j += 1
+            return chr(v), j
+        if c == "x":
+            if j >= n:
+                raise _err("invalid escape sequence", s[i:j])
+            if s[j] == "{":
+                k = j + 1
+                v = 0
+                nhex = 0
+                while True:
+                    if k >= n:
+                        raise _err("invalid escape sequence", s[i:k])
+                    d = s[k]
+                    k += 1
+                    if d == "}":
+                        break
+                    if d not in _HEX:
+                        raise _err("invalid escape sequence", s[i:k])
+                    v = v * 16 + int(d, 16)
+                    if v > 0x10FFFF:
+                        raise _err("invalid escape sequence", s[i:k])
+                    nhex += 1
+                if nhex == 0:
+                    raise _err("invalid escape sequence", s[i:k])
+                return chr(v), k
+            x = s[j]
+            y = s[j + 1] if j + 1 < n else ""
+            k = min(j + 2, n)
+            if x not in _HEX or not y or y not in _HEX:
+                raise _err("invalid escape sequence", s[i:k])
+            return chr(int(x + y, 16)), k
+        simple = {"a": "\a", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
+        if c in simple:
+            return simple[c], j
+        if c.isascii() and not c.isalnum():
+            return c, j
+        raise _err("invalid escape sequence", s[i:j])
 
-    def emit_atom(tokens: list[str]) -> None:
-        nonlocal atom_start, atom_end, atom_quantified, can_repeat, last_repeat
-        atom_start = len(out)
-        out.extend(tokens)
-        atom_end = len(out)
-        atom_quantified = False
-        can_repeat, last_repeat = True, False
-
-    while i < n:
-        c = pattern[i]
-        top = stack[-1]
-        if c == "\\":
-            if pattern.startswith("\\Q", i):
-                end = pattern.find("\\E", i + 2)
-                lit = pattern[i + 2 : end if end >= 0 else n]
-                i = end + 2 if end >= 0 else n
-                for ch in lit:  # one atom per character: a repeat applies to the last one
-                    emit_atom([_lit(ch)])
-                continue
-            txt, i, _ = escape_at(i, False)
-            emit_atom([txt])
-            continue
-        if c == "[":
-            mark = len(out)
-            i = parse_class(i)
-            emit_atom([out.pop()] if len(out) > mark else [])
-            continue
-        if c == "(":
-            if pattern.startswith("(?", i):
-                fm = _FLAGS.match(pattern, i)
-                if pattern.startswith("(?:", i):
-                    stack.append(_Group(set(top.flags), set(top.flags), len(out)))
-                    out.append("(?:")
-                    i += 3
-                elif pattern.startswith("(?P<", i) or pattern.startswith("(?<", i):
-                    j = i + (4 if pattern[i + 2] == "P" else 3)
-                    end = pattern.find(">", j)
-                    name = pattern[j:end] if end > 0 else ""
-                    if end < 0 or not _NAME.fullmatch(name):
-                        raise err("invalid named capture", pattern[i : (end + 1 if end > 0 else n)])
-                    stack.append(_Group(set(top.flags), set(top.flags), len(out)))
-                    out.append(f"(?P<{name}>")
-                    i = end + 1
-                elif fm and fm.group(1) not in ("", "-") and not fm.group(1).endswith("-"):
-                    spec, kind = fm.group(1), fm.group(2)
-                    on, _, off = spec.partition("-")
-                    flags = (set(top.flags) | set(on)) - set(off)
-                    py = _py_flags(on, off)
-                    i = fm.end()
-                    if kind == ":":
-                        stack.append(_Group(flags, set(top.flags), len(out)))
-                        out.append(f"(?{py}:" if py else "(?:")
-                    else:
-                        # flags for the rest of the group; the previous atom stays repeatable
-                        if py:
-                            out.append(f"(?{py}:")
-                            top.opened.append(py)
-                        top.flags = flags
-                        last_repeat = False
-                        continue
-                else:
-                    raise err("invalid or unsupported Perl syntax", pattern[i : i + 3])
-            else:
-                stack.append(_Group(set(top.flags), set(top.flags), len(out)))
-                out.append("(")
-                i += 1
-            can_repeat, last_repeat = False, False
-            continue
-        if c == ")":
-            if len(stack) == 1:
-                raise err("unexpected )", pattern)
-            out.append(")" * len(top.opened))
-            out.append(")")
-            stack.pop()
-            atom_start, atom_end, atom_quantified = top.start, len(out), False
-            can_repeat, last_repeat = True, False
-            i += 1
-            continue
-        if c == "|":
-            out.append(")" * len(top.opened))
-            out.append("|")
-            out.append("".join(f"(?{f}:" for f in top.opened))
-            i += 1
-            can_repeat, last_repeat = False, False
-            continue
-        if c in "*+?" or (c == "{" and _REPEAT.match(pattern, i)):
-            if c == "{":
-                rm = _REPEAT.match(pattern, i)
-                assert rm is not None
-                lo_n = int(rm.group(1))
-                hi_s = rm.group(3)
-                if lo_n > _MAX_REPEAT or (hi_s and (int(hi_s) > _MAX_REPEAT or int(hi_s) < lo_n)):
-                    raise err("invalid repeat count", rm.group(0))
-                op, i = rm.group(0), rm.end()
-            else:
-                op, i = c, i + 1
-            if last_repeat:
-                raise err("invalid nested repetition operator", op)
-            if not can_repeat:
-                raise err("missing argument to repetition operator", op)
-            lazy = i < n and pattern[i] == "?"
-            if lazy:
-                i += 1
-            if "U" in top.flags:
-                lazy = not lazy
-            atom = out[atom_start:atom_end]
-            if atom_quantified:  # "a*(?i)*": repeat the repeated atom
-                atom = ["(?:", *atom, ")"]
-            out[atom_start:] = [*atom, op + ("?" if lazy else ""), *out[atom_end:]]
-            atom_end = atom_start + len(atom) + 1
-            atom_quantified = True
-            last_repeat = True
-            continue
-        if c == "{":
-            emit_atom(["\\{"])
-        elif c == "$":
-            emit_atom(["(?:$)" if "m" in top.flags else "(?:\\Z)"])
-        elif c == "^":
-            emit_atom(["(?:^)"])
-        elif c == ".":
-            emit_atom(["."])
+    def unicode_class(self, i: int, *, in_class: bool) -> tuple[str, int]:
+        """Go's parseUnicodeClass at s[i:] == '\\p...' or '\\P...'."""
+        s, n = self.s, len(self.s)
+        negate = s[i + 1] == "P"
+        j = i + 2
+        if j < n and s[j] == "{":
+            end = s.find("}", i)
+            if end < 0:
+                raise _err("invalid character class range", s[i:])
+            seq, name, j = s[i : end + 1], s[j + 1 : end], end + 1
         else:
-            emit_atom([_lit(c)])
-        i += 1
-    if len(stack) != 1:
-        raise err("missing closing )", pattern)
-    out.append(")" * len(stack[0].opened))
-    return "".join(out)
+            seq = s[i : j + 1]
+            name = s[j : j + 1]
+            j = min(j + 1, n)
+        if name.startswith("^"):
+            negate, name = not negate, name[1:]
+        text = _unicode_class(name, negate, in_class)
+        if text is None:
+            raise _err("invalid character class range", seq)
+        return text, j
+
+    # -- bracket expressions -----------------------------------------------------------------
+
+    def parse_class(self, i: int) -> int:
+        s, n = self.s, len(self.s)
+        start = i
+        j = i + 1
+        items: list[str] = []
+        negated = j < n and s[j] == "^"
+        if negated:
+            j += 1
+        single: str | None = None  # the class is this one character
+        count = 0
+        first = True
+        while j >= n or s[j] != "]" or first:
+            first = False
+            if j >= n:
+                raise _err("missing closing ]", s[start:])
+            if s.startswith("[:", j):
+                end = s.find(":]", j + 2)
+                if end >= 0:
+                    name = s[j : end + 2]
+                    bare = name[2:-2]
+                    if bare.startswith("^"):
+                        bare = bare[1:]
+                    if bare not in _POSIX_NAMES:
+                        raise _err("invalid character class range", name)
+                    items.append(name)
+                    count += 2
+                    j = end + 2
+                    continue
+            if s[j] == "\\" and j + 1 < n and s[j + 1] in "pP":
+                text, j = self.unicode_class(j, in_class=True)
+                if text:
+                    items.append(text)
+                count += 2
+                continue
+            if s[j] == "\\" and j + 1 < n and s[j + 1] in "dDwWsS":
+                items.append(s[j : j + 2])
+                count += 2
+                j += 2
+                continue
+            rng = j
+            lo, j = self.class_char(j, start)
+            hi = lo
+            if j + 1 < n and s[j] == "-" and s[j + 1] != "]":
+                hi, j = self.class_char(j + 1, start)
+                if hi < lo:
+                    raise _err("invalid character class range", s[rng:j])
+            items.append(_lit(lo) if lo == hi else f"{_lit(lo)}-{_lit(hi)}")
+            count += 1
+            single = lo if lo == hi and count == 1 else None
+        j += 1
+        if not items:
+            text = "[^\\x{0}-\\x{10ffff}]" if not negated else "[\\x{0}-\\x{10ffff}]"
+        else:
+            text = "[" + ("^" if negated else "") + "".join(items) + "]"
+        if single is not None and count == 1 and not negated and "i" not in self.stack[-1].flags:
+            self.atom(text, _Node(1, 1, 1, lit=1, cls=True))  # Go turns [a] into the literal a
+        else:
+            self.simple(text, cls=True)
+        return j
+
+    def class_char(self, j: int, start: int) -> tuple[str, int]:
+        s = self.s
+        if j >= len(s):
+            raise _err("missing closing ]", s[start:])
+        if s[j] == "\\":
+            return self.parse_escape(j)
+        return s[j], j + 1
 
 
-def _unescape_class(txt: str) -> str:
-    """The single character a translated class item stands for."""
-    if txt.startswith("\\") and len(txt) == 2:
-        return {"a": "\a", "f": "\f", "t": "\t", "n": "\n", "r": "\r", "v": "\v"}.get(txt[1], txt[1])
-    return txt
+def _parse_repeat(s: str, i: int) -> tuple[int, int, int] | None:
+    """Go's parseRepeat at s[i] == '{': (min, max, end) or None when ``{`` is a literal.
+
+    max is -1 for ``{n,}``; min is -1 when a number is too big (an error for the caller).
+    """
+    n = len(s)
+    j = i + 1
+    lo, j = _parse_int(s, j)
+    if lo is None or j >= n:
+        return None
+    if s[j] != ",":
+        hi = lo
+    else:
+        j += 1
+        if j >= n:
+            return None
+        if s[j] == "}":
+            hi = -1
+        else:
+            got, j = _parse_int(s, j)
+            if got is None:
+                return None
+            hi = got
+            if hi < 0:
+                lo = -1
+    if j >= n or s[j] != "}":
+        return None
+    return lo, hi, j + 1
 
 
-def _py_flags(on: str, off: str) -> str:
-    on_py = "".join(f for f in on if f in "ims")
-    off_py = "".join(f for f in off if f in "ims")
-    return on_py + ("-" + off_py if off_py else "")
+def _parse_int(s: str, j: int) -> tuple[int | None, int]:
+    n = len(s)
+    if j >= n or not ("0" <= s[j] <= "9"):
+        return None, j
+    if j + 1 < n and s[j] == "0" and "0" <= s[j + 1] <= "9":
+        return None, j  # Go refuses leading zeros: the { is a literal
+    k = j
+    while k < n and "0" <= s[k] <= "9":
+        k += 1
+    digits = s[j:k]
+    v = -1 if len(digits) > 9 else int(digits)  # Go gives up past 1e8: an invalid count
+    return v, k
+
+
+def utf8(s: str) -> bytes:
+    """The UTF-8 text Go would hold for s."""
+    try:
+        return s.encode()
+    except UnicodeEncodeError:  # lone surrogates: one U+FFFD each, as Go's JSON decoding gives
+        return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in s).encode()
+
+
+class GoRegexp:
+    """A compiled Go regexp. ``match_string`` is Go's MatchString; the ``*_index`` methods work
+    on UTF-8 bytes, as Go's do, and return byte offsets."""
+
+    __slots__ = ("_full", "_match", "_shift", "num_subexp", "pattern", "subexp_names")
+
+    def __init__(self, pattern: str) -> None:
+        parsed = parse(pattern)
+        text = parsed.text
+        shift = 0
+        if parsed.has_not_boundary:
+            text = f"(?s:.)*?({text})"
+            shift = 1
+        full = _re2.RE2(text.encode(), _OPTS_CAPTURE)
+        if not full.ok():
+            raise _re2_error(pattern, full.error().decode(errors="replace"))
+        booler = _re2.RE2(text.encode(), _OPTS_BOOL)
+        self.pattern = pattern
+        self.subexp_names = ["", *parsed.names]
+        self.num_subexp = len(parsed.names)
+        self._full = full.Match
+        self._match = booler.Match
+        self._shift = shift
+
+    def match_string(self, s: str) -> bool:
+        b = utf8(s)
+        anchor = _ANCHOR_START if self._shift else _UNANCHORED
+        return bool(self._match(anchor, b, 0, len(b))[0][0] >= 0)
+
+    def find_submatch_index(self, b: bytes, pos: int = 0) -> list[int] | None:
+        """Go's FindSubmatchIndex on b from byte pos (the text before pos is context)."""
+        if self._shift:
+            spans = self._full(_ANCHOR_START, b, pos, len(b))[1:]
+        else:
+            spans = self._full(_UNANCHORED, b, pos, len(b))
+        if spans[0][0] < 0:
+            return None
+        return [x for span in spans for x in span]
+
+    def subexp_index(self, name: str) -> int:
+        for i, n in enumerate(self.subexp_names):
+            if n and n == name:
+                return i
+        return -1
+
+    def __repr__(self) -> str:
+        return f"GoRegexp({self.pattern!r})"
+
+
+def _re2_error(pattern: str, message: str) -> GoRegexError:
+    if "too large" in message or "pattern too large" in message:
+        return _err("expression too large", pattern)
+    return GoRegexError(f"error parsing regexp: {message}: `{pattern}`")
 
 
 @lru_cache(maxsize=4096)
-def compile_go(pattern: str) -> re.Pattern[str]:
-    """Compile a Go regexp; cached by pattern like upstream. Raises GoRegexError.
-
-    Ordinary patterns run on the fast ``re`` translation. Two kinds run on RE2 itself (Go's
-    engine, google-re2 from cel-python) when it is installed: Unicode classes, which ``re``
-    cannot spell, and nested repetitions (see ``nested_repetition``), which would backtrack
-    exponentially on ``re``. RE2 offers the ``re`` API the callers use.
-    """
+def compile_go(pattern: str) -> GoRegexp:
+    """Compile a Go regexp (cached by pattern, like upstream's per-rule cache). Raises GoRegexError."""
     try:
-        src = translate(pattern)
-    except GoRegexError as e:
-        if "Unicode character classes" in str(e):
-            rx = re2_compile(pattern)
-            if rx is not None:
-                return rx  # type: ignore[no-any-return]
-        raise
-    try:
-        compiled = re.compile(src, re.ASCII)
-    except re.error as e:
-        raise GoRegexError(f"error parsing regexp: {e}: `{pattern}`") from None
-    if nested_repetition(pattern):
-        linear = re2_compile(pattern)
-        if linear is not None:
-            return linear  # type: ignore[no-any-return]
-    return compiled
+        return GoRegexp(pattern)
+    except RecursionError:  # not expected (the parser is iterative); never a traceback
+        raise _err("expression nests too deeply", pattern) from None
 
 
-def nested_repetition(pattern: str) -> bool:
-    """Is a repeat applied to a group holding a repeat or an alternation, or to a repeat?
-
-    That shape (``(a+)+$``, ``(a|aa)*c``, Go's legal ``a*(?i)+``) is what makes a backtracking
-    engine exponential. A flags-only group ``(?i)`` is transparent, as in Go's parser.
-    """
-    stack: list[bool] = []  # per open group: has it seen a repeat or '|'?
-    risky = False  # the item just before is a risky group or a repeat
-    i, n = 0, len(pattern)
-    while i < n:
-        c = pattern[i]
-        risky_before, risky = risky, False
-        if c == "\\":
-            i += 2
-        elif c == "[":
-            i = _skip_class(pattern, i)
-        elif c == "(":
-            fm = _FLAGS.match(pattern, i)
-            if fm and fm.group(2) == ")":
-                risky = risky_before
-                i = fm.end()
-                continue
-            stack.append(False)
-            i += 2 if pattern.startswith("(?", i) else 1  # "(?" opens a group, not a repeat
-        elif c == ")":
-            inner = stack.pop() if stack else False
-            risky = inner
-            if inner and stack:
-                stack[-1] = True
-            i += 1
-        elif c in "*+?" or (c == "{" and _REPEAT.match(pattern, i)):
-            if risky_before:
-                return True
-            if stack:
-                stack[-1] = True
-            rm = _REPEAT.match(pattern, i) if c == "{" else None
-            i = rm.end() if rm else i + 1
-            if pattern.startswith("?", i):  # lazy marker, not another repeat
-                i += 1
-            risky = True
-        else:
-            if c == "|" and stack:
-                stack[-1] = True
-            i += 1
-    return False
-
-
-def _skip_class(pattern: str, i: int) -> int:
-    """The index just past the bracket expression starting at pattern[i] == '['."""
-    j = i + 1
-    if pattern.startswith("^", j):
-        j += 1
-    if pattern.startswith("]", j):
-        j += 1
-    while j < len(pattern) and pattern[j] != "]":
-        j += 2 if pattern[j] == "\\" else 1
-    return j + 1
-
-
-def re2_compile(pattern: str) -> Any:
-    """RE2 (Go's dialect) for what ``re`` cannot spell or run safely; None if unavailable or invalid."""
-    try:
-        import re2  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return None
-    options = re2.Options()
-    options.log_errors = False
-    try:
-        return re2.compile(pattern, options)
-    except Exception:
-        return None
+def rune_width(b: bytes, pos: int) -> int:
+    """Width in bytes of the UTF-8 character at b[pos] (0 at the end)."""
+    if pos >= len(b):
+        return 0
+    c = b[pos]
+    return 1 if c < 0x80 else 2 if c < 0xE0 else 3 if c < 0xF0 else 4

@@ -13,7 +13,6 @@ prefixing, ``denyNodeFeatureLabels`` for third-party objects).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,7 +31,7 @@ from nfd.api.validation import (
     validate_taint,
 )
 from nfd.rules.engine import RuleOutput, add_ns
-from nfd.rules.goregex import GoRegexError, compile_go
+from nfd.rules.goregex import GoRegexError, GoRegexp, compile_go
 
 
 @dataclass(slots=True)
@@ -47,7 +46,7 @@ class PolicyConfig:
     disable_extended_resources: bool = False
     deny_node_feature_labels: bool = False
     allow_overwrite: bool = True  # node-update behaviour; carried here for the master
-    _whitelist_re: re.Pattern[str] | None = field(default=None, repr=False)
+    _whitelist_re: GoRegexp | None = field(default=None, repr=False)
     _deny_exact: frozenset[str] = field(default=frozenset(), repr=False)
     _deny_suffix: tuple[str, ...] = field(default=(), repr=False)
 
@@ -151,7 +150,7 @@ def filter_label(
             return None, f"namespace {ns!r} is not allowed"
     elif err is not None and not (config.disable_auto_prefix and err is ERR_UNPREFIXED):
         return None, err
-    if config._whitelist_re is not None and config._whitelist_re.search(base) is None:
+    if config._whitelist_re is not None and not config._whitelist_re.match_string(base):
         return None, f"{base} ({name}) does not match the whitelist ({config.label_whitelist})"
     return value, None
 

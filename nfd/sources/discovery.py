@@ -10,13 +10,16 @@ import logging
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nfd.api import DEFAULT_LABEL_NS
 from nfd.api.errors import ValidationError
 from nfd.api.features import Features
 from nfd.sources import registry
 from nfd.sources.base import DiscoveryContext
+
+if TYPE_CHECKING:
+    from nfd.rules.goregex import GoRegexp
 
 log = logging.getLogger("nfd.sources")
 
@@ -119,7 +122,7 @@ def compute_labels(
     configs: dict[str, dict[str, Any]],
     ctx: DiscoveryContext,
     *,
-    whitelist: re.Pattern[str] | None = None,
+    whitelist: GoRegexp | None = None,
 ) -> dict[str, str]:
     """Labels of label sources ``names``, run in (priority, name) order so later sources win,
     prefixed and validated as upstream's worker does."""
@@ -140,7 +143,7 @@ def compute_labels(
             if not valid_label_value(value):
                 log.info("source %s: label %s: invalid value %r dropped", name, key, value)
                 continue
-            if whitelist is not None and not whitelist.search(key.rpartition("/")[2]):
+            if whitelist is not None and not whitelist.match_string(key.rpartition("/")[2]):
                 continue
             out[key] = value
     return out

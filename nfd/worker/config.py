@@ -9,12 +9,14 @@ labelWhiteList, noPublish, noPublishFeatures, ownerRefs, noOwnerRefs, klog}`` an
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nfd.api.errors import ValidationError
 from nfd.common.goduration import parse_go_duration
+
+if TYPE_CHECKING:
+    from nfd.rules.goregex import GoRegexp
 
 log = logging.getLogger("nfd.worker")
 
@@ -41,7 +43,7 @@ class WorkerConfig:
     sleep_interval: float = 60.0
     feature_sources: list[str] = field(default_factory=lambda: ["all"])
     label_sources: list[str] = field(default_factory=lambda: ["all"])
-    label_whitelist: re.Pattern[str] | None = None
+    label_whitelist: GoRegexp | None = None
     no_publish: bool = False
     no_publish_features: list[str] = field(default_factory=list)
     owner_refs: list[str] = field(default_factory=lambda: ["pod", "ds"])
@@ -123,7 +125,7 @@ def _build(doc: Any) -> WorkerConfig:
             raise ValidationError("core.labelWhiteList", "must be a string")
         try:
             cfg.label_whitelist = compile_go(wl)
-        except (GoRegexError, re.error) as e:
+        except GoRegexError as e:
             raise ValidationError("core.labelWhiteList", f"invalid regexp: {e}") from e
     for key, attr in (("noPublish", "no_publish"), ("noOwnerRefs", None)):
         if key in core and not isinstance(core[key], bool):

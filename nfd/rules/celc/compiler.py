@@ -298,8 +298,8 @@ class Compiler:
             except CelError as e:
                 raise CelSyntaxError(n.args[-1].pos, str(e)) from None
             sf = all_args[0].fn
-            search = rx.search
-            return _C(rt, lambda a: search(sf(a)) is not None, f"({self.k(search)}({all_args[0].py}) is not None)")
+            match = rx.match_string
+            return _C(rt, lambda a: match(sf(a)), f"{self.k(match)}({all_args[0].py})")
         py = f"{self.k(impl)}({', '.join(a.py for a in all_args)})"
         return _C(rt, _apply(impl, all_args), py)
 

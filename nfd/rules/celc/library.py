@@ -12,7 +12,6 @@ import re
 from collections.abc import Callable
 from decimal import Decimal
 from fractions import Fraction
-from functools import lru_cache
 from typing import Any, NamedTuple
 
 from nfd.rules.celc.types import (
@@ -41,8 +40,7 @@ from nfd.rules.celc.values import (
     check_uint,
     type_name,
 )
-from nfd.rules.goregex import GoRegexError, compile_go
-from nfd.rules.goregex import nested_repetition as _backtracking_risk  # noqa: F401 - old name, tests use it
+from nfd.rules.goregex import GoRegexError, GoRegexp, compile_go
 
 
 class Overload(NamedTuple):
@@ -331,14 +329,8 @@ def _bool_from_string(s: str) -> bool:
 
 # -- strings ------------------------------------------------------------------------------------
 
-@lru_cache(maxsize=1024)
-def compile_regex(pattern: str) -> Any:
-    """Compile a Go RE2 pattern for ``matches()``; the result has ``.search(text)``.
-
-    The same shared translation as ``InRegexp`` (fast, and the same answers); it runs nested
-    repetitions (``(a+)+$``), exponential on a backtracking engine, on RE2 itself (google-re2,
-    a cel-python dependency): linear time, about 15 µs per call instead of well under 1 µs.
-    """
+def compile_regex(pattern: str) -> GoRegexp:
+    """Compile a pattern for ``matches()``: a Go regexp on RE2, as cel-go's (nfd.rules.goregex)."""
     try:
         return compile_go(pattern)
     except GoRegexError as e:
@@ -346,7 +338,7 @@ def compile_regex(pattern: str) -> Any:
 
 
 def _matches(s: str, pattern: str) -> bool:
-    return compile_regex(pattern).search(s) is not None
+    return compile_regex(pattern).match_string(s)
 
 
 def _lower_ascii(s: str) -> str:

@@ -1,17 +1,15 @@
-"""Go regexp matching rules on top of the shared RE2 translator (nfd.rules.goregex).
+"""Go's regexp API as Sprig uses it, over the shared Go regexp on RE2 (nfd.rules.goregex).
 
-Translation lives in nfd.rules.goregex (also used by rule expressions); this module adds what
-Sprig needs from Go's regexp API: FindAll's handling of empty matches, ReplaceAllString's `$1`/
-`${name}` expansion and empty-match rule, and Split.
+FindAll, ReplaceAllString (``$1``/``${name}`` expansion) and Split follow Go's loops, on the
+UTF-8 bytes as Go runs them: an empty match right after a previous match is dropped, and the
+search moves on by one character after an empty match.
 """
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
-from typing import Any
 
-from ..goregex import GoRegexError, re2_compile
+from ..goregex import GoRegexError, GoRegexp, rune_width, utf8
 from ..goregex import compile_go as _shared_compile
 from .budget import string_limit, string_too_long
 from .errors import FuncError
@@ -22,45 +20,51 @@ class RegexError(FuncError):
 
 
 @lru_cache(maxsize=1024)
-def compile_go(pat: str) -> Any:
-    """Compile a Go regexp with the project's shared translator (nfd.rules.goregex).
-
-    That already runs nested repetitions (exponential on a backtracking engine) on RE2; here
-    case-insensitive non-ASCII patterns go there too, since the `re` path folds ASCII only.
-    Either object offers the `re` API used here.
-    """
+def compile_go(pat: str) -> GoRegexp:
     try:
-        rx = _shared_compile(pat)
+        return _shared_compile(pat)
     except GoRegexError as e:
         raise RegexError(str(e)) from None
-    except RecursionError:
-        raise RegexError(f"error parsing regexp: expression nests too deeply: `{pat}`") from None
-    if not pat.isascii() and re.search(r"\(\?[a-zA-Z]*i", pat):
-        linear = re2_compile(pat)
-        if linear is not None:
-            return linear
-    return rx
 
 
-def find_all(rx: Any, s: str, n: int) -> list[Any]:
-    """Go's FindAll: non-overlapping; an empty match right after a previous match is dropped."""
+def _all_matches(rx: GoRegexp, b: bytes, n: int) -> list[list[int]]:
+    """Go's allMatches: submatch index lists of up to n (all when n < 0) successive matches."""
+    out: list[list[int]] = []
     if n == 0:
-        return []
-    out: list[Any] = []
-    prev_end = -1
-    for m in rx.finditer(s):
-        if m.start() == m.end() and m.start() == prev_end:
-            continue
-        out.append(m)
-        prev_end = m.end()
-        if 0 < n <= len(out):
+        return out
+    pos, end, prev_end = 0, len(b), -1
+    while (n < 0 or len(out) < n) and pos <= end:
+        m = rx.find_submatch_index(b, pos)
+        if m is None:
             break
+        accept = True
+        if m[1] == pos:  # an empty match
+            if m[0] == prev_end:
+                accept = False  # not right after the previous match
+            pos += rune_width(b, pos) or 1
+        else:
+            pos = m[1]
+        prev_end = m[1]
+        if accept:
+            out.append(m)
     return out
 
 
-def _expand_parts(rx: Any, template: str) -> list[Any]:
-    """Parse a Go Expand template ($1, ${1}, $name, ${name}, $$) into literals and group refs."""
-    parts: list[Any] = []
+def find(rx: GoRegexp, s: str) -> str:
+    b = utf8(s)
+    m = rx.find_submatch_index(b)
+    return b[m[0] : m[1]].decode() if m else ""
+
+
+def find_all(rx: GoRegexp, s: str, n: int) -> list[str]:
+    b = utf8(s)
+    return [b[m[0] : m[1]].decode() for m in _all_matches(rx, b, n)]
+
+
+def _expand_parts(rx: GoRegexp, template: str) -> list[bytes | int | str | None]:
+    """Parse a Go Expand template ($1, ${1}, $name, ${name}, $$): literal bytes, a group number,
+    a group name, or None for a group that does not exist."""
+    parts: list[bytes | int | str | None] = []
     i = 0
     n = len(template)
     lit: list[str] = []
@@ -86,61 +90,81 @@ def _expand_parts(rx: Any, template: str) -> list[Any]:
             continue
         i = k + 1 if brace else k
         if lit:
-            parts.append("".join(lit))
+            parts.append("".join(lit).encode())
             lit = []
         if name.isdigit():
             idx = int(name)
-            parts.append(idx if idx <= rx.groups else None)
+            parts.append(idx if idx <= rx.num_subexp else None)
         else:
-            parts.append(rx.groupindex.get(name))
+            parts.append(name)
     if lit:
-        parts.append("".join(lit))
+        parts.append("".join(lit).encode())
     return parts
 
 
-def replace_all(rx: Any, s: str, repl: str, *, literal: bool) -> str:
-    parts = [repl] if literal else _expand_parts(rx, repl)
-    out: list[str] = []
-    last = 0
-    # Expansions can multiply the text (`$0$0$0...`); the size is checked as it grows.
-    size = len(s)
-    limit = string_limit()
-    for m in rx.finditer(s):
-        a, b = m.span()
-        out.append(s[last:a])
-        if b > last or a == 0:
+def _group(rx: GoRegexp, b: bytes, m: list[int], ref: int | str) -> bytes:
+    """Group ref's text in match m; for a name, the first group of it that took part (as Go)."""
+    if isinstance(ref, int):
+        a, z = m[2 * ref], m[2 * ref + 1]
+        return b[a:z] if a >= 0 else b""
+    for i, name in enumerate(rx.subexp_names):
+        if name == ref and m[2 * i] >= 0:
+            return b[m[2 * i] : m[2 * i + 1]]
+    return b""
+
+
+def replace_all(rx: GoRegexp, s: str, repl: str, *, literal: bool) -> str:
+    """Go's ReplaceAllString / ReplaceAllLiteralString."""
+    b = utf8(s)
+    parts = [repl.encode()] if literal else _expand_parts(rx, repl)
+    out: list[bytes] = []
+    size = 0
+    limit = string_limit()  # expansions can multiply the text (`$0$0$0...`)
+    last_end, search = 0, 0
+    while search <= len(b):
+        m = rx.find_submatch_index(b, search)
+        if m is None:
+            break
+        out.append(b[last_end : m[0]])
+        size += m[0] - last_end
+        if m[1] > last_end or m[0] == 0:
             for p in parts:
-                if isinstance(p, str):
-                    out.append(p)
-                    size += len(p)
-                elif isinstance(p, int):
-                    g = m.group(p) or ""
-                    out.append(g)
-                    size += len(g)
+                if p is None:
+                    continue
+                piece = p if isinstance(p, bytes) else _group(rx, b, m, p)
+                out.append(piece)
+                size += len(piece)
             if size > limit:
                 raise string_too_long(size, limit)
-        elif a == b:
-            pass
-        last = b
-    out.append(s[last:])
-    return "".join(out)
+        last_end = m[1]
+        width = rune_width(b, search)
+        if search + width > m[1]:
+            search += width
+        elif search + 1 > m[1]:
+            search += 1  # only at the end of the input
+        else:
+            search = m[1]
+    out.append(b[last_end:])
+    return b"".join(out).decode()
 
 
-def split(rx: Any, s: str, n: int) -> list[str]:
+def split(rx: GoRegexp, s: str, n: int) -> list[str]:
+    """Go's (*Regexp).Split."""
     if n == 0:
         return []
     if rx.pattern and s == "":
         return [""]
-    matches = find_all(rx, s, n)
+    b = utf8(s)
+    matches = _all_matches(rx, b, n)
     out: list[str] = []
     beg = end = 0
     for m in matches:
         if n > 0 and len(out) == n - 1:
             break
-        end = m.start()
-        if m.end() != 0:
-            out.append(s[beg:end])
-        beg = m.end()
-    if end != len(s):
-        out.append(s[beg:])
+        end = m[0]
+        if m[1] != 0:
+            out.append(b[beg:end].decode())
+        beg = m[1]
+    if end != len(b):
+        out.append(b[beg:].decode())
     return out

@@ -7,7 +7,7 @@ from typing import Any
 from . import funcs as K
 from .errors import FuncError
 from .funcs import Func
-from .goregex import compile_go, find_all, replace_all, split
+from .goregex import compile_go, find, find_all, replace_all, split
 from .values import StringList
 
 
@@ -20,20 +20,19 @@ def _quiet_compile(pat: str) -> Any:
 
 def regex_match(pat: str, s: str) -> bool:
     rx = _quiet_compile(pat)
-    return bool(rx and rx.search(s))
+    return bool(rx and rx.match_string(s))
 
 
 def must_regex_match(pat: str, s: str) -> bool:
-    return compile_go(pat).search(s) is not None
+    return compile_go(pat).match_string(s)
 
 
 def regex_find_all(pat: str, s: str, n: int) -> list[str]:
-    return StringList(m.group(0) for m in find_all(compile_go(pat), s, n))
+    return StringList(find_all(compile_go(pat), s, n))
 
 
 def regex_find(pat: str, s: str) -> str:
-    m = compile_go(pat).search(s)
-    return m.group(0) if m else ""
+    return find(compile_go(pat), s)
 
 
 def regex_replace_all(pat: str, s: str, repl: str) -> str:

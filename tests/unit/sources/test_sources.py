@@ -5,7 +5,6 @@ from __future__ import annotations
 import gzip
 import logging
 import os
-import re
 from datetime import UTC, datetime
 
 import pytest
@@ -13,6 +12,7 @@ import pytest
 from nfd.api.errors import ValidationError
 from nfd.api.features import Features
 from nfd.hostpaths import HostPaths
+from nfd.rules.goregex import compile_go
 from nfd.sources import registry
 from nfd.sources.base import DiscoveryContext
 from nfd.sources.discovery import compute_labels, discover, parse_source_configs
@@ -306,7 +306,7 @@ def test_labels_priority_prefix_validation_and_whitelist(tree):
         "fake-fakefeature1": "from-local",
         "example.com/x": "1",
     }
-    wl = compute_labels(feats, ["fake", "local"], fake, ctx, whitelist=re.compile(r"^fake-fake|^x$"))
+    wl = compute_labels(feats, ["fake", "local"], fake, ctx, whitelist=compile_go(r"^fake-fake|^x$"))
     assert wl == {"feature.node.kubernetes.io/fake-fakefeature1": "from-fake", "fake-fakefeature1": "from-local",
                   "example.com/x": "1"}
 

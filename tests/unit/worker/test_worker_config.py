@@ -34,7 +34,7 @@ def test_full_config():
     })
     assert cfg.sleep_interval == 10
     assert cfg.label_sources == ["pci", "kernel"]  # deprecated core.sources wins
-    assert cfg.label_whitelist.search("cpu-cpuid.AVX") and not cfg.label_whitelist.search("pci-x")
+    assert cfg.label_whitelist.match_string("cpu-cpuid.AVX") and not cfg.label_whitelist.match_string("pci-x")
     assert cfg.owner_refs == ["node", "ds"]
     assert cfg.source_configs["pci"]["deviceLabelFields"] == ["vendor"]
     assert cfg.source_configs["cpu"]["cpuid"]["attributeWhitelist"] == ["AVX"]

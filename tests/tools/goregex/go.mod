@@ -1,0 +1,3 @@
+module nfd.test/goregex
+
+go 1.25
