@@ -95,7 +95,24 @@ def _problem_field(msg: str) -> str:
     """The expression's field a compile problem is about."""
     if msg.startswith("unknown operator"):
         return "op"
+    if msg.startswith("value["):
+        return msg.partition(":")[0]
     return "type" if "'type' field" in msg else "value"
+
+
+def _problem_text(msg: str) -> str:
+    return msg.partition(": ")[2] if msg.startswith("value[") else msg
+
+
+_MAX_PATTERN_TEXT = 200
+
+
+def _abbreviated(msg: str) -> str:
+    """A regexp error with a long pattern quoted in it, cut to a readable length."""
+    if len(msg) <= _MAX_PATTERN_TEXT:
+        return msg
+    head = msg[: _MAX_PATTERN_TEXT // 2]
+    return f"{head}... ({len(msg)} characters)"
 
 
 class Expr:
@@ -125,11 +142,11 @@ class Expr:
         pre_error, test, value_error, note = _compile_test(op, values, vtype, path)
         for msg in (pre_error, value_error, note):
             if msg:
-                self.problems.append((_problem_field(msg), msg))
+                self.problems.append((_problem_field(msg), _problem_text(msg)))
         if path:
             # the same field path as validation gives (``...matchExpressions.vendor.op``)
-            pre_error = pre_error and f"{path}.{_problem_field(pre_error)}: {pre_error}"
-            value_error = value_error and f"{path}.{_problem_field(value_error)}: {value_error}"
+            pre_error = pre_error and f"{path}.{_problem_field(pre_error)}: {_problem_text(pre_error)}"
+            value_error = value_error and f"{path}.{_problem_field(value_error)}: {_problem_text(value_error)}"
         # can_raise: evaluation may raise even with well-formed inputs (parsing the input value)
         self.can_raise = bool(pre_error or value_error) or op in _PARSING_OPS
         key_ = key
@@ -212,16 +229,14 @@ def _compile_test(
         if op == "NotIn":
             nvs = frozenset(values)
             return None, lambda v: v not in nvs, None, None
-        try:
-            res = [compile_go(v).match_string for v in values]
-        except GoRegexError:
-            return (
-                None,
-                None,
-                "invalid expressiom, 'value' field must only contain valid regexps for Op "
-                f"{go_quote(op)} (have {go_list(values)})",
-                None,
-            )
+        res = []
+        for i, v in enumerate(values):
+            try:
+                res.append(compile_go(v).match_string)
+            except GoRegexError as e:
+                # upstream: "invalid expressiom, 'value' field must only contain valid regexps";
+                # we name the value and give Go's own compile error
+                return None, None, f"value[{i}]: {_abbreviated(str(e))}", None
         if len(res) == 1:
             return None, res[0], None, None
         return None, lambda v: any(m(v) for m in res), None, None

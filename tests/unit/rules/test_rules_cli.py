@@ -501,7 +501,7 @@ def test_validate(tmp_path: Path, capsys: Any) -> None:
         'matchFeatures[0].matchExpressions.vendor.op: unknown operator "Equals"',
         "matchFeatures[0].matchExpressions.class.value: ",
         "matchFeatures[0].matchExpressions.rev.value: ",
-        "matchFeatures[0].matchExpressions.id.value: ",
+        "matchFeatures[0].matchExpressions.id.value[0]: error parsing regexp: missing closing ): `(`",
         "matchFeatures[0].matchExpressions.ver.type: ",
         "matchFeatures[1].feature: ",
         "labelsTemplate: ",

@@ -400,7 +400,7 @@ def test_static_problems_for_validation() -> None:
     assert probs["spec.rules[0].name"] == "required"
     assert "spec.rules[0].matchFeatures[0].feature" in probs
     assert "spec.rules[0].matchFeatures[0].matchExpressions.k.value" in probs
-    assert "spec.rules[0].matchFeatures[1].matchName.value" in probs
+    assert probs["spec.rules[0].matchFeatures[1].matchName.value[0]"] == "error parsing regexp: missing closing ): `(`"
 
 
 # -- NodeFeatureGroup --------------------------------------------------------------------
