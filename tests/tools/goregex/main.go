@@ -5,7 +5,8 @@
 // string literal of regexp/syntax/parse_test.go) plus extra cases from stdin (JSON lines
 // {"p": pattern, "in": [inputs]}), and writes one JSON line per pattern:
 // {"src", "p", "err" (regexp.Compile's error or ""), "in" (omitted: the previous record's), "m" (MatchString per input, "0"/"1"),
-// "idx" (FindStringSubmatchIndex per input, omitted for the exhaustive table)}.
+// "idx" (FindStringSubmatchIndex per input, omitted for the exhaustive table) and, with idx,
+// "all", "rep", "split", "split2" (see result)}.
 // Patterns or inputs that are not valid UTF-8 are skipped: nfd only ever sees Unicode text.
 package main
 
@@ -33,7 +34,17 @@ type result struct {
 	In  *[]string `json:"in,omitempty"`
 	M   string    `json:"m"`
 	Idx [][]int   `json:"idx,omitempty"`
+	// With Idx, per input: FindAllStringSubmatchIndex(s, -1), ReplaceAllString(s, ReplTemplate),
+	// Split(s, -1) and Split(s, 2).
+	All    [][][]int  `json:"all,omitempty"`
+	Rep    []string   `json:"rep,omitempty"`
+	Split  [][]string `json:"split,omitempty"`
+	Split2 [][]string `json:"split2,omitempty"`
 }
+
+// ReplTemplate exercises Expand: whole match, numbered and braced groups, a name that is not
+// a number, a literal dollar.
+const ReplTemplate = "<$0|${1}|$2x|${n}|$$>"
 
 var out = bufio.NewWriterSize(os.Stdout, 1<<20)
 
@@ -70,6 +81,10 @@ func emit(src, pattern string, inputs []string, withIdx bool) {
 			}
 			if withIdx {
 				r.Idx = append(r.Idx, re.FindStringSubmatchIndex(s))
+				r.All = append(r.All, re.FindAllStringSubmatchIndex(s, -1))
+				r.Rep = append(r.Rep, re.ReplaceAllString(s, ReplTemplate))
+				r.Split = append(r.Split, re.Split(s, -1))
+				r.Split2 = append(r.Split2, re.Split(s, 2))
 			}
 		}
 		r.M = m.String()

@@ -5,7 +5,8 @@ The ground truth is recorded at test time by tests/tools/goregex, built with the
 (re2-search.txt, re2-exhaustive.txt.bz2, basic.dat, nullsubexpr.dat, repetition.dat and the
 string literals of regexp/syntax/parse_test.go), the dialect corners below and a seeded set of
 generated patterns. For each pattern: compile succeeds or fails alike, with Go's error text;
-MatchString agrees on every input; FindStringSubmatchIndex agrees where recorded.
+MatchString agrees on every input; FindStringSubmatchIndex, FindAllStringSubmatchIndex,
+ReplaceAllString and Split (what the Sprig functions use) agree where recorded.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from typing import Any
 import pytest
 
 from nfd.rules.goregex import GoRegexError, compile_go
+from nfd.rules.gotemplate.goregex import _all_matches, replace_all, split
 from tests.support.goregex_truth import truth
 
+REPL_TEMPLATE = "<$0|${1}|$2x|${n}|$$>"  # tests/tools/goregex's ReplTemplate
 PROBES = [
     "", "a", "aa", "A", "k", "K", "\u212a", "σ", "Σ", "ς", "ab", "a\nb", "\n", "é", "xé", "x", "ß",
     "ẞ", "İ", "ı", "i", "I", "ǅ", "ǆ", "Ǆ", "ſ", "s", "S", "1", "_", " ", "\v", "\x00", "日", "ア",
@@ -135,6 +138,16 @@ def _check(r: dict[str, Any]) -> list[str]:
             got = rx.find_submatch_index(s.encode())
             if got != want:
                 out.append(f"{r['src']}: {short!r} on {s!r}: FindStringSubmatchIndex Go {want}, nfd {got}")
+        if "all" in r:
+            b = s.encode()
+            for what, want, got in (
+                ("FindAllStringSubmatchIndex", r["all"][k] or [], _all_matches(rx, b, -1)),
+                ("ReplaceAllString", r["rep"][k], replace_all(rx, s, REPL_TEMPLATE, literal=False)),
+                ("Split(-1)", r["split"][k], split(rx, s, -1)),
+                ("Split(2)", r["split2"][k], split(rx, s, 2)),
+            ):
+                if got != want:
+                    out.append(f"{r['src']}: {short!r} on {s!r}: {what} Go {want!r}, nfd {got!r}")
     return out
 
 
