@@ -280,12 +280,15 @@ def _flags_text(flags: frozenset[str]) -> str:
 
 
 class _Parsed:
-    __slots__ = ("has_not_boundary", "names", "text")
+    __slots__ = ("has_not_boundary", "literal", "names", "prefix", "text")
 
     def __init__(self, text: str, names: list[str], has_not_boundary: bool) -> None:
         self.text = text
         self.names = names
         self.has_not_boundary = has_not_boundary
+        # ("^"/"", text, "$"/""): the whole pattern is this literal, optionally anchored
+        self.literal: tuple[str, str, str] | None = None
+        self.prefix = ""  # every match starts the text with this
 
 
 def parse(pattern: str) -> _Parsed:
@@ -295,7 +298,9 @@ def parse(pattern: str) -> _Parsed:
         raise _err("invalid UTF-8", pattern[bad:])
     p = _Parser(pattern)
     p.run()
-    return _Parsed("".join(p.out), p.names, p.has_not_boundary)
+    parsed = _Parsed("".join(p.out), p.names, p.has_not_boundary)
+    p.shape(parsed)
+    return parsed
 
 
 class _Parser:
@@ -311,10 +316,47 @@ class _Parser:
         self.nodes = 0  # Go's numRegexp, roughly
         self.repeats = 1  # product of all repeat counts seen (Go starts size checks from it)
         self.last_repeat = -1  # start index of the repeat operator just parsed, or -1
+        # The top level's leading items while they are "^", literal characters and "$"
+        # (case-sensitive): the fast paths of GoRegexp.match_string.
+        self.lead: list[str] = []
+        self.lead_last = False  # the atom just parsed is lead[-1]
+        self.lead_open = True  # lead is still the whole top level so far
+        self.top_alt = False
+
+    def lead_item(self, item: str | None) -> None:
+        """Record a top-level atom: "^", "$", a character, or None for anything else."""
+        top = self.stack[-1]
+        if item is None or len(self.stack) > 1 or (item not in ("^", "$") and "i" in top.flags):
+            self.lead_open = self.lead_last = False
+            return
+        if self.lead_open:
+            self.lead.append(item)
+            self.lead_last = True
+
+    def shape(self, parsed: _Parsed) -> None:
+        lead = self.lead
+        if self.top_alt or "\ufffd" in "".join(lead):
+            return
+        start = 1 if lead[:1] == ["^"] else 0
+        chars = []
+        for item in lead[start:]:
+            if item in ("^", "$"):
+                break
+            chars.append(item[0])
+        if start:
+            parsed.prefix = "".join(chars)
+        if not self.lead_open:
+            return
+        body = lead[start:]
+        end = 1 if body[-1:] == ["$"] else 0
+        middle = body[: len(body) - end]
+        if any(x in ("^", "$") for x in middle):
+            return
+        parsed.literal = ("^" if start else "", "".join(x[0] for x in middle), "$" if end else "")
 
     # -- items -------------------------------------------------------------------------------
 
-    def atom(self, text: str, node: _Node) -> None:
+    def atom(self, text: str, node: _Node, lead: str | None = None) -> None:
         top = self.stack[-1]
         self.atom_start = len(self.out)
         self.out.append(text)
@@ -323,6 +365,7 @@ class _Parser:
         self.atom_repeated = False
         top.cur.push(node, "i" in top.flags)
         self.check_size(node)
+        self.lead_item(lead)
 
     def check_size(self, node: _Node) -> None:
         """Go's checkSize: sizes are checked once nodes x repeat product could pass the limit."""
@@ -331,10 +374,16 @@ class _Parser:
             raise _err("expression too large", self.s)
 
     def literal(self, c: str) -> None:
-        self.atom(_lit(c), _Node(1, 1, 1, lit=1, cls=True))
+        self.atom(_lit(c), _Node(1, 1, 1, lit=1, cls=True), c + "\0")  # not mistaken for ^ or $
 
     def simple(self, text: str, *, cls: bool = False) -> None:
-        self.atom(text, _Node(1, 1, 1, cls=cls))
+        flags = self.stack[-1].flags
+        lead = None
+        if text == "^" and "m" not in flags or text == "\\A":
+            lead = "^"
+        elif text == "$" and "m" not in flags or text == "\\z":
+            lead = "$"
+        self.atom(text, _Node(1, 1, 1, cls=cls), lead)
 
     # -- the main loop -----------------------------------------------------------------------
 
@@ -352,6 +401,8 @@ class _Parser:
                     i += 1
             elif c == "|":
                 top = self.stack[-1]
+                if len(self.stack) == 1:
+                    self.top_alt = True
                 top.alts.append(top.cur.node())
                 top.cur = _Concat()
                 self.out.append("|")
@@ -431,6 +482,7 @@ class _Parser:
             raise _err("expression nests too deeply", self.s)
         self.atom_start, self.atom_end, self.atom_flags = g.start, len(self.out), g.saved
         self.atom_repeated = False
+        self.lead_item(None)
         top.cur.push(node, "i" in g.flags)
         self.check_size(node)
 
@@ -538,6 +590,9 @@ class _Parser:
         self.out[self.atom_start : self.atom_end] = [*atom, op_text]
         self.atom_end = self.atom_start + len(atom) + 1
         self.atom_repeated = True
+        if self.lead_last:  # the repeated character is not a fixed part of the text
+            self.lead.pop()
+        self.lead_open = self.lead_last = False
         return after
 
     # -- escapes -----------------------------------------------------------------------------
@@ -778,7 +833,7 @@ class GoRegexp:
     """A compiled Go regexp. ``match_string`` is Go's MatchString; the ``*_index`` methods work
     on UTF-8 bytes, as Go's do, and return byte offsets."""
 
-    __slots__ = ("_full", "_match", "_shift", "num_subexp", "pattern", "subexp_names")
+    __slots__ = ("_fast", "_full", "_match", "_prefix", "_shift", "num_subexp", "pattern", "subexp_names")
 
     def __init__(self, pattern: str) -> None:
         parsed = parse(pattern)
@@ -797,8 +852,16 @@ class GoRegexp:
         self._full = full.Match
         self._match = booler.Match
         self._shift = shift
+        self._prefix = parsed.prefix
+        self._fast = _literal_test(parsed.literal) if parsed.literal else None
 
     def match_string(self, s: str) -> bool:
+        # A literal pattern (^abc$, ^AVX512, -generic$) is a string comparison: as linear and
+        # as exact as RE2, without the call; an anchored literal prefix rules out the rest.
+        if self._fast is not None:
+            return self._fast(s)
+        if self._prefix and not s.startswith(self._prefix):
+            return False
         b = utf8(s)
         anchor = _ANCHOR_START if self._shift else _UNANCHORED
         return bool(self._match(anchor, b, 0, len(b))[0][0] >= 0)
@@ -821,6 +884,17 @@ class GoRegexp:
 
     def __repr__(self) -> str:
         return f"GoRegexp({self.pattern!r})"
+
+
+def _literal_test(lit: tuple[str, str, str]) -> Any:
+    start, text, end = lit
+    if start and end:
+        return text.__eq__
+    if start:
+        return lambda s: s.startswith(text)
+    if end:
+        return lambda s: s.endswith(text)
+    return lambda s: text in s
 
 
 def _re2_error(pattern: str, message: str) -> GoRegexError:

@@ -29,32 +29,45 @@ def cache_dir() -> Path:
     return Path(xdg) / "nfd-test-tools"
 
 
+def build_tool() -> tuple[str, Path] | str:
+    """(Go version, path of the built tool) or the reason there is no Go to build it with."""
+    go = find_go()
+    if go is None:
+        return "Go is not installed: Go's regexp is the ground truth"
+    version = go_version(go)
+    h = hashlib.sha256()
+    for name in ("go.mod", "main.go"):
+        h.update((TOOL_DIR / name).read_bytes())
+    h.update(version.encode())
+    binary = cache_dir() / f"goregex-tool-{h.hexdigest()[:16]}" / "goregex"
+    if not binary.exists():
+        binary.parent.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "GOFLAGS": "-mod=mod", "CGO_ENABLED": "0"}
+        tmp = binary.with_suffix(".tmp")
+        build = subprocess.run(
+            [go, "build", "-o", str(tmp), "."], cwd=TOOL_DIR, env=env, capture_output=True, text=True
+        )
+        if build.returncode != 0:
+            raise RuntimeError(f"building tests/tools/goregex failed: {build.stderr.strip()}")
+        tmp.rename(binary)
+    return version, binary
+
+
 def truth(extra: Iterable[tuple[str, list[str]]], *, corpus: bool) -> tuple[str, list[dict[str, Any]]] | str:
     """(Go version, records) or the reason there is no Go to ask.
 
     Each record: {"src", "p", "err", "in", "m", "idx"?}; "in" is filled in on every record.
     """
-    go = find_go()
-    if go is None:
-        return "Go is not installed: Go's regexp is the ground truth"
-    version = go_version(go)
+    built = build_tool()
+    if isinstance(built, str):
+        return built
+    version, binary = built
     cases = "".join(json.dumps({"p": p, "in": ins}) + "\n" for p, ins in extra)
-    h = hashlib.sha256()
-    for name in ("go.mod", "main.go"):
-        h.update((TOOL_DIR / name).read_bytes())
-    h.update(version.encode() + (b"corpus" if corpus else b"") + cases.encode())
-    key = h.hexdigest()[:16]
-    out_dir = cache_dir() / f"goregex-{key}"
+    h = hashlib.sha256(binary.parent.name.encode() + (b"corpus" if corpus else b"") + cases.encode())
+    out_dir = cache_dir() / f"goregex-{h.hexdigest()[:16]}"
     answers = out_dir / "answers.jsonl"
     if not answers.exists():
         out_dir.mkdir(parents=True, exist_ok=True)
-        binary = out_dir / "goregex"
-        env = {**os.environ, "GOFLAGS": "-mod=mod", "CGO_ENABLED": "0"}
-        build = subprocess.run(
-            [go, "build", "-o", str(binary), "."], cwd=TOOL_DIR, env=env, capture_output=True, text=True
-        )
-        if build.returncode != 0:
-            raise RuntimeError(f"building tests/tools/goregex failed: {build.stderr.strip()}")
         args = [str(binary), *(["corpus"] if corpus else [])]
         run = subprocess.run(args, input=cases, capture_output=True, text=True, check=True)
         tmp = answers.with_suffix(".tmp")

@@ -8,6 +8,7 @@
 // "idx" (FindStringSubmatchIndex per input, omitted for the exhaustive table) and, with idx,
 // "all", "rep", "split", "split2" (see result)}.
 // Patterns or inputs that are not valid UTF-8 are skipped: nfd only ever sees Unicode text.
+// "goregex bench" times MatchString instead (see bench).
 package main
 
 import (
@@ -24,6 +25,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -164,7 +166,41 @@ func parseTable(path string) {
 	})
 }
 
+// bench times MatchString for JSON lines {"p", "s", "n"} from stdin: one JSON line each,
+// {"p", "ns"} (nanoseconds per call, the best of three rounds of n calls), for
+// benchmarks/bench_regex.py.
+func bench() {
+	dec := json.NewDecoder(bufio.NewReader(os.Stdin))
+	for {
+		var c struct {
+			P string `json:"p"`
+			S string `json:"s"`
+			N int    `json:"n"`
+		}
+		if err := dec.Decode(&c); err != nil {
+			break
+		}
+		re := regexp.MustCompile(c.P)
+		best := time.Duration(1 << 62)
+		for round := 0; round < 3; round++ {
+			t0 := time.Now()
+			for i := 0; i < c.N; i++ {
+				re.MatchString(c.S)
+			}
+			best = min(best, time.Since(t0))
+		}
+		b, _ := json.Marshal(map[string]any{"p": c.P, "ns": float64(best.Nanoseconds()) / float64(max(c.N, 1))})
+		out.Write(b)
+		out.WriteByte('\n')
+	}
+	out.Flush()
+}
+
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "bench" {
+		bench()
+		return
+	}
 	dir := filepath.Join(runtime.GOROOT(), "src", "regexp")
 	if len(os.Args) > 1 && os.Args[1] == "corpus" {
 		td := filepath.Join(dir, "testdata")
