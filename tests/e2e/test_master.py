@@ -556,3 +556,22 @@ def test_resources_and_labels_in_one_status_write(env: Env) -> None:
     m = env.start_master()
     wait_for(lambda: converged(env, node, avx512=False), what="node state from rules")
     assert "ignored metadata in a nodes/status patch" not in m.logs()
+
+
+def test_go_only_label_whitelist_patterns(env: Env) -> None:
+    """Go regexps Python's re refuses (\\z, \\pL) as labelWhiteList, from the config and the flag."""
+    (node,) = setup_world(env, 1)
+    env.config.write_text('enableTaints: true\nlabelWhiteList: "^(cpu|worker)-\\\\pL+\\\\z"\n')
+    m = env.start_master()
+
+    def mine(n: str) -> set[str]:
+        return {k.rpartition("/")[2] for k in env.labels(n) if k.startswith(f"{FNS}/") or k.startswith("vendor.example.com/")}
+
+    wait_for(lambda: mine(node) == {"cpu-avx", "worker-label"}, what="labels through the config's whitelist")
+    assert m.running
+    m.stop()
+    env.config.write_text("enableTaints: true\n")
+    m = env.start_master(r"-label-whitelist=^kernel-\p{Ll}+\z")
+    wait_for(lambda: mine(node) == {"kernel-major"}, what="labels through the flag's whitelist")
+    assert m.running
+    assert env.labels(node)[f"{FNS}/kernel-major"] == "6"
