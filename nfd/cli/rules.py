@@ -43,6 +43,8 @@ def load_documents(path: str) -> list[Any]:
     """Every non-empty YAML/JSON document in ``path``; ``List`` objects are flattened."""
     import yaml
 
+    from nfd.common import safeyaml
+
     try:
         if path == "-":
             text = sys.stdin.read()
@@ -52,7 +54,9 @@ def load_documents(path: str) -> list[Any]:
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
     try:
-        docs = [d for d in yaml.load_all(text, Loader=_loader()) if d is not None]
+        docs = [d for d in safeyaml.safe_load_all(text, source=path, loader=_loader()) if d is not None]
+    except safeyaml.YamlLimitError as e:
+        raise InputError(str(e)) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""

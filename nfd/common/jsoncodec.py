@@ -24,7 +24,10 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
             return _orjson.loads(data)
         except _orjson.JSONDecodeError:
             pass  # out-of-range integers and the like: the standard decoder decides
-    return json.loads(bytes(data) if isinstance(data, memoryview) else data)
+    try:
+        return json.loads(bytes(data) if isinstance(data, memoryview) else data)
+    except RecursionError:  # orjson refuses past 1,024 levels; the standard one recurses
+        raise ValueError("JSON nests too deeply") from None
 
 
 def dumps(obj: Any) -> bytes:

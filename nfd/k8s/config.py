@@ -101,9 +101,11 @@ def load_kubeconfig(path: str | None = None, *, context: str | None = None) -> C
         return load_in_cluster()
     import yaml
 
+    from nfd.common import safeyaml
+
     try:
-        doc: Any = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError) as e:
+        doc: Any = safeyaml.safe_load(Path(path).read_text(), source=path)
+    except (OSError, ValueError, yaml.YAMLError) as e:
         raise ConfigError(f"{path}: cannot read kubeconfig: {e}") from e
     if not isinstance(doc, dict):
         raise ConfigError(f"{path}: kubeconfig is not a mapping")

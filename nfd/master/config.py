@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from nfd.common import safeyaml
 from nfd.common.goduration import parse_go_duration
 
 DEFAULT_CONFIG_PATH = "/etc/kubernetes/node-feature-discovery/nfd-master.conf"
@@ -268,10 +269,12 @@ def load_config(
         if not text:
             continue
         try:
-            doc = yaml.safe_load(text)
+            doc = safeyaml.safe_load(text, source=source, max_bytes=4 << 20)
         except yaml.YAMLError as e:
             msg = " ".join(str(e).split())
             raise ConfigError(f"{source}: invalid YAML: {msg}") from None
+        except safeyaml.YamlLimitError as e:
+            raise ConfigError(str(e)) from None
         cfg, w = _apply(cfg, doc, source=source)
         warnings.extend(w)
     o = overrides or FlagOverrides()

@@ -7,6 +7,8 @@ from typing import Any
 
 import yaml
 
+from nfd.common import safeyaml
+
 PROFILE_DIR = os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "sources", "nvml_profiles"
 )
@@ -26,7 +28,7 @@ def load_profile(name_or_path: str) -> dict[str, Any]:
         path = os.path.join(PROFILE_DIR, name_or_path + ".yaml")
     try:
         with open(path, encoding="utf-8") as f:
-            doc = yaml.safe_load(f)
+            doc = safeyaml.safe_load(f.read((4 << 20) + 1), source=path, max_bytes=4 << 20)
     except FileNotFoundError:
         raise ValueError(
             f"NVML profile {name_or_path!r} not found; shipped profiles: {', '.join(available_profiles())}"

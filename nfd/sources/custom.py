@@ -255,6 +255,8 @@ def dropin_rules(ctx: DiscoveryContext) -> list[Any]:
     except OSError:
         return []
     import yaml  # only when there is a custom.d to read
+
+    from nfd.common import safeyaml
     for e in entries:
         if e.is_dir(follow_symlinks=False):
             try:
@@ -269,7 +271,7 @@ def dropin_rules(ctx: DiscoveryContext) -> list[Any]:
     for path in files:
         try:
             with open(path, encoding="utf-8") as f:
-                doc = yaml.safe_load(f.read(1 << 20))
+                doc = safeyaml.safe_load(f.read((1 << 20) + 1), source=path, max_bytes=1 << 20)
             out.extend(compile_custom_rules(doc, path=path))
         except (OSError, UnicodeDecodeError, yaml.YAMLError, ValueError) as e:
             ctx.warn(f"{path}: custom rules file skipped: {str(e).splitlines()[0] if str(e) else e}")

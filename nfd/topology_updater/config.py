@@ -67,8 +67,10 @@ def load_config(path: str) -> UpdaterConfig:
         raise ConfigError(f"{path}: cannot read: {e.strerror or e}") from e
     import yaml
 
+    from nfd.common import safeyaml
+
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
+        data = safeyaml.safe_load(text, source=path)
+    except (yaml.YAMLError, ValueError) as e:
         raise ConfigError(f"{path}: invalid YAML: {e}") from e
     return parse_config(data, source=path)

@@ -72,9 +72,11 @@ def read_file(path: str) -> TopologyManagerInfo:
         raise KubeletConfigError(f"kubelet config file {path}: cannot read: {e.strerror or e}") from e
     import yaml
 
+    from nfd.common import safeyaml
+
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
+        data = safeyaml.safe_load(text, source=f"kubelet config file {path}")
+    except (yaml.YAMLError, ValueError) as e:
         raise KubeletConfigError(f"kubelet config file {path}: invalid YAML/JSON: {e}") from e
     return from_config(data or {}, source=f"kubelet config file {path}")
 

@@ -156,10 +156,12 @@ def read_doc(path: str) -> Any:
     """Parse a YAML/JSON file. Raises OSError/ValueError naming the file."""
     import yaml
 
+    from nfd.common import safeyaml
+
     with open(path, encoding="utf-8") as f:
-        text = f.read(4 << 20)
+        text = f.read((4 << 20) + 1)
     try:
-        return yaml.safe_load(text)
+        return safeyaml.safe_load(text, source=path, max_bytes=4 << 20)
     except yaml.YAMLError as e:
         raise ValueError(f"{path}: invalid YAML: {str(e).splitlines()[0]}") from e
 
@@ -176,8 +178,10 @@ def load_config_file(path: str, options: str | None = None) -> WorkerConfig:
         if not isinstance(doc, dict):
             raise ValueError(f"{path}: config must be an object")
     if options:
+        from nfd.common import safeyaml
+
         try:
-            over = yaml.safe_load(options) or {}
+            over = safeyaml.safe_load(options, source="-options", max_bytes=1 << 20) or {}
         except yaml.YAMLError as e:
             raise ValueError(f"-options: invalid YAML/JSON: {str(e).splitlines()[0]}") from e
         if not isinstance(over, dict):

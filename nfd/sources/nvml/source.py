@@ -89,6 +89,8 @@ class NvmlSource(FeatureSource):
             return DevicePluginConfig()
         import yaml
 
+        from nfd.common import safeyaml
+
         cached = self._dp_cache.get(path)
         try:
             st = os.stat(path)
@@ -96,9 +98,9 @@ class NvmlSource(FeatureSource):
             if cached is not None and cached[0] == key:
                 return cached[1]
             with open(path, encoding="utf-8") as f:
-                doc = yaml.safe_load(f)
+                doc = safeyaml.safe_load(f.read((1 << 20) + 1), source=path, max_bytes=1 << 20)
             parsed = parse_device_plugin_config(doc, path=path)
-        except (OSError, yaml.YAMLError, ValidationError) as e:
+        except (OSError, UnicodeDecodeError, yaml.YAMLError, ValueError) as e:
             kept = " (keeping the last good one)" if cached else ""
             ctx.warn(f"nvml: sharing config {path}: {e}{kept}")
             return cached[1] if cached else DevicePluginConfig()

@@ -87,6 +87,8 @@ def test_precedence_file_options_flags():
         ("leaderElection: {leaseDuration: 5s, renewDeadline: 10s}", "leaderElection"),
         ("[1, 2]", "mapping"),
         ("a: [", "invalid YAML"),
+        ("enableTaints: " + "[" * 3000 + "]" * 3000, "nfd-master.conf: line 1: nesting deeper than 100 levels"),
+        ("labelWhiteList: '\\C'", "invalid escape sequence"),
     ],
 )
 def test_invalid_config_is_one_clear_line(text, needle):

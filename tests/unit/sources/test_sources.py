@@ -408,3 +408,18 @@ def test_custom_rule_with_match_cel(tree):
     assert labels.get("nvidia-gpu") == "true" and "amd-gpu" not in labels
     with pytest.raises(ValidationError, match=r"sources.custom\[0\].matchCEL\[0\]"):
         src.parse_config([{"name": "x", "matchCEL": ["flags["]}], path="sources.custom")
+
+
+def test_custom_deep_file_costs_only_that_file(tree):
+    d = "etc/kubernetes/node-feature-discovery/custom.d/"
+    tree(d + "good.yaml", "- name: good\n  labels: {good: 'yes'}\n  matchFeatures:\n"
+                          "    - feature: kernel.loadedmodule\n      matchExpressions: [e1000e]\n")
+    root = tree(d + "deep.yaml", "- name: deep\n  labels: " + "{a: " * 3000 + "1" + "}" * 3000 + "\n")
+    src = registry.get("custom")
+    cfg = src.parse_config([], path="sources.custom")
+    feats = Features()
+    feats.add_flags("kernel.loadedmodule", ["e1000e"])
+    ctx = ctx_for(root)
+    labels = src.labels(feats, cfg, ctx)
+    assert labels.get("good") == "yes"
+    assert any("deep.yaml" in w and "nesting deeper than 100 levels" in w for w in ctx.warnings), ctx.warnings

@@ -100,3 +100,13 @@ def test_flags_go_and_gnu_forms():
     assert not fl.oneshot and fl.no_publish and fl.label_sources is None and fl.feature_sources is None
     with pytest.raises(SystemExit):
         parse_flags(["positional"])
+
+
+def test_deep_config_is_a_named_error_not_a_crash(tmp_path):
+    # was a RecursionError at start and on live reload (a DaemonSet crash-loop)
+    p = tmp_path / "nfd-worker.conf"
+    p.write_text("core:\n  x: " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(ValueError, match=r"nfd-worker.conf: line 2: nesting deeper than 100 levels"):
+        load_config_file(str(p))
+    with pytest.raises(ValueError, match=r"-options: line 1: nesting deeper than 100 levels"):
+        load_config_file("", options="{a: " * 3000 + "1" + "}" * 3000)
