@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from nfd.k8s.backoff import Backoff
 from nfd.k8s.client import ApiClient
 from nfd.k8s.errors import ApiError, ApiUnavailable, Gone
 from nfd.k8s.fetching import list_objects
@@ -210,7 +210,8 @@ class Informer:
         self.resource_version = rv
 
     async def _run(self) -> None:
-        backoff = 0.5
+        retry = Backoff(f"{self.res.plural} watch", log=log, cap=self.max_backoff_s)
+        gone_in_a_row = 0
         self._need_list = True
         while True:
             try:
@@ -220,7 +221,7 @@ class Informer:
                     self.watch_list = False
                 if self._need_list and self.watch_list:
                     await self._watch_list()  # clears _need_list at the list's end marker
-                    backoff = 0.5
+                    retry.ok()
                     continue
                 if self._need_list:
                     await self._relist()
@@ -238,12 +239,19 @@ class Informer:
                     metadata_only=self.metadata_only,
                 ):
                     self._on_watch_event(etype, obj)
-                    backoff = 0.5
+                    retry.ok()
+                    gone_in_a_row = 0
             except asyncio.CancelledError:
                 raise
             except Gone:
-                log.info("%s watch expired (410); relisting", self.res.plural)
+                # One 410 is routine (the watch outlived its resourceVersion): relist at once.
+                # 410s in a row mean the relist does not help: back off like any failure.
                 self._need_list = True
+                gone_in_a_row += 1
+                if gone_in_a_row == 1:
+                    log.info("%s watch expired (410); relisting", self.res.plural)
+                else:
+                    await asyncio.sleep(retry.failed("410 Gone again right after a relist"))
             except (ApiUnavailable, ApiError, ValueError) as e:
                 if self._need_list and self.watch_list and isinstance(e, ApiError) and e.status in (400, 403, 422):
                     # 400/422: the server rejects sendInitialEvents (WatchList off); 403: watch is
@@ -252,15 +260,7 @@ class Informer:
                     self.watch_list = False
                     continue
                 self.healthy = False
-                log.warning(
-                    "%s watch failed: %s; keeping %d cached objects, retrying in %.1fs",
-                    self.res.plural,
-                    e,
-                    len(self.cache),
-                    backoff,
-                )
-                await asyncio.sleep(backoff * (0.8 + 0.4 * random.random()))
-                backoff = min(self.max_backoff_s, backoff * 2)
+                await asyncio.sleep(retry.failed(e, detail=f"; keeping {len(self.cache)} cached objects"))
 
     def _mark_synced(self) -> None:
         if not self.synced:

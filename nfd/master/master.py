@@ -334,17 +334,17 @@ class NfdMaster:
             self.node_queue.add(name)
 
     async def _list_and_queue(self, reason: str) -> None:
+        from nfd.k8s.backoff import Backoff
         from nfd.k8s.fetching import list_objects
 
-        for attempt in range(1000):
+        retry = Backoff("listing nodes", log=log)
+        while True:
             try:
                 items, _ = await list_objects(self.api, NODES, page_size=500, metadata_only=True)
+                retry.ok()
                 break
             except (kerr.ApiError, kerr.ApiUnavailable) as e:
-                log.warning("cannot list nodes (%s); retrying", e)
-                await asyncio.sleep(min(30.0, 0.5 * 2**attempt))
-        else:
-            return
+                await asyncio.sleep(retry.failed(e))
         log.info("queueing all %d nodes (listed): %s", len(items), reason)
         for obj in items:
             self.node_queue.add((obj.get("metadata") or {}).get("name") or "")
