@@ -77,6 +77,14 @@ class CachedDesired:
     desired: Desired
     has_features: bool
     found: bool
+    # outputs of the rules that matched, by (rule set, rule): what a rule failing at run time
+    # on this node next time contributes instead of nothing
+    outputs: dict[tuple[str, str], Any] = field(default_factory=dict)
+
+
+# Rule evaluation runs on the event loop in slices of about this long between pauses, so
+# /healthz, lease renewal, watches and other nodes are served while a costly node is evaluated.
+EVAL_SLICE_S = 0.02
 
 
 def _slim_nfr(obj: dict[str, Any]) -> dict[str, Any]:
@@ -401,34 +409,51 @@ class NfdMaster:
     def _desired_key_gen(self) -> tuple[int, int]:
         return (self.rulebook.generation if self.rulebook is not None else 0, self.config_generation)
 
-    def desired_for(self, node: str) -> CachedDesired:
+    async def desired_for(self, node: str) -> CachedDesired:
         key = self._desired_key(node)
         cached = self.desired_cache.get(node)
         if cached is not None and cached.key == key:
             return cached
-        from nfd.master.pipeline import compute_desired
+        from nfd.master.pipeline import compute_desired_steps
+        from nfd.rules.engine import EvalBudget
 
         merged = self.merged_for(node)
         rule_sets = self.rulebook.ordered() if self.rulebook is not None else []
-        desired, rep = compute_desired(merged, rule_sets=rule_sets, policy=self.policy(), node_name=node)
+        steps = compute_desired_steps(
+            merged, rule_sets=rule_sets, policy=self.policy(), node_name=node, budget=EvalBudget(),
+            previous=cached.outputs if cached is not None else None,
+        )
+        slice_end = time.perf_counter() + EVAL_SLICE_S
+        while True:
+            try:
+                next(steps)
+            except StopIteration as stop:
+                desired, rep = stop.value
+                break
+            if time.perf_counter() > slice_end:
+                await asyncio.sleep(0)
+                slice_end = time.perf_counter() + EVAL_SLICE_S
         for rule, msg in rep.rule_errors:
             self.metrics.nfr_processing_errors.inc()
             # Once per rule and message per rules generation at error level, not once per node.
             seen_key: tuple[Any, ...] = (self._desired_key_gen(), rule, msg)
             if seen_key not in self._logged_rule_errors:
-                if len(self._logged_rule_errors) > 10000:
+                if len(self._logged_rule_errors) > 2000:  # messages are <= 1,000 characters: ~2 MB
                     self._logged_rule_errors.clear()
                 self._logged_rule_errors.add(seen_key)
                 log.error("rule %s failed (first seen on node %s; not repeated per node): %s", rule, node, msg)
             else:
                 log.debug("node %s: rule %s failed: %s", node, rule, msg)
         for kind, k, reason in rep.rejected:
-            seen_key = (self._desired_key_gen(), kind, k, reason)
+            seen_key = (self._desired_key_gen(), kind, k[:200], reason[:1000])
             if seen_key not in self._logged_rule_errors:
+                if len(self._logged_rule_errors) > 2000:
+                    self._logged_rule_errors.clear()
                 self._logged_rule_errors.add(seen_key)
-                log.warning("%s %s rejected (first seen on node %s; not repeated per node): %s", kind, k, node, reason)
+                log.warning("%s %.200s rejected (first seen on node %s; not repeated per node): %.1000s",
+                            kind, k, node, reason)
             else:
-                log.debug("node %s: %s %s rejected: %s", node, kind, k, reason)
+                log.debug("node %s: %s %.200s rejected: %.1000s", node, kind, k, reason)
             if kind.startswith("label"):
                 self.metrics.node_labels_rejected.inc()
             elif kind.startswith("extended"):
@@ -437,7 +462,7 @@ class NfdMaster:
                 self.metrics.node_taints_rejected.inc()
         # Node name label values are not exported (cardinality); see docs/compatibility.md.
         self.metrics.nfr_processing_time.labels(name="", node="").observe(rep.duration_s)
-        cd = CachedDesired(key, desired, merged.has_features, merged.found)
+        cd = CachedDesired(key, desired, merged.has_features, merged.found, rep.outputs)
         self.desired_cache[node] = cd
         return cd
 
@@ -565,7 +590,7 @@ class NfdMaster:
             self.evidence.forget(name)
             self.desired_cache.pop(name, None)
             return
-        cd = self.desired_for(name)
+        cd = await self.desired_for(name)
         res = self.evidence.resolve(name)
         skip = skip_removal(has_features=cd.has_features, found_in_cache=cd.found, res=res)
         if skip:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from collections.abc import Generator
 from typing import Any
 
 from nfd.api.features import Features
@@ -107,7 +108,8 @@ class NodeReport:
 
     rule_errors: list[tuple[str, str]] = field(default_factory=list)
     rejected: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, key, reason)
-    duration_s: float = 0.0
+    duration_s: float = 0.0  # policy time; the caller adds the rules' time
+    outputs: dict[tuple[str, str], Any] = field(default_factory=dict)  # matched rules' outputs
 
 
 def compute_desired(
@@ -116,18 +118,55 @@ def compute_desired(
     rule_sets: list[Any],
     policy: Any,
     node_name: str,
+    budget: Any = None,
+    previous: dict[tuple[str, str], Any] | None = None,
 ) -> tuple[Desired, NodeReport]:
-    from nfd.rules.engine import process_rule_sets
+    """The node's desired state, all at once (see compute_desired_steps)."""
+    it = compute_desired_steps(merged, rule_sets=rule_sets, policy=policy, node_name=node_name,
+                               budget=budget, previous=previous)
+    while True:
+        try:
+            next(it)
+        except StopIteration as stop:
+            result: tuple[Desired, NodeReport] = stop.value
+            return result
+
+
+def compute_desired_steps(
+    merged: MergedNodeFeatures,
+    *,
+    rule_sets: list[Any],
+    policy: Any,
+    node_name: str,
+    budget: Any = None,
+    previous: dict[tuple[str, str], Any] | None = None,
+) -> Generator[None, None, tuple[Desired, NodeReport]]:
+    """Rules and policy for one node, pausing after each rule (nfd-master serves probes, lease
+    renewal and other nodes meanwhile). ``budget``/``previous``: see iter_process_rule_sets;
+    ``NodeReport.outputs`` is this evaluation's ``previous`` for the next one."""
+    from nfd.rules.engine import iter_process_rule_sets
     from nfd.rules.policy import apply_policy
 
-    t0 = time.perf_counter()
     rep = NodeReport()
     features: Features = merged.features
     auto_prefix = not policy.disable_auto_prefix
-    result = process_rule_sets(
-        rule_sets, features, node_name=node_name, feed_back=True, auto_prefix=auto_prefix, explain=False
+    rules = iter_process_rule_sets(
+        rule_sets, features, node_name=node_name, feed_back=True, auto_prefix=auto_prefix, explain=False,
+        budget=budget, previous=previous,
     )
+    busy = 0.0  # time working, not paused
+    t0 = time.perf_counter()
+    while True:
+        try:
+            next(rules)
+        except StopIteration as stop:
+            result = stop.value
+            break
+        busy += time.perf_counter() - t0
+        yield
+        t0 = time.perf_counter()
     rep.rule_errors = list(result.errors)
+    rep.outputs = {(r.rule_set, r.name): r.output for r in result.results if r.matched}
     # master_output is combined per rule with auto-prefixing, as upstream; dynamic
     # @rule.matched.* values resolve against the features after feedback.
     pol = apply_policy(
@@ -148,5 +187,5 @@ def compute_desired(
         extended_resources=dict(pol.extended_resources),
         taints=taints,
     )
-    rep.duration_s = time.perf_counter() - t0
+    rep.duration_s = busy + time.perf_counter() - t0
     return desired, rep

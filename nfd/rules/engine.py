@@ -18,7 +18,8 @@ it contributes nothing and is not fed back, later rules still run.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+import time
+from collections.abc import Generator, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,8 +67,9 @@ class RuleResult:
     matched: bool
     output: RuleOutput
     reason: str | None = None  # why it did not match
-    error: str | None = None  # the rule failed (it contributes nothing)
+    error: str | None = None  # the rule failed (it contributes nothing, or its previous output)
     rule_set: str = ""
+    kept_previous: bool = False  # failed, and its output from the last evaluation was used
 
 
 @dataclass(slots=True)
@@ -151,9 +153,11 @@ class CompiledRule:
         "cel",
         "problems",
         "source",
+        "_static_output",
     )
 
     def __init__(self, rule: Rule, *, path: str) -> None:
+        self._static_output: RuleOutput | None = None
         self.name = rule.name
         self.path = path
         self.source = rule
@@ -256,18 +260,22 @@ class CompiledRule:
             ok, failed = self.cel.evaluate(features, node_name=node_name)
             if not ok:
                 return RuleResult(self.name, False, RuleOutput(), f"matchCEL: {failed!r} is not true")
+        if not collect:
+            # no templates: the same output on every node, built once (callers only read it)
+            if self._static_output is None:
+                self._static_output = self._output(labels, vars_)
+            return RuleResult(self.name, True, self._static_output)
+        return RuleResult(self.name, True, self._output(labels, vars_))
+
+    def _output(self, labels: dict[str, str], vars_: dict[str, str]) -> RuleOutput:
         labels.update(self.labels)
         vars_.update(self.vars)
-        return RuleResult(
-            self.name,
-            True,
-            RuleOutput(
-                labels=labels,
-                annotations=dict(self.annotations),
-                vars=vars_,
-                taints=[dict(t) for t in self.taints],
-                extended_resources=dict(self.extended_resources),
-            ),
+        return RuleOutput(
+            labels=labels,
+            annotations=dict(self.annotations),
+            vars=vars_,
+            taints=[dict(t) for t in self.taints],
+            extended_resources=dict(self.extended_resources),
         )
 
     def _expand(self, data: Any, labels: dict[str, str], vars_: dict[str, str]) -> None:
@@ -408,13 +416,22 @@ def evaluate_rule(
     """Evaluate one rule against one node's features; errors come back in ``.error``.
     ``explain=False``: no ``reason`` for a rule that did not match."""
     if isinstance(rule, BrokenRule):
-        return RuleResult(rule.name, False, RuleOutput(), None, rule.error)
+        return RuleResult(rule.name, False, RuleOutput(), None, bounded_message(rule.error))
     try:
         return rule.execute(features, node_name, explain)
     except RuleError as e:
-        return RuleResult(rule.name, False, RuleOutput(), None, str(e))
+        return RuleResult(rule.name, False, RuleOutput(), None, bounded_message(str(e)))
     except Exception as e:  # CelEvalError, or a template engine bug: fail this rule only
-        return RuleResult(rule.name, False, RuleOutput(), None, f"{rule.path}: {e}")
+        return RuleResult(rule.name, False, RuleOutput(), None, bounded_message(f"{rule.path}: {e}"))
+
+
+MAX_MESSAGE = 1000  # characters of one rule error (an operand can be megabytes of node data)
+
+
+def bounded_message(msg: str) -> str:
+    if len(msg) <= MAX_MESSAGE:
+        return msg
+    return f"{msg[: MAX_MESSAGE - 100]}... ({len(msg)} characters, cut)"
 
 
 class BackrefWriter:
@@ -470,6 +487,19 @@ def add_ns(items: Mapping[str, str], ns: str | None) -> dict[str, str]:
     return out
 
 
+@dataclass(slots=True, frozen=True)
+class EvalBudget:
+    """Time limits on one node's evaluation (nfd-master; docs/reliability.md).
+
+    A rule that runs longer than ``rule_s`` fails for that node; once the node's rules together
+    have run ``node_s``, the rest fail for it without running. Each rule is also bounded from
+    inside (template steps, CEL cost), so neither limit is passed by more than one rule's worth.
+    """
+
+    rule_s: float = 0.5
+    node_s: float = 2.0
+
+
 def process_rule_sets(
     rule_sets: Iterable[CompiledRuleSet],
     features: Features,
@@ -478,11 +508,44 @@ def process_rule_sets(
     feed_back: bool = True,
     auto_prefix: bool = True,
     explain: bool = True,
+    budget: EvalBudget | None = None,
+    previous: Mapping[tuple[str, str], RuleOutput] | None = None,
 ) -> ProcessResult:
     """Run every rule like nfd-master's processNodeFeatureRule (caller's features untouched).
 
     ``auto_prefix``: how ``master_output`` names are built (False = DisableAutoPrefix gate).
     ``explain=False``: results carry no reason why a rule did not match (nfd-master).
+    ``budget``, ``previous``: see iter_process_rule_sets.
+    """
+    it = iter_process_rule_sets(
+        rule_sets, features, node_name=node_name, feed_back=feed_back, auto_prefix=auto_prefix,
+        explain=explain, budget=budget, previous=previous,
+    )
+    while True:
+        try:
+            next(it)
+        except StopIteration as stop:
+            result: ProcessResult = stop.value
+            return result
+
+
+def iter_process_rule_sets(
+    rule_sets: Iterable[CompiledRuleSet],
+    features: Features,
+    *,
+    node_name: str = "",
+    feed_back: bool = True,
+    auto_prefix: bool = True,
+    explain: bool = True,
+    budget: EvalBudget | None = None,
+    previous: Mapping[tuple[str, str], RuleOutput] | None = None,
+) -> Generator[None, None, ProcessResult]:
+    """process_rule_sets, pausing (yielding) after each rule so a caller can serve other work.
+
+    ``budget``: time limits (EvalBudget); a rule past them fails for this node with a named error.
+    ``previous``: the outputs of the rules that matched in this node's last evaluation, by
+    (rule set, rule): a rule that fails now contributes those instead of nothing (a runtime
+    error is not evidence that the node changed). Its error is still reported.
     """
     view = features_view(features)
     backref = BackrefWriter(view)
@@ -491,14 +554,33 @@ def process_rule_sets(
     ns = DEFAULT_LABEL_NS if auto_prefix else None
     results: list[RuleResult] = []
     errors: list[tuple[str, str]] = []
+    spent = 0.0
+    slow: list[str] = []
     for rs in sorted(rule_sets, key=lambda r: r.name):
         for rule in rs.rules:
-            res = evaluate_rule(rule, view, node_name=node_name, explain=explain)
+            if budget is not None and spent > budget.node_s:
+                res = RuleResult(rule.name, False, RuleOutput(), None,
+                                 f"not evaluated: this node's rules used their time budget of {budget.node_s:g}s "
+                                 f"(slowest: {', '.join(slow[:3])})")
+            else:
+                t0 = time.perf_counter()
+                res = evaluate_rule(rule, view, node_name=node_name, explain=explain)
+                took = time.perf_counter() - t0
+                spent += took
+                if budget is not None and took > budget.rule_s:
+                    slow.append(f"{rs.name}/{rule.name} {took:.2f}s")
+                    if res.error is None:
+                        res = RuleResult(rule.name, False, RuleOutput(), None,
+                                         f"took {took:.2f}s on this node, more than the rule time budget of {budget.rule_s:g}s")
             res.rule_set = rs.name
             results.append(res)
             if res.error is not None:
                 errors.append((res.name, res.error))
-                continue
+                kept = previous.get((rs.name, rule.name)) if previous is not None else None
+                if kept is None:
+                    yield
+                    continue
+                res.matched, res.output, res.kept_previous = True, kept, True
             o = res.output
             if res.matched:
                 out.labels.update(o.labels)
@@ -513,4 +595,5 @@ def process_rule_sets(
                 master.taints.extend(o.taints)
             if feed_back:
                 backref.feed(o.labels, o.vars)
+            yield
     return ProcessResult(output=out, results=results, errors=errors, features=view, master_output=master)
