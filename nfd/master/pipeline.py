@@ -32,9 +32,10 @@ class RuleSetEntry:
 class RuleBook:
     """The compiled NodeFeatureRules of the cluster; ``generation`` changes when they do.
 
-    An object that cannot be compiled at all keeps its last good version (a typo in a rule must
-    not strip labels from every node); rules that fail individually are reported by the engine at
-    evaluation and contribute nothing, as upstream.
+    An object that cannot be compiled, or whose new revision has a problem the one in force has
+    not (an invalid regexp, a CEL or template syntax error), keeps its last good version: a typo
+    in an edit must not strip labels from every node. A new object with invalid rules is taken
+    with those rules failing, as upstream (there is nothing older to keep).
     """
 
     def __init__(self) -> None:
@@ -62,6 +63,14 @@ class RuleBook:
             if cur is not None:
                 return f"NodeFeatureRule {name}: {msg}; keeping its previous version"
             return f"NodeFeatureRule {name}: {msg}; object skipped"
+        problems = _problem_set(compiled)
+        if cur is not None and problems - _problem_set(cur.compiled):
+            # An edit that breaks a rule is not evidence that any node changed: the last good
+            # revision stays in force until the object is fixed (or deleted).
+            new = sorted(problems - _problem_set(cur.compiled))
+            msg = "; ".join(f"{path}: {text}" for path, text in new[:5])
+            self.broken[name] = msg
+            return f"NodeFeatureRule {name}: {msg}; keeping its previous version"
         self.broken.pop(name, None)
         for r in compiled.rules:
             err = getattr(r, "error", None)
@@ -82,6 +91,10 @@ class RuleBook:
         if self._ordered is None:
             self._ordered = [self.sets[n].compiled for n in sorted(self.sets)]
         return self._ordered
+
+
+def _problem_set(compiled: Any) -> set[tuple[str, str]]:
+    return {(p, m) for p, m in compiled.problems()}
 
 
 def policy_config(cfg: MasterConfig, *, disable_auto_prefix: bool = False) -> Any:

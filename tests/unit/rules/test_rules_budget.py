@@ -1,0 +1,100 @@
+"""Per-node evaluation limits and what a failing rule leaves in place (nfd-master's use of the engine)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from nfd.api.features import Features
+from nfd.master.pipeline import RuleBook
+from nfd.rules.engine import EvalBudget, RuleOutput, compile_nodefeaturerule, process_rule_sets
+
+
+def nfr(name: str, *rules: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeatureRule", "metadata": {"name": name},
+            "spec": {"rules": list(rules)}}
+
+
+def features(**attrs: str) -> Features:
+    f = Features()
+    f.add_attributes("kernel.version", attrs)
+    return f
+
+
+GT = {"name": "major", "labels": {"new-kernel": "true"},
+      "matchFeatures": [{"feature": "kernel.version", "matchExpressions": {"major": {"op": "Gt", "value": ["5"]}}}]}
+PLAIN = {"name": "plain", "labels": {"plain": "yes"}, "matchFeatures": []}
+
+
+def test_runtime_error_keeps_the_previous_output_of_that_rule() -> None:
+    rs = compile_nodefeaturerule(nfr("a", GT, PLAIN))
+    first = process_rule_sets([rs], features(major="6"))
+    assert first.output.labels == {"new-kernel": "true", "plain": "yes"}
+    previous = {(r.rule_set, r.name): r.output for r in first.results if r.matched}
+    # "6.x" is not an integer: Gt fails at run time, which says nothing about the kernel
+    res = process_rule_sets([rs], features(major="6.x"), previous=previous)
+    assert res.output.labels == {"new-kernel": "true", "plain": "yes"}
+    (err,) = res.errors
+    assert err[0] == "major"
+    assert next(r for r in res.results if r.name == "major").kept_previous
+    # without a previous evaluation the failing rule contributes nothing (upstream)
+    assert process_rule_sets([rs], features(major="6.x")).output.labels == {"plain": "yes"}
+    # a clean evaluation that does not match does remove it
+    assert process_rule_sets([rs], features(major="4"), previous=previous).output.labels == {"plain": "yes"}
+
+
+def test_previous_output_is_not_used_for_a_deleted_rule() -> None:
+    previous = {("a", "major"): RuleOutput(labels={"new-kernel": "true"})}
+    rs = compile_nodefeaturerule(nfr("a", PLAIN))
+    assert process_rule_sets([rs], features(major="6.x"), previous=previous).output.labels == {"plain": "yes"}
+
+
+def test_node_budget_fails_the_remaining_rules_with_a_named_error(monkeypatch: Any) -> None:
+    rs = compile_nodefeaturerule(nfr("s", *({"name": f"r{i}", "labels": {f"r{i}": "1"}, "matchFeatures": []}
+                                            for i in range(5))))
+    import nfd.rules.engine as engine
+
+    real = engine.evaluate_rule
+
+    def slow(rule: Any, *a: Any, **kw: Any) -> Any:
+        time.sleep(0.06)
+        return real(rule, *a, **kw)
+
+    monkeypatch.setattr(engine, "evaluate_rule", slow)
+    res = process_rule_sets([rs], Features(), budget=EvalBudget(rule_s=1.0, node_s=0.1))
+    assert set(res.output.labels) == {"r0", "r1"}
+    assert [name for name, _ in res.errors] == ["r2", "r3", "r4"]
+    assert "not evaluated: this node's rules used their time budget of 0.1s" in res.errors[0][1]
+    res = process_rule_sets([rs], Features(), budget=EvalBudget(rule_s=0.05, node_s=10))
+    assert len(res.errors) == 5
+    assert "more than the rule time budget of 0.05s" in res.errors[0][1]
+
+
+def test_rulebook_keeps_the_last_good_revision_of_a_broken_edit() -> None:
+    book = RuleBook()
+    good = nfr("r", GT)
+    assert book.upsert(good) is None
+    gen = book.generation
+    broken = nfr("r", {**GT, "matchFeatures": [{"feature": "kernel.version",
+                                                 "matchExpressions": {"full": {"op": "InRegexp", "value": ["("]}}}]})
+    msg = book.upsert(broken)
+    assert msg is not None and "keeping its previous version" in msg and "error parsing regexp" in msg
+    assert book.generation == gen  # nothing re-evaluated: the good revision is still in force
+    assert book.ordered()[0].rules[0].match_features is not None
+    res = process_rule_sets(book.ordered(), features(major="6", full="6.1"))
+    assert res.output.labels == {"new-kernel": "true"}
+    # fixing it takes the new revision
+    fixed = nfr("r", {**GT, "labels": {"fixed": "yes"}})
+    assert book.upsert(fixed) is None and book.generation == gen + 1
+    # deleting it still removes it
+    book.remove("r")
+    assert book.ordered() == []
+
+
+def test_rulebook_takes_a_new_object_with_invalid_rules_as_upstream() -> None:
+    book = RuleBook()
+    bad = nfr("n", {"name": "x", "labels": {"x": "1"},
+                    "matchFeatures": [{"feature": "a.b", "matchName": {"op": "InRegexp", "value": ["("]}}]}, PLAIN)
+    assert book.upsert(bad) is None
+    res = process_rule_sets(book.ordered(), Features())
+    assert res.output.labels == {"plain": "yes"}
