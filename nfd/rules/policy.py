@@ -21,9 +21,12 @@ from nfd.api import DEFAULT_LABEL_NS
 from nfd.api.errors import ValidationError
 from nfd.api.features import Features
 from nfd.api.nodefeature import NodeFeature
+from nfd.api.quantity import QuantityError, parse_quantity
 from nfd.api.validation import (
     ERR_NS_NOT_ALLOWED,
     ERR_UNPREFIXED,
+    label_value_errors,
+    qualified_name_errors,
     split_ns,
     validate_annotation,
     validate_extended_resource,
@@ -166,7 +169,43 @@ def filter_extended_resource(
     err = validate_extended_resource(name, value)
     if err is not None and not (config.disable_auto_prefix and err is ERR_UNPREFIXED):
         return None, err
+    err = apiserver_extended_resource_error(name, value)
+    if err is not None:
+        return None, err
     return value, None
+
+
+# What kube-apiserver refuses in a Node update that upstream's validate package lets through:
+# upstream then sends it, the whole PATCH fails with 422 and none of the node's other changes
+# apply. These are dropped here, each with its reason, and the rest is written.
+
+ANNOTATIONS_TOTAL_LIMIT = 256 * 1024  # apimachinery's TotalAnnotationSizeLimitB
+
+
+def apiserver_extended_resource_error(name: str, value: str) -> str | None:
+    """ValidateResourceQuantityValue for a resource in Node status: never negative, and an
+    integer for an extended resource (a name with a domain outside kubernetes.io)."""
+    try:
+        q = parse_quantity(value)
+    except QuantityError:
+        return None  # reported by validate_extended_resource
+    if q.amount < 0:
+        return f"invalid value {value!r}: must be greater than or equal to 0 (the API server refuses it)"
+    extended = "/" in name and "kubernetes.io/" not in name and not name.startswith("requests.")
+    if extended and q.milli_value() % 1000 != 0:
+        return f"invalid value {value!r}: must be an integer (the API server refuses it)"
+    return None
+
+
+def apiserver_taint_error(key: str, value: str) -> str | None:
+    """validateNodeTaints: the key a qualified name, the value a label value."""
+    errs = qualified_name_errors(key)
+    if errs:
+        return f"invalid taint key {key!r}: {'; '.join(errs)} (the API server refuses it)"
+    verrs = label_value_errors(value)
+    if verrs:
+        return f"invalid taint value {value!r}: {'; '.join(verrs)} (the API server refuses it)"
+    return None
 
 
 def apply_policy(
@@ -210,12 +249,19 @@ def apply_policy(
         )
         res.extended_resources = {}
 
+    total = 0
     for name, value in rule_output.annotations.items():
         err = validate_annotation(name, value)
         if err is not None and not (config.disable_auto_prefix and err is ERR_UNPREFIXED):
             res.rejected.append(Rejection("annotation", name, err))
-        else:
-            res.annotations[name] = value
+            continue
+        total += len(name) + len(value.encode())
+        if total > ANNOTATIONS_TOTAL_LIMIT:
+            res.rejected.append(Rejection(
+                "annotation", name,
+                f"the node's annotations from rules would pass {ANNOTATIONS_TOTAL_LIMIT} bytes (the API server refuses it)"))
+            continue
+        res.annotations[name] = value
     if config.disable_annotations and res.annotations:
         res.rejected.extend(
             Rejection("annotation", k, "restrictions.disableAnnotations") for k in res.annotations
@@ -223,12 +269,16 @@ def apply_policy(
         res.annotations = {}
 
     if config.enable_taints:
+        seen: set[tuple[str, str]] = set()
         for t in rule_output.taints:
             key, value, effect = t.get("key", ""), t.get("value", ""), t.get("effect", "")
-            err = validate_taint(key, value, effect)
+            err = validate_taint(key, value, effect) or apiserver_taint_error(key, value)
+            if err is None and (key, effect) in seen:
+                err = "a taint with this key and effect is already set (the API server refuses duplicates)"
             if err is not None:
                 res.rejected.append(Rejection("taint", _taint_str(key, value, effect), err))
             else:
+                seen.add((key, effect))
                 res.taints.append({"key": key, "value": value, "effect": effect})
     elif rule_output.taints:
         res.rejected.extend(

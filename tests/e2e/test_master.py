@@ -575,3 +575,27 @@ def test_go_only_label_whitelist_patterns(env: Env) -> None:
     wait_for(lambda: mine(node) == {"kernel-major"}, what="labels through the flag's whitelist")
     assert m.running
     assert env.labels(node)[f"{FNS}/kernel-major"] == "6"
+
+
+def test_outputs_the_apiserver_refuses_do_not_block_the_node(env: Env) -> None:
+    """An extended resource -1 or a taint value 'bad value!' was a 422 for the whole node update."""
+    (node,) = setup_world(env, 1)
+    mine = {"feature": "e2e.tag", "matchExpressions": {env.tag: {"op": "Exists"}}}
+    env.put_rule(rule(f"{env.tag}-bad", [{
+        "name": "bad-outputs", "labels": {"still-applied": "yes"},
+        "extendedResources": {"vendor.example.com/neg": "-1", "vendor.example.com/frac": "1.5",
+                              "half": "0.5", "vendor.example.com/fine": "3"},
+        "taints": [{"key": "example.com/bad", "value": "bad value!", "effect": "NoSchedule"},
+                   {"key": "example.com/good", "value": "ok", "effect": "PreferNoSchedule"}],
+        "matchFeatures": [mine],
+    }]))
+    m = env.start_master()
+    wait_for(lambda: env.labels(node).get(f"{FNS}/still-applied") == "yes", what="the node's good outputs")
+    n = env.get_node(node)
+    cap = n["status"]["capacity"]
+    assert cap.get("vendor.example.com/fine") == "3" and cap.get(f"{FNS}/half") in ("500m", "0.5")
+    assert "vendor.example.com/neg" not in cap and "vendor.example.com/frac" not in cap
+    keys = {t["key"] for t in n["spec"].get("taints") or []}
+    assert "example.com/good" in keys and "example.com/bad" not in keys
+    assert converged(env, node)
+    assert "must be greater than or equal to 0" in m.logs() and "invalid taint value" in m.logs()

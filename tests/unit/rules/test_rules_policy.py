@@ -253,3 +253,32 @@ def test_rule_output_names_are_prefixed_once() -> None:
     )
     assert res.labels == {f"{DEFAULT_LABEL_NS}/ok": "1"}
     assert (("label", DEFAULT_LABEL_NS)) in {(r.kind, r.key) for r in res.rejected}
+
+
+def test_outputs_the_api_server_would_refuse_are_dropped_one_by_one() -> None:
+    from nfd.rules.policy import PolicyConfig, apply_policy
+
+    out = RuleOutput(
+        labels={"feature.node.kubernetes.io/good": "yes"},
+        extended_resources={"vendor.example.com/neg": "-1", "vendor.example.com/frac": "1.5",
+                            "feature.node.kubernetes.io/half": "0.5", "vendor.example.com/ok": "4"},
+        taints=[{"key": "example.com/t", "value": "bad value!", "effect": "NoSchedule"},
+                {"key": "example.com/u", "value": "fine", "effect": "NoSchedule"},
+                {"key": "example.com/u", "value": "again", "effect": "NoSchedule"},
+                {"key": "example.com/u", "value": "other", "effect": "NoExecute"}],
+        annotations={f"example.com/a{i}": "x" * 1000 for i in range(300)},
+    )
+    res = apply_policy(nodefeature_labels={}, rule_output=out, features=Features(),
+                       config=PolicyConfig(enable_taints=True, extra_label_ns=frozenset({"example.com"})))
+    assert res.labels == {"feature.node.kubernetes.io/good": "yes"}
+    # kube-apiserver: non-negative always, an integer for extended (non-kubernetes.io) names
+    assert res.extended_resources == {"feature.node.kubernetes.io/half": "0.5", "vendor.example.com/ok": "4"}
+    assert [(t["key"], t["value"], t["effect"]) for t in res.taints] == [
+        ("example.com/u", "fine", "NoSchedule"), ("example.com/u", "other", "NoExecute")]
+    reasons = {r.key: r.reason for r in res.rejected}
+    assert "must be greater than or equal to 0" in reasons["vendor.example.com/neg"]
+    assert "must be an integer" in reasons["vendor.example.com/frac"]
+    assert "invalid taint value 'bad value!'" in reasons["example.com/t=bad value!:NoSchedule"]
+    assert "duplicates" in reasons["example.com/u=again:NoSchedule"]
+    assert len(res.annotations) < 300 and sum(len(k) + len(v) for k, v in res.annotations.items()) <= 256 * 1024
+    assert any("annotations from rules would pass 262144 bytes" in r.reason for r in res.rejected)
