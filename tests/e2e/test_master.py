@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.harness import REPO_ROOT, HttpError, KubeCluster, ManagedProcess
+from tests.e2e.harness import REPO_ROOT, HttpError, KubeCluster, ManagedProcess, free_port
 
 pytestmark = pytest.mark.e2e
 
@@ -599,3 +599,61 @@ def test_outputs_the_apiserver_refuses_do_not_block_the_node(env: Env) -> None:
     assert "example.com/good" in keys and "example.com/bad" not in keys
     assert converged(env, node)
     assert "must be greater than or equal to 0" in m.logs() and "invalid taint value" in m.logs()
+
+
+def test_hostile_node_does_not_stall_probes_or_other_nodes(env: Env) -> None:
+    """A 600 kB kernel.version.full and 40 rules that each spend a template's whole step budget
+    on one node: /healthz answers every probe within 1 s and a rule change for a healthy node
+    lands within 5 s meanwhile (before: 142.8 s without an answer)."""
+    (healthy,) = setup_world(env, 1)
+    hostile = env.node("hostile")
+    hostile_tag = f"{env.tag}-hostile"
+    env.put_nf(nodefeature(hostile, hostile, flags={"e2e.tag": [hostile_tag]},
+                           attrs={"kernel.version": {"full": "5." * 300_000 + "-generic"}}))
+    mine = {"feature": "e2e.tag", "matchExpressions": {hostile_tag: {"op": "Exists"}}}
+    spend = "{{ range until 1000 }}{{ range until 1000 }}{{ end }}{{ end }}x=y"
+    env.put_rule(rule(f"{env.tag}-hostile", [
+        {"name": "generic", "labels": {"generic": "true"},
+         "matchFeatures": [mine, {"feature": "kernel.version",
+                                  "matchExpressions": {"full": {"op": "InRegexp", "value": [".*-generic$"]}}}]},
+        *({"name": f"spend-{i}", "labelsTemplate": spend, "matchFeatures": [mine]} for i in range(40)),
+    ]))
+    port = free_port()
+    m = env.start_master(f"-port={port}")
+    wait_for(lambda: converged(env, healthy), what="healthy node converged")
+    wait_for(lambda: env.labels(hostile).get(f"{FNS}/generic") == "true", what="hostile node's regexp label")
+
+    slowest = [0.0]
+    failures: list[str] = []
+    stop = threading.Event()
+
+    def probe() -> None:
+        while not stop.is_set():
+            t0 = time.monotonic()
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as r:
+                    r.read()
+            except Exception as e:  # noqa: BLE001 - a failed probe is what this test counts
+                failures.append(repr(e))
+            slowest[0] = max(slowest[0], time.monotonic() - t0)
+            time.sleep(0.2)
+
+    t = threading.Thread(target=probe, daemon=True)
+    t.start()
+    try:
+        for k in range(3):  # each rule change re-evaluates the hostile node too
+            rules = base_rules(env.tag)
+            rules[0]["labels"] = {"cpu-avx": f"canary{k}"}
+            t0 = time.monotonic()
+            env.put_rule(rule(f"{env.tag}-rules", rules))
+            wait_for(lambda k=k: env.labels(healthy).get(f"{FNS}/cpu-avx") == f"canary{k}", timeout=5.0,
+                     what=f"canary rule change {k} on the healthy node within 5 s")
+            assert time.monotonic() - t0 < 5.0
+            time.sleep(2.0)
+    finally:
+        stop.set()
+        t.join(timeout=10)
+    assert not failures, failures[:3]
+    assert slowest[0] < 1.0, f"slowest /healthz answer {slowest[0]:.2f}s"
+    assert m.running
+    assert "time budget" in m.logs()

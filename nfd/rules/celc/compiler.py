@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 from nfd.rules.celc import library as lib
 from nfd.rules.celc import runtime as rt
 from nfd.rules.celc.runtime import Act, Fn
+from nfd.rules.celc.runtime import spend as _spend
 from nfd.rules.celc.syntax import Call, CelSyntaxError, Ident, Index, ListLit, Lit, MapLit, Node, Select
 from nfd.rules.celc.types import (
     BOOL,
@@ -297,9 +298,18 @@ class Compiler:
                 rx = lib.compile_regex(consts[1])
             except CelError as e:
                 raise CelSyntaxError(n.args[-1].pos, str(e)) from None
-            sf = all_args[0].fn
+            text_arg = all_args[1] if costed else all_args[0]
+            sf = text_arg.fn
             match = rx.match_string
-            return _C(rt, lambda a: match(sf(a)), f"{self.k(match)}({all_args[0].py})")
+            per_step = lib.REGEX_CHARS_PER_STEP
+
+            def matches_const(a: Act) -> bool:
+                s = sf(a)
+                if isinstance(s, str) and len(s) >= per_step:
+                    _spend(a, len(s) // per_step)
+                return match(s)
+
+            return _C(rt, matches_const, f"{self.k(matches_const)}(A)")
         py = f"{self.k(impl)}({', '.join(a.py for a in all_args)})"
         return _C(rt, _apply(impl, all_args), py)
 

@@ -337,6 +337,14 @@ def compile_regex(pattern: str) -> GoRegexp:
         raise CelError(f"invalid regular expression: {e}") from None
 
 
+# matches() charges the expression's step budget for the text RE2 scans (linear in it).
+REGEX_CHARS_PER_STEP = 64
+
+
+def _matches_cost(s: Any, pattern: Any) -> int:
+    return len(s) // REGEX_CHARS_PER_STEP if isinstance(s, str) else 0
+
+
 def _matches(s: str, pattern: str) -> bool:
     return compile_regex(pattern).match_string(s)
 
@@ -543,7 +551,8 @@ FUNCTIONS: dict[str, list[Overload]] = {
     "bytes": [_o(None, (BYTES,), BYTES, bytes), _o(None, (STRING,), BYTES, str.encode)],
     "bool": [_o(None, (BOOL,), BOOL, bool), _o(None, (STRING,), BOOL, _bool_from_string)],
     "dyn": [_o(None, (DYN,), DYN, lambda x: x)],
-    "matches": [_o(None, (STRING, STRING), BOOL, _matches), _o(STRING, (STRING,), BOOL, _matches)],
+    "matches": [_o(None, (STRING, STRING), BOOL, _matches, _matches_cost),
+                _o(STRING, (STRING,), BOOL, _matches, _matches_cost)],
     "contains": [_o(STRING, (STRING,), BOOL, operator.contains)],
     "startsWith": [_o(STRING, (STRING,), BOOL, str.startswith)],
     "endsWith": [_o(STRING, (STRING,), BOOL, str.endswith)],

@@ -177,3 +177,18 @@ def test_pathological_pattern_runs_on_re2_and_terminates() -> None:
     assert ours("node.name.matches('(a+)+$')", node_name="a" * 5000 + "b") is False
     assert ours("node.name.matches('(a+)+$')", node_name="a" * 5000) is True
     assert ours("node.name.matches('(a|aa)+c')", node_name="a" * 3000 + "c") is True
+
+
+def test_matches_charges_the_text_it_scans() -> None:
+    import pytest as _pytest
+
+    from nfd.rules.celc import DEFAULT_STEP_LIMIT
+    from nfd.rules.celc.library import REGEX_CHARS_PER_STEP
+
+    small = "a" * (REGEX_CHARS_PER_STEP * DEFAULT_STEP_LIMIT // 2)
+    assert ours("node.name.matches('^a+$')", node_name=small) is True
+    big = "a" * (REGEX_CHARS_PER_STEP * DEFAULT_STEP_LIMIT + REGEX_CHARS_PER_STEP)
+    with _pytest.raises(BaseException, match="limit"):
+        ours("node.name.matches('^a+$')", node_name=big)
+    with _pytest.raises(BaseException, match="limit"):  # a pattern only known at run time, too
+        ours("node.name.matches(node.name.substring(0, 2))", node_name=big)
