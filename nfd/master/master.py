@@ -82,9 +82,12 @@ class CachedDesired:
     outputs: dict[tuple[str, str], Any] = field(default_factory=dict)
 
 
-# Rule evaluation runs on the event loop in slices of about this long between pauses, so
-# /healthz, lease renewal, watches and other nodes are served while a costly node is evaluated.
+# Rule evaluation runs on the event loop in slices of about this long (one rule at least)
+# between pauses, so /healthz, lease renewal, watches and other nodes are served while a costly
+# node is evaluated. The pause is a short sleep, not a bare yield: an HTTP exchange needs several
+# loop iterations, and with sleep(0) each of them would wait for another slice.
 EVAL_SLICE_S = 0.02
+EVAL_PAUSE_S = 0.002
 
 
 def _slim_nfr(obj: dict[str, Any]) -> dict[str, Any]:
@@ -431,7 +434,7 @@ class NfdMaster:
                 desired, rep = stop.value
                 break
             if time.perf_counter() > slice_end:
-                await asyncio.sleep(0)
+                await asyncio.sleep(EVAL_PAUSE_S)
                 slice_end = time.perf_counter() + EVAL_SLICE_S
         for rule, msg in rep.rule_errors:
             self.metrics.nfr_processing_errors.inc()
