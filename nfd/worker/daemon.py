@@ -53,6 +53,16 @@ def _dir_signature(path: str) -> tuple[Any, ...] | None:
     return tuple(sorted(entries))
 
 
+def _features_of(features: Features, source: str) -> Features:
+    """The features a source owns (named ``<source>.*``)."""
+    pre = source + "."
+    return Features(
+        flags={k: set(v) for k, v in features.flags.items() if k.startswith(pre)},
+        attributes={k: dict(v) for k, v in features.attributes.items() if k.startswith(pre)},
+        instances={k: [dict(i) for i in v] for k, v in features.instances.items() if k.startswith(pre)},
+    )
+
+
 class Worker:
     def __init__(self, flags: Flags, *, env: dict[str, str] | None = None, api: Any = None) -> None:
         self.flags = flags
@@ -65,6 +75,7 @@ class Worker:
         self.publisher: Any = None
         self.owner_refs: list[dict[str, Any]] | None = None
         self.last_good: dict[str, Features] = {}
+        self.provisional: set[str] = set()  # last_good entries taken from the published NodeFeature
         self.features = Features()
         self.labels: dict[str, str] = {}
         self._config_sig: Any = None
@@ -126,6 +137,11 @@ class Worker:
         res = discover(self.ctx, names, self.cfg.source_configs, last_good=self.last_good)
         for name in res.errors:
             self.metrics.source_errors[name] += 1
+            if name in self.provisional:
+                log.warning("source %s failed; publishing its features as last published until it reads again", name)
+        for name in res.by_source:
+            if name not in res.errors:
+                self.provisional.discard(name)
         self.last_good.update(res.by_source)
         for stale in [n for n in self.last_good if n not in enabled]:
             del self.last_good[stale]
@@ -158,21 +174,53 @@ class Worker:
             pod_uid=self.env.get("POD_UID"),
         )
 
+    async def _ensure_publisher(self) -> None:
+        from nfd.worker.publish import Publisher, worker_namespace
+
+        if self.api is None:
+            from nfd.k8s.client import ApiClient
+
+            self.api = await ApiClient.from_kubeconfig(self.flags.kubeconfig, user_agent="nfd-worker")
+            self.metrics.api_requests = lambda: dict(self.api.metrics)
+        if self.publisher is None:
+            self.publisher = Publisher(self.api, namespace=worker_namespace(self.env), node_name=self.node_name)
+
+    async def seed_from_api(self) -> None:
+        """Right after a (re)start a failing source has no last good result in memory: it is
+        filled from this node's NodeFeature as last published (the API is the last good state)
+        until the source reads again. A source that reads fine replaces it at once."""
+        if self.cfg.no_publish:
+            return
+        try:
+            await self._ensure_publisher()
+            current = await self.publisher._read()
+        except Exception as e:  # API down, RBAC: start without it, as before
+            log.info("cannot read this node's published NodeFeature (%s: %s); a source failing now "
+                     "publishes without its last good features", type(e).__name__, e)
+            return
+        if not current:
+            return
+        try:
+            published = Features.from_json((current.get("spec") or {}).get("features") or {})
+        except Exception as e:  # noqa: BLE001 - a malformed object is no last good state
+            log.warning("this node's published NodeFeature is not usable as the last good state: %s", e)
+            return
+        self.publisher.current = current
+        for name in self.feature_source_names():
+            part = _features_of(published, name)
+            if not part.is_empty():
+                self.provisional.add(name)
+                self.last_good.setdefault(name, part)
+
     async def publish(self) -> bool:
         """Write the NodeFeature if its content changed. Returns True on success (or no-op)."""
         if self.cfg.no_publish:
             self._dirty = False
             return True
-        from nfd.worker.publish import Publisher, owner_references, worker_namespace
+        from nfd.worker.publish import owner_references
 
         try:
-            if self.api is None:
-                from nfd.k8s.client import ApiClient
-
-                self.api = await ApiClient.from_kubeconfig(self.flags.kubeconfig, user_agent="nfd-worker")
-                self.metrics.api_requests = lambda: dict(self.api.metrics)
-            if self.publisher is None:
-                self.publisher = Publisher(self.api, namespace=worker_namespace(self.env), node_name=self.node_name)
+            await self._ensure_publisher()
             if self.owner_refs is None:
                 self.owner_refs = await owner_references(
                     self.api, self.cfg.owner_refs, node_name=self.node_name,
@@ -191,6 +239,7 @@ class Worker:
     async def run(self) -> int:
         self.reload_config()
         self._features_d_sig = _dir_signature(self.ctx.paths.features_d())
+        await self.seed_from_api()
         await asyncio.to_thread(self.run_discovery)
         ok = await self.publish()
         if self.flags.oneshot:

@@ -172,3 +172,42 @@ def test_worker_oneshot_no_owner_refs(wenv: WorkerEnv) -> None:
     assert obj is not None and obj["metadata"].get("ownerReferences", []) == []
     assert "nfd.node.kubernetes.io/worker.pod.uid" not in obj["metadata"]["annotations"]
     assert obj["spec"]["labels"]["rdma.capable"] == "true"
+
+
+def test_worker_restarted_while_sources_are_unreadable_keeps_what_it_published(wenv: WorkerEnv) -> None:
+    """features.d and sys/bus/pci/devices unreadable right after a restart: the worker publishes
+    those sources' features as it last published them (the API is the last good state), so the
+    master removes nothing; they are re-read once readable."""
+    kube = wenv.kube
+    (wenv.features_d / "zone").write_text("topology.example.com/zone=z1\n")
+    wenv.start()
+    obj = kube.wait_until(
+        lambda: (o := wenv.nodefeature()) and o["spec"]["labels"].get("topology.example.com/zone") == "z1" and o,
+        timeout=60, message="NodeFeature with the features.d label")
+    before = obj["spec"]
+    wenv.stop()
+
+    pci = wenv.root / "sys/bus/pci/devices"
+    hidden_pci, hidden_d = pci.with_name("devices.hidden"), wenv.features_d.with_name("features.d.hidden")
+    pci.rename(hidden_pci)
+    pci.write_text("")  # a file where the directory was: listing it fails (ENOTDIR), as root too
+    wenv.features_d.rename(hidden_d)
+    wenv.features_d.write_text("")
+    proc = wenv.start()
+    kube.wait_until(lambda: "publishing its features as last published" in proc.logs(), timeout=30,
+                    message="the worker noticed the failing sources")
+    time.sleep(2)
+    during = wenv.nodefeature()["spec"]
+    assert during["labels"] == before["labels"]
+    assert len(during["features"]["instances"]["pci.device"]["elements"]) == 7
+    assert during["features"]["attributes"].get("local.label") == before["features"]["attributes"].get("local.label")
+
+    # readable again, with a change: the real content is published
+    pci.unlink()
+    hidden_pci.rename(pci)
+    wenv.features_d.unlink()
+    hidden_d.rename(wenv.features_d)
+    (wenv.features_d / "zone").write_text("topology.example.com/zone=z2\n")
+    kube.wait_until(
+        lambda: (o := wenv.nodefeature()) and o["spec"]["labels"].get("topology.example.com/zone") == "z2",
+        timeout=90, message="features.d re-read after it became readable")
