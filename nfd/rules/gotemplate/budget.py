@@ -123,6 +123,8 @@ def guarded(name: str, fn: Callable[..., Any], nargs: int) -> Callable[..., Any]
     functions (upper, regexMatch...), and a loop over *args would double their overhead.
     """
     per_item, per_char = SCANS.get(name, (_NEVER, _NEVER))
+    if name in DEEP:
+        return _deep_guarded(fn)
 
     if name in PRINTERS or nargs not in (1, 2):
         printer = name in PRINTERS
@@ -159,6 +161,61 @@ def guarded(name: str, fn: Callable[..., Any], nargs: int) -> Callable[..., Any]
         return _paid(fn(a, b))
 
     return checked2
+
+
+# Functions that walk their arguments all the way down (compare, copy, stringify each element):
+# they pay for every element a walk visits, a shared sub-list once per time it is reached
+# (`{{$l = list $l $l}}` twenty times is a million elements in 21 lists).
+DEEP = frozenset({"has", "mustHas", "without", "mustWithout", "deepEqual", "sortAlpha", "toStrings",
+                  "uniq", "mustUniq", "deepCopy", "mustDeepCopy", "compact", "mustCompact"})
+
+
+def deep_count(v: Any, cap: int) -> int:
+    """The elements a full walk of v visits, counted up to cap + 1 (a cycle counts as cap + 1).
+
+    Shared sub-lists are counted each time they are reached but walked once here (memoized by
+    identity), so this costs the number of distinct lists, not the size it reports."""
+    if not isinstance(v, _SIZED_TYPES):
+        return 1
+    memo: dict[int, int] = {}
+    active: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(v, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        children = node.values() if isinstance(node, dict) else node
+        if done:
+            active.discard(key)
+            n = 1
+            for c in children:
+                n += memo[id(c)] if isinstance(c, _SIZED_TYPES) else 1
+                if n > cap:
+                    n = cap + 1
+                    break
+            memo[key] = n
+            continue
+        if key in memo:
+            continue
+        if key in active:
+            return cap + 1
+        active.add(key)
+        stack.append((node, True))
+        stack.extend((c, False) for c in children if isinstance(c, _SIZED_TYPES) and id(c) not in memo)
+    return memo[id(v)]
+
+
+def _deep_guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
+    def checked(*args: Any) -> Any:
+        for a in args:
+            if type(a) is str:
+                if len(a) >= CHARS_PER_STEP:
+                    _charge_steps(len(a) // CHARS_PER_STEP)
+            elif isinstance(a, _SIZED_TYPES):
+                b = _budget()
+                _charge_steps(deep_count(a, max(b.steps, 0) + 1))
+        return _paid(fn(*args))
+
+    return checked
 
 
 def _pay_arg(a: Any, per_item: int, per_char: int) -> None:
@@ -276,10 +333,10 @@ SCANS: dict[str, tuple[int, int]] = {
 }
 
 # Functions that read the running execution's budget (`current`).
-BUDGETED = SIZED | SCANS.keys() | {
+BUDGETED = SIZED | SCANS.keys() | DEEP | {
     "repeat", "uniq", "mustUniq", "replace", "indent", "nindent", "until", "untilStep", "seq",
     "randAlphaNum", "randAlpha", "randAscii", "randNumeric", "randBytes",
 }
 
 # Functions the executor wraps with `guarded`.
-GUARDED = SIZED | SCANS.keys()
+GUARDED = SIZED | SCANS.keys() | DEEP

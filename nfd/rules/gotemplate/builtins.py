@@ -85,6 +85,20 @@ _ERR_BAD_COMPARISON_TYPE = "invalid type for comparison"
 _ERR_BAD_COMPARISON = "incompatible types for comparison"
 
 
+_SHOWN_LIMIT = 4096
+
+
+def _shown(v: Any, fmt: Any) -> str:
+    """An operand as Go prints it in an error, unless that is long (a value can be megabytes of
+    node data, or a list sharing sub-lists that prints exponentially long): then its type and size."""
+    from .budget import _printed_size
+
+    size, _ = _printed_size(v, _SHOWN_LIMIT)
+    if size > _SHOWN_LIMIT:
+        return f"<{type_name(v)} printing to more than {_SHOWN_LIMIT} characters>"
+    return str(fmt("%s", v) if fmt is sprintf else fmt(v))
+
+
 def _eq(a: Any, *bs: Any) -> bool:
     if not bs:
         raise FuncError("missing argument for comparison")
@@ -98,9 +112,9 @@ def _eq(a: Any, *bs: Any) -> bool:
         elif ka == "other":
             if not isinstance(a, type(b)) and not isinstance(b, type(a)):
                 raise FuncError(
-                    f"non-comparable types {sprintf('%s', a)}: {type_name(a)}, {type_name(b)}: {format_value(b)}"
+                    f"non-comparable types {_shown(a, sprintf)}: {type_name(a)}, {type_name(b)}: {_shown(b, format_value)}"
                 )
-            raise FuncError(f"non-comparable type {sprintf('%s', b)}: {type_name(b)}")
+            raise FuncError(f"non-comparable type {_shown(b, sprintf)}: {type_name(b)}")
         else:
             truth = a == b
         if truth:
