@@ -657,3 +657,53 @@ def test_hostile_node_does_not_stall_probes_or_other_nodes(env: Env) -> None:
     assert slowest[0] < 1.0, f"slowest /healthz answer {slowest[0]:.2f}s"
     assert m.running
     assert "time budget" in m.logs()
+
+
+def test_broken_edit_and_runtime_errors_strip_no_labels(env: Env) -> None:
+    """A typo in an edit (invalid regexp, CEL or template syntax) keeps the last good revision
+    in force and a rule failing at run time keeps each node's previous output from it; deleting
+    the rule still removes its labels (upstream's BrokenRule removed them from every node)."""
+    nodes = setup_world(env, 3)
+    name = f"{env.tag}-edit"
+    mine = {"feature": "e2e.tag", "matchExpressions": {env.tag: {"op": "Exists"}}}
+    good = [{"name": "gpu", "labels": {"edited": "v1"},
+             "matchFeatures": [mine, {"feature": "kernel.version",
+                                      "matchExpressions": {"major": {"op": "InRegexp", "value": ["^[0-9]+$"]}}}]}]
+    env.put_rule(rule(name, good))
+    m = env.start_master()
+    for n in nodes:
+        wait_for(lambda n=n: env.labels(n).get(f"{FNS}/edited") == "v1", what="labels of the good revision")
+    watch = NodeWatch(env.kube, nodes)
+    try:
+        broken_edits = [
+            {"op": "InRegexp", "value": ["(unclosed"]},  # a regexp that does not compile
+        ]
+        for expr in broken_edits:
+            bad = json.loads(json.dumps(good))
+            bad[0]["labels"] = {"edited": "v2"}
+            bad[0]["matchFeatures"][1]["matchExpressions"]["major"] = expr
+            env.put_rule(rule(name, bad))
+            m.wait_log("keeping its previous version", timeout=30)
+        cel = json.loads(json.dumps(good))
+        cel[0]["labels"] = {"edited": "v2"}
+        cel[0]["matchCEL"] = ["node.name.startsWith("]  # CEL syntax error
+        env.put_rule(rule(name, cel))
+        m.wait_log("node.name.startsWith(", timeout=30)
+        # a revision that compiles but fails at run time on every node (a template error)
+        runtime = json.loads(json.dumps(good))
+        runtime[0]["labels"] = {"edited": "v3"}
+        runtime[0]["labelsTemplate"] = '{{ fail "boom" }}'
+        env.put_rule(rule(name, runtime))
+        m.wait_log("boom", timeout=30)
+        time.sleep(3)
+        for n in nodes:
+            assert env.labels(n).get(f"{FNS}/edited") == "v1"
+        # (the InvalidRule Warning event is written only where RBAC allows events, not here)
+        assert m.logs().count("keeping its previous version") >= 2
+        assert not [r for n in nodes for r in watch.removals(n, managed_items)], "a label was removed"
+    finally:
+        watch.stop()
+    # deleting the rule still removes its labels
+    env.delete_rule(name)
+    for n in nodes:
+        wait_for(lambda n=n: f"{FNS}/edited" not in env.labels(n), what="labels removed with the rule")
