@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -212,6 +213,7 @@ class Informer:
     async def _run(self) -> None:
         retry = Backoff(f"{self.res.plural} watch", log=log, cap=self.max_backoff_s)
         gone_in_a_row = 0
+        last_gone = 0.0
         self._need_list = True
         while True:
             try:
@@ -221,7 +223,8 @@ class Informer:
                     self.watch_list = False
                 if self._need_list and self.watch_list:
                     await self._watch_list()  # clears _need_list at the list's end marker
-                    retry.ok()
+                    if not gone_in_a_row:  # a list between two 410s is no recovery from them
+                        retry.ok()
                     continue
                 if self._need_list:
                     await self._relist()
@@ -247,6 +250,10 @@ class Informer:
                 # One 410 is routine (the watch outlived its resourceVersion): relist at once.
                 # 410s in a row mean the relist does not help: back off like any failure.
                 self._need_list = True
+                now = time.monotonic()
+                if now - last_gone > 60.0:  # long since the last one: routine again
+                    gone_in_a_row = 0
+                last_gone = now
                 gone_in_a_row += 1
                 if gone_in_a_row == 1:
                     log.info("%s watch expired (410); relisting", self.res.plural)

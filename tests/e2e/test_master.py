@@ -707,3 +707,38 @@ def test_broken_edit_and_runtime_errors_strip_no_labels(env: Env) -> None:
     env.delete_rule(name)
     for n in nodes:
         wait_for(lambda n=n: f"{FNS}/edited" not in env.labels(n), what="labels removed with the rule")
+
+
+def test_watch_410_loop_backs_off_with_one_log_line(env: Env, tmp_path: Path) -> None:
+    """A proxy ends every NodeFeature streaming list right after its initial events and answers
+    every NodeFeature watch that follows with 410 Gone: the master relists once at once, then backs off with jitter and logs the episode once (before:
+    5,523 WATCH requests in 29 s and a log line each); the cluster keeps being served."""
+    from tests.e2e.faultproxy import FaultProxy
+
+    def rule_(method: str, path: str, query: dict[str, list[str]]) -> Any:
+        if (method == "GET" and path.endswith("/nodefeatures") and query.get("watch")
+                and not query.get("sendInitialEvents")):
+            return 200, [{"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                                                        "reason": "Expired", "code": 410, "message": "too old"}}]
+        return None
+
+    proxy = FaultProxy(env.kube.server, env.kube.ca_file, rule_,
+                       cut_after_initial_events=lambda path: path.endswith("/nodefeatures"))
+    try:
+        (node,) = setup_world(env, 1)
+        env.kubeconfig = proxy.kubeconfig(env.kubeconfig, tmp_path / "proxied.kubeconfig")
+        m = env.start_master()
+        wait_for(lambda: converged(env, node), what="converged through the proxy")
+        start = proxy.injected
+        time.sleep(20)
+        gone = proxy.injected - start
+        assert 2 <= gone <= 12, f"{gone} watches answered 410 in 20 s"
+        assert m.logs().count("410 Gone again right after a relist") == 1, m.logs()[-3000:]
+        # still serving: a rule change lands through the same proxy
+        rules = base_rules(env.tag)
+        rules[0]["labels"] = {"cpu-avx": "after-410s"}
+        env.put_rule(rule(f"{env.tag}-rules", rules))
+        wait_for(lambda: env.labels(node).get(f"{FNS}/cpu-avx") == "after-410s", what="rule change during 410s")
+        assert m.running
+    finally:
+        proxy.close()
