@@ -211,3 +211,34 @@ def test_worker_restarted_while_sources_are_unreadable_keeps_what_it_published(w
     kube.wait_until(
         lambda: (o := wenv.nodefeature()) and o["spec"]["labels"].get("topology.example.com/zone") == "z2",
         timeout=90, message="features.d re-read after it became readable")
+
+
+def test_worker_survives_deep_config_and_a_deep_custom_d_file(wenv: WorkerEnv) -> None:
+    """A deeply nested nfd-worker.conf (start and live reload) and a deeply nested custom.d file:
+    named errors, the worker keeps running and publishing, the good custom.d file's label stays
+    (before: a RecursionError crash-loop, and the whole custom source lost)."""
+    kube = wenv.kube
+    custom_d = wenv.root / "etc/kubernetes/node-feature-discovery/custom.d"
+    custom_d.mkdir(parents=True, exist_ok=True)
+    (custom_d / "good.yaml").write_text(
+        "- name: good\n  labels: {custom-good: 'yes'}\n  matchFeatures:\n"
+        "    - feature: system.name\n      matchExpressions: {nodename: {op: Exists}}\n")
+    (custom_d / "deep.yaml").write_text("- name: deep\n  labels: " + "{a: " * 3000 + "1" + "}" * 3000 + "\n")
+    wenv.conf.write_text(CONF.replace("core:\n", "core:\n  deep: " + "[" * 5000 + "]" * 5000 + "\n"))
+    proc = wenv.start()
+    kube.wait_until(lambda: (o := wenv.nodefeature()) and o["spec"]["labels"].get("custom-good") == "yes",
+                    timeout=60, message="published with the good custom.d label")
+    logs = proc.logs()
+    assert "nfd-worker.conf: line 2: nesting deeper than 100 levels" in logs, logs[-2000:]
+    assert "deep.yaml" in logs and "nesting deeper than 100 levels" in logs
+    # a valid config, then a deep one on live reload: reported, the previous one stays in force
+    wenv.conf.write_text(CONF)
+    kube.wait_until(lambda: "config " in proc.logs() and "reloaded" in proc.logs(), timeout=30,
+                    message="valid config reloaded")
+    wenv.conf.write_text("core:\n  x: " + "{a: " * 4000 + "1" + "}" * 4000 + "\n")
+    kube.wait_until(lambda: proc.logs().count("nesting deeper than 100 levels") >= 3, timeout=30,
+                    message="deep config on reload reported")
+    time.sleep(2)
+    assert proc.running
+    assert wenv.nodefeature()["spec"]["labels"].get("custom-good") == "yes"
+    assert "Traceback" not in proc.logs() and "RecursionError" not in proc.logs()
