@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Generator, Iterable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,8 +118,19 @@ class _TemplateSlot:
     def expand(self, data: dict[str, Any], out: dict[str, str]) -> None:
         if self.error is not None:
             raise RuleError(self.error)
+        box = _node_template_steps.get()
         try:
-            text = self.tmpl.execute(data)
+            if box is None:
+                text = self.tmpl.execute(data)
+            else:
+                # what is left of this node's template steps (EvalBudget.template_steps)
+                if box[0] <= 0:
+                    raise RuleError(f"{self.path}: not expanded: this node's templates used their step budget")
+                used: list[int] = []
+                try:
+                    text = self.tmpl.execute(data, max_steps=min(self.tmpl.max_steps, box[0]), steps_used=used)
+                finally:
+                    box[0] -= sum(used)
         except _gotemplate().TemplateError as e:
             raise RuleError(f"{self.path}: failed to expand template: {e}") from None
         for line in text.split("\n"):
@@ -498,6 +510,11 @@ class EvalBudget:
 
     rule_s: float = 0.5
     node_s: float = 2.0
+    template_steps: int = 4_000_000  # template steps for all of a node's rules together
+
+
+# The running node evaluation's template steps left, [n] (set per rule by iter_process_rule_sets).
+_node_template_steps: ContextVar[list[int] | None] = ContextVar("nfd_node_template_steps", default=None)
 
 
 def process_rule_sets(
@@ -556,6 +573,7 @@ def iter_process_rule_sets(
     errors: list[tuple[str, str]] = []
     spent = 0.0
     slow: list[str] = []
+    steps_box = [budget.template_steps] if budget is not None else None
     for rs in sorted(rule_sets, key=lambda r: r.name):
         for rule in rs.rules:
             if budget is not None and spent > budget.node_s:
@@ -564,7 +582,11 @@ def iter_process_rule_sets(
                                  f"(slowest: {', '.join(slow[:3])})")
             else:
                 t0 = time.perf_counter()
-                res = evaluate_rule(rule, view, node_name=node_name, explain=explain)
+                token = _node_template_steps.set(steps_box)
+                try:
+                    res = evaluate_rule(rule, view, node_name=node_name, explain=explain)
+                finally:
+                    _node_template_steps.reset(token)
                 took = time.perf_counter() - t0
                 spent += took
                 if budget is not None and took > budget.rule_s:

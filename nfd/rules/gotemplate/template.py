@@ -52,10 +52,14 @@ class Template:
         self._budgeted = budgeted  # some function reads budget.current
         self._limits = (max_steps, max_output)
 
-    def execute(self, data: Any, *, max_steps: int | None = None, max_output: int | None = None) -> str:
+    def execute(
+        self, data: Any, *, max_steps: int | None = None, max_output: int | None = None,
+        steps_used: list[int] | None = None,
+    ) -> str:
         """Run the template on plain data (dicts, lists, scalars); raises TemplateError.
 
         The execution budget (see budget.py) is the template's unless overridden here.
+        ``steps_used`` gets the steps the execution took appended, whether it succeeded or not.
         """
         if max_steps is None and max_output is None:
             limits = self._limits
@@ -79,6 +83,8 @@ class Template:
         finally:
             if token is not None:
                 budget.current.reset(token)
+            if steps_used is not None:
+                steps_used.append(limits[0] - max(st.steps, 0))
         text = "".join(st.out)
         if len(text) > limits[1]:
             raise TemplateError(f"template: {self.name}: {st.output_message()}")

@@ -98,3 +98,17 @@ def test_rulebook_takes_a_new_object_with_invalid_rules_as_upstream() -> None:
     assert book.upsert(bad) is None
     res = process_rule_sets(book.ordered(), Features())
     assert res.output.labels == {"plain": "yes"}
+
+
+def test_template_steps_are_shared_by_a_nodes_rules() -> None:
+    spend = "{{ range until 1000 }}{{ range until 300 }}{{ end }}{{ end }}x=y"  # ~300,000 steps each
+    mine = {"feature": "kernel.version", "matchExpressions": {"major": {"op": "Exists"}}}
+    rs = compile_nodefeaturerule(nfr("t", *({"name": f"t{i}", "labelsTemplate": spend, "matchFeatures": [mine]}
+                                            for i in range(6))))
+    budget = EvalBudget(rule_s=60, node_s=60, template_steps=1_000_000)
+    res = process_rule_sets([rs], features(major="6"), budget=budget)
+    ok = [r.name for r in res.results if r.matched]
+    assert ok == ["t0", "t1", "t2"], res.errors
+    assert all("step budget" in msg for _, msg in res.errors[1:]), res.errors
+    # each evaluation gets its own allowance; without a budget each template has its own only
+    assert len([r for r in process_rule_sets([rs], features(major="6")).results if r.matched]) == 6
