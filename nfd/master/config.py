@@ -15,6 +15,7 @@ import yaml
 
 from nfd.common import safeyaml
 from nfd.common.goduration import parse_go_duration
+from nfd.common.gokeys import canonical_keys
 
 DEFAULT_CONFIG_PATH = "/etc/kubernetes/node-feature-discovery/nfd-master.conf"
 INSTANCE_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
@@ -131,6 +132,12 @@ def _regexp(v: Any, key: str) -> str | None:
     return v
 
 
+# nfd-master.conf's top-level keys (matched like Go's JSON decoder: nfd/common/gokeys.py)
+_TOP_KEYS = ("noPublish", "extraLabelNs", "denyLabelNs", "labelWhiteList", "enableTaints", "resyncPeriod",
+             "nfdApiParallelism", "informerPageSize", "kubeApiQps", "kubeApiBurst", "leaderElection",
+             "restrictions", "klog")
+
+
 def _apply(cfg: MasterConfig, doc: Any, *, source: str) -> tuple[MasterConfig, list[str]]:
     """Overlay one YAML document on ``cfg``; returns the new config and warnings (unknown keys)."""
     warnings: list[str] = []
@@ -139,7 +146,7 @@ def _apply(cfg: MasterConfig, doc: Any, *, source: str) -> tuple[MasterConfig, l
     if not isinstance(doc, dict):
         raise ConfigError(f"{source}: expected a mapping at the top level")
     upd: dict[str, Any] = {}
-    for key, v in doc.items():
+    for key, v in canonical_keys(doc, _TOP_KEYS).items():
         k = f"{source}: {key}"
         if key == "noPublish":
             upd["no_publish"] = _bool(v, k)
@@ -168,7 +175,7 @@ def _apply(cfg: MasterConfig, doc: Any, *, source: str) -> tuple[MasterConfig, l
             if not isinstance(v, dict):
                 raise ConfigError(f"{k}: expected a mapping")
             le = cfg.leader_election
-            for lk, lv in v.items():
+            for lk, lv in canonical_keys(v, ("leaseDuration", "renewDeadline", "retryPeriod")).items():
                 kk = f"{k}.{lk}"
                 if lk == "leaseDuration":
                     le = replace(le, lease_duration=parse_duration(lv, key=kk))
@@ -192,7 +199,7 @@ def _apply(cfg: MasterConfig, doc: Any, *, source: str) -> tuple[MasterConfig, l
                 "allowOverwrite": "allow_overwrite",
                 "denyNodeFeatureLabels": "deny_node_feature_labels",
             }
-            for rk, rv in v.items():
+            for rk, rv in canonical_keys(v, [*names, "nodeFeatureNamespaceSelector"]).items():
                 kk = f"{k}.{rk}"
                 if rk in names:
                     flag: dict[str, Any] = {names[rk]: _bool(rv, kk)}

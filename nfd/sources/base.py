@@ -106,7 +106,9 @@ class FeatureSource:
             return cfg
         if not isinstance(raw, dict):
             raise ValidationError(path, "must be an object")
-        for key, value in raw.items():
+        from nfd.common.gokeys import canonical_keys
+
+        for key, value in canonical_keys(raw, list(cfg)).items():  # matched like Go's JSON decoder
             if key not in cfg:
                 log.info("%s.%s: unknown key ignored", path, key)
                 continue

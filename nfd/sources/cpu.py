@@ -253,9 +253,12 @@ class CpuSource(FeatureSource):
 
     def parse_config(self, raw: Any, *, path: str) -> dict[str, Any]:
         cfg = super().parse_config(raw, path=path)
+        from nfd.common.gokeys import canonical_keys
         from nfd.sources.base import str_list
 
         block = cfg["cpuid"] or {}
+        if isinstance(block, dict):
+            block = canonical_keys(block, ("attributeBlacklist", "attributeWhitelist"))
         merged = self.default_config()["cpuid"]
         for key in ("attributeBlacklist", "attributeWhitelist"):
             if key in block:

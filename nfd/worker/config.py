@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from nfd.api.errors import ValidationError
 from nfd.common.goduration import parse_go_duration
+from nfd.common.gokeys import canonical_keys
 
 if TYPE_CHECKING:
     from nfd.rules.goregex import GoRegexp
@@ -94,6 +95,10 @@ def build_config(doc: Any, *, source: str = "config") -> WorkerConfig:
         raise ValueError(f"{source}: {e}") from e
 
 
+CORE_KEYS = ("sleepInterval", "featureSources", "labelSources", "sources", "labelWhiteList", "noPublish",
+             "noOwnerRefs", "noPublishFeatures", "ownerRefs", "klog")
+
+
 def _build(doc: Any) -> WorkerConfig:
     from nfd.rules.goregex import GoRegexError, compile_go
     from nfd.sources.discovery import parse_source_configs
@@ -103,6 +108,7 @@ def _build(doc: Any) -> WorkerConfig:
         doc = {}
     if not isinstance(doc, dict):
         raise ValidationError("", "config must be an object")
+    doc = canonical_keys(doc, ("core", "sources"))  # matched like Go's JSON decoder
     for key in doc:
         if key not in ("core", "sources"):
             log.info("config: unknown top-level key %r ignored", key)
@@ -111,6 +117,7 @@ def _build(doc: Any) -> WorkerConfig:
         core = {}
     if not isinstance(core, dict):
         raise ValidationError("core", "must be an object")
+    core = canonical_keys(core, CORE_KEYS)
     if "sleepInterval" in core:
         cfg.sleep_interval = parse_duration(core["sleepInterval"], path="core.sleepInterval")
     if "featureSources" in core:
