@@ -162,3 +162,65 @@ def test_worker_on_node_b_writes_node_b(install: Install, nodes: tuple[str, str]
     _wait_enforced(install, worker_b, a)
     assert worker_b.create(b, b)["metadata"]["labels"][NODE_LABEL] == b
     _refused(worker_b.create, a, a)
+
+
+GPU_OPERATOR_VALUES = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "gap-audit" / \
+    "values-gpu-operator-nfd.yaml"
+
+
+def test_shared_service_account_confines_workers_but_not_gc(install_kube: AuditedCluster, helm_bin: Path,
+                                                             tmp_path: Path) -> None:
+    """The GPU Operator's values give master, worker and gc one ServiceAccount: the policy then
+    tells a worker by the pod its token is bound to (a pod of the <fullname>-worker DaemonSet),
+    so gc can delete any node's NodeFeature and a worker still only writes its own."""
+    import yaml
+
+    if not GPU_OPERATOR_VALUES.exists():
+        pytest.skip(f"{GPU_OPERATOR_VALUES} is not there (../shared is read at test time)")
+    values = yaml.safe_load(GPU_OPERATOR_VALUES.read_text())
+    ns, release = "nfd-gpu-operator", "gpuop"
+    objs = helm_template(helm_bin, namespace=ns, release=release, values=values, tmpdir=tmp_path)
+    sa = values["worker"]["serviceAccount"]["name"]
+    kube = install_kube
+    kube.create_namespace(ns, exist_ok=True)
+    kube.apply_objects([o for o in objs if o["kind"] in POLICY_KINDS])
+    if not any(o["kind"] == "ServiceAccount" and o["metadata"]["name"] == sa for o in objs):
+        kube.apply_objects([{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa, "namespace": ns}}])
+    inst = Install(kube, ns, sa)
+    fullname = f"{release}-node-feature-discovery"
+    a, b = kube.unique_name("node-a"), kube.unique_name("node-b")
+    for n in (a, b):
+        kube.create_node(n, labels={"kubernetes.io/hostname": n})
+    try:
+        def client_for(pod_prefix: str, node: str) -> RestClient:
+            pod = f"{pod_prefix}-{kube.unique_name('x').rsplit('-', 1)[-1][:5]}"
+            kube.create_pod(ns, pod, node_name=node, service_account=sa)
+            return kube.client(kube.serviceaccount_kubeconfig(ns, sa, bound_pod=(ns, pod)))
+
+        base = f"{NFD}/namespaces/{ns}/nodefeatures"
+        worker = client_for(f"{fullname}-worker", a)
+        gc = client_for(f"{fullname}-gc-7d9f8c6b5", a)  # a Deployment's pod on node a
+
+        def worker_refused() -> bool:
+            try:
+                worker.request("POST", base, body=_nodefeature(b, b))
+            except HttpError as e:
+                return e.status == 403 and "ValidatingAdmissionPolicy" in e.message
+            kube.request("DELETE", f"{base}/{b}")
+            return False
+
+        kube.wait_until(worker_refused, timeout=30, message="admission policy enforced for the worker pod")
+        assert worker.request("POST", base, body=_nodefeature(a, a))["metadata"]["name"] == a
+        # another node's NodeFeature (nfd-gc's job when that node is gone): gc may delete it
+        kube.request("POST", base, body=_nodefeature(b, b))
+        with pytest.raises(HttpError) as ei:
+            worker.request("DELETE", f"{base}/{b}")
+        assert ei.value.status == 403
+        gc.request("DELETE", f"{base}/{b}")
+        assert kube.get_or_none(f"{base}/{b}") is None
+        gc.request("DELETE", f"{base}/{a}")
+    finally:
+        for n in (a, b):
+            with contextlib.suppress(HttpError):
+                kube.request("DELETE", f"{NFD}/namespaces/{inst.namespace}/nodefeatures/{n}")
+            kube.delete_node(n)
