@@ -296,17 +296,23 @@ def render(filename: str) -> str:
     return HEADER + body
 
 
+# The Helm chart carries copies (real files, so `helm package` or a copied chart keeps them).
+CHART_CRDS = HERE.parent / "deploy" / "helm" / "node-feature-discovery" / "crds"
+
+
 def main(argv: list[str]) -> int:
     check = "--check" in argv
     stale = []
     for name in FILES:
         text = render(name)
-        path = HERE / name
-        if check:
-            if not path.exists() or path.read_text() != text:
-                stale.append(name)
-        else:
-            path.write_text(text)
+        for path in (HERE / name, CHART_CRDS / name):
+            if check:
+                if path.is_symlink() or not path.exists() or path.read_text() != text:
+                    stale.append(str(path.relative_to(HERE.parent)))
+            else:
+                if path.is_symlink():
+                    path.unlink()
+                path.write_text(text)
     if stale:
         print("stale, run python crds/generate.py: " + ", ".join(stale), file=sys.stderr)
         return 1

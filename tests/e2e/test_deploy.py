@@ -153,6 +153,22 @@ def test_helm_values_reach_the_objects(helm_bin: Path, tmp_path: Path) -> None:
     assert not [k for k in kinds if "worker" in k[1] or "-gc" in k[1] or "prune" in k[1]], kinds
 
 
+def test_service_account_names_as_upstream(helm_bin: Path, tmp_path: Path) -> None:
+    """<fullname>, <fullname>-worker, -topology-updater, -gc: two releases in one namespace do
+    not share ServiceAccounts (they collided on fixed nfd-master/nfd-worker/... names)."""
+    values = {"topologyUpdater": {"enable": True}}
+    names = {}
+    for release in ("a", "b"):
+        objs = helm_template(helm_bin, release=release, values=values, tmpdir=tmp_path)
+        names[release] = {o["metadata"]["name"] for o in objs if o["kind"] == "ServiceAccount"}
+        full = f"{release}-node-feature-discovery"
+        assert {full, f"{full}-worker", f"{full}-topology-updater", f"{full}-gc"} <= names[release]
+        pods = dict(_pod_specs(objs))
+        assert pods[f"Deployment/{full}-master"]["serviceAccountName"] == full
+        assert pods[f"DaemonSet/{full}-worker"]["serviceAccountName"] == f"{full}-worker"
+    assert not names["a"] & names["b"]
+
+
 def test_chart_crds_are_the_repository_crds(helm_bin: Path, tmp_path: Path) -> None:
     rendered = [o for o in helm_template(helm_bin, include_crds=True, tmpdir=tmp_path)
                 if o["kind"] == "CustomResourceDefinition"]

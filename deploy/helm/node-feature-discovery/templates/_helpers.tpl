@@ -43,14 +43,14 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
 {{- define "nfd.master.serviceAccountName" -}}
-{{- if .Values.master.serviceAccount.create }}{{ default "nfd-master" .Values.master.serviceAccount.name }}{{ else }}{{ default "default" .Values.master.serviceAccount.name }}{{ end }}
+{{- if .Values.master.serviceAccount.create }}{{ default (include "nfd.fullname" .) .Values.master.serviceAccount.name }}{{ else }}{{ default "default" .Values.master.serviceAccount.name }}{{ end }}
 {{- end }}
 {{- define "nfd.worker.serviceAccountName" -}}
-{{- if .Values.worker.serviceAccount.create }}{{ default "nfd-worker" .Values.worker.serviceAccount.name }}{{ else }}{{ default "default" .Values.worker.serviceAccount.name }}{{ end }}
+{{- if .Values.worker.serviceAccount.create }}{{ default (printf "%s-worker" (include "nfd.fullname" .)) .Values.worker.serviceAccount.name }}{{ else }}{{ default "default" .Values.worker.serviceAccount.name }}{{ end }}
 {{- end }}
 {{- define "nfd.topologyUpdater.serviceAccountName" -}}
-{{- if .Values.topologyUpdater.serviceAccount.create }}{{ default "nfd-topology-updater" .Values.topologyUpdater.serviceAccount.name }}{{ else }}{{ default "default" .Values.topologyUpdater.serviceAccount.name }}{{ end }}
+{{- if .Values.topologyUpdater.serviceAccount.create }}{{ default (printf "%s-topology-updater" (include "nfd.fullname" .)) .Values.topologyUpdater.serviceAccount.name }}{{ else }}{{ default "default" .Values.topologyUpdater.serviceAccount.name }}{{ end }}
 {{- end }}
 {{- define "nfd.gc.serviceAccountName" -}}
-{{- if .Values.gc.serviceAccount.create }}{{ default "nfd-gc" .Values.gc.serviceAccount.name }}{{ else }}{{ default "default" .Values.gc.serviceAccount.name }}{{ end }}
+{{- if .Values.gc.serviceAccount.create }}{{ default (printf "%s-gc" (include "nfd.fullname" .)) .Values.gc.serviceAccount.name }}{{ else }}{{ default "default" .Values.gc.serviceAccount.name }}{{ end }}
 {{- end }}
