@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from nfd.common.goduration import parse_go_duration
 
@@ -20,6 +21,7 @@ KLOG_FLAGS = (
     "log_file_max_size",
     "log_backtrace_at",
     "stderrthreshold",
+    "alsologtostderrthreshold",
 )
 KLOG_BOOL_FLAGS = (
     "logtostderr",
@@ -28,7 +30,23 @@ KLOG_BOOL_FLAGS = (
     "skip_log_headers",
     "add_dir_header",
     "one_output",
+    "legacy_stderr_threshold_behavior",
 )
+
+
+def klog_header_options(ns: Any, conf: Mapping[str, Any] | None = None) -> dict[str, bool]:
+    """setup_logging's skip_headers/add_dir_header from klog's flags (``ns``), else from a
+    config's ``klog`` map (flags win, as upstream)."""
+    out = {}
+    folded = {str(k).replace("_", "").lower(): v for k, v in (conf or {}).items()}
+    for name in ("skip_headers", "add_dir_header"):  # config keys: skipHeaders, addDirHeader
+        v = getattr(ns, name, None)
+        if v is None:
+            v = folded.get(name.replace("_", ""))
+        if isinstance(v, str):
+            v = v.strip().lower() in ("1", "t", "true")
+        out[name] = bool(v)
+    return out
 
 
 def parse_duration(text: str) -> float:

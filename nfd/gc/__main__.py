@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from nfd import __version__
-from nfd.common.goflags import GoFlagParser, parse_duration
+from nfd.common.goflags import GoFlagParser, klog_header_options, parse_duration
 from nfd.common.logsetup import setup_logging
 from nfd.common.signals import run_until_signal
 
@@ -45,12 +45,19 @@ async def run(a: argparse.Namespace) -> int:
         a.port,
         {"/healthz": httpserver.healthz, "/metrics": httpserver.metrics_route(metrics.registry)},
     )
-    api = await ApiClient.from_kubeconfig(
-        a.kubeconfig or None,
-        qps=a.kube_api_qps,
-        burst=a.kube_api_burst,
-        user_agent=f"{PROGRAM}/{__version__}",
-    )
+    from nfd.k8s.config import ConfigError
+
+    try:
+        api = await ApiClient.from_kubeconfig(
+            a.kubeconfig or None,
+            qps=a.kube_api_qps,
+            burst=a.kube_api_burst,
+            user_agent=f"{PROGRAM}/{__version__}",
+        )
+    except ConfigError as e:  # one error line and exit 1, as upstream (not a traceback)
+        server.close()
+        log.error("failed to create the Kubernetes client: %s", e)
+        return 1
     gc = GarbageCollector(api, list_size=a.list_size, metrics=metrics)
     try:
         log.info("Node Feature Discovery Garbage Collector %s", __version__)
@@ -69,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.version:
         print(PROGRAM, __version__)
         return 0
-    setup_logging(args.v)
+    setup_logging(args.v, **klog_header_options(args))
     if args.gc_interval <= 0:
         print("-gc-interval must be positive", file=sys.stderr)
         return 2

@@ -12,7 +12,7 @@ import sys
 import uuid
 from typing import Any
 
-from nfd.common.goflags import GoFlagParser, parse_bool, parse_duration
+from nfd.common.goflags import GoFlagParser, klog_header_options, parse_bool, parse_duration
 from nfd.common.logsetup import setup_logging
 from nfd.master.config import (
     DEFAULT_CONFIG_PATH,
@@ -39,6 +39,9 @@ KLOG_FLAGS = (
     "stderrthreshold",
     "add_dir_header",
     "log_backtrace_at",
+    "one_output",
+    "legacy_stderr_threshold_behavior",
+    "alsologtostderrthreshold",
 )
 
 
@@ -291,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     klog_v = cfg.klog.get("v", "0") or "0"
     verbosity = args.v if args.v is not None else (int(klog_v) if klog_v.isdigit() else 0)
-    setup_logging(verbosity)
+    setup_logging(verbosity, **klog_header_options(args, cfg.klog))
     # Decoding tens of thousands of API objects allocates in bursts: with the default gen-0
     # threshold (700) the collector ran ~6,000 times in a 5,000-node first pass (2.3 s of CPU).
     gc.set_threshold(20_000, 20, 50)

@@ -10,7 +10,7 @@ from collections.abc import Coroutine, Sequence
 from typing import Any
 
 from nfd import __version__
-from nfd.common.goflags import GoFlagParser, parse_duration
+from nfd.common.goflags import GoFlagParser, klog_header_options, parse_duration
 from nfd.common.logsetup import setup_logging
 from nfd.common.signals import run_until_signal
 from nfd.hostpaths import HostPaths
@@ -115,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.version:
         print(PROGRAM, __version__)
         return 0
-    setup_logging(args.v)
+    setup_logging(args.v, **klog_header_options(args))
 
     from nfd.topology_updater import kubeletconfig
     from nfd.topology_updater.config import ConfigError, load_config

@@ -22,9 +22,10 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"nfd-worker {__version__}")
         return 0
+    from nfd.common.goflags import klog_header_options
     from nfd.common.logsetup import setup_logging
 
-    setup_logging(flags.verbosity, debug_from=3)
+    setup_logging(flags.verbosity or 0, debug_from=3, **klog_header_options(flags))
     from nfd.worker.daemon import Worker
 
     try:

@@ -115,12 +115,28 @@ class Worker:
             log.warning("invalid config, %s: %s", "using defaults" if first else "keeping the previous one", e)
             return False
         old_refs = self.cfg.owner_refs
+        old_klog = self.cfg.klog
         self.cfg = new
+        if new.klog != old_klog:
+            self._apply_klog()
         if new.owner_refs != old_refs:
             self.owner_refs = None
         if not first:
             log.info("config %s reloaded", self.flags.config)
         return True
+
+    def _apply_klog(self) -> None:
+        """core.klog: v, skip_headers, add_dir_header, where the command line did not set them
+        (upstream: flags take precedence)."""
+        from nfd.common.goflags import klog_header_options
+        from nfd.common.logsetup import setup_logging
+
+        conf = {str(k): v for k, v in (self.cfg.klog or {}).items()}
+        v = self.flags.verbosity
+        if v is None:
+            raw = str(conf.get("v", "0"))
+            v = int(raw) if raw.isdigit() else 0
+        setup_logging(v, debug_from=3, **klog_header_options(self.flags, conf))
 
     def feature_source_names(self) -> list[str]:
         return registry.resolve(self.cfg.feature_sources, kind="feature")

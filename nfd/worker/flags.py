@@ -21,8 +21,10 @@ class Flags:
     owner_refs: list[str] | None
     no_owner_refs: bool
     host_root: str | None
-    verbosity: int
+    verbosity: int | None  # None: not given (core.klog.v may set it)
     version: bool
+    skip_headers: bool | None = None
+    add_dir_header: bool | None = None
 
 
 def _list(v: str | None) -> list[str] | None:
@@ -35,7 +37,7 @@ def parse_flags(argv: list[str]) -> Flags:
     from nfd.common.goflags import GoFlagParser
     from nfd.worker.config import DEFAULT_CONFIG_PATH
 
-    p = GoFlagParser("nfd-worker", description="Node Feature Discovery worker")
+    p = GoFlagParser("nfd-worker", description="Node Feature Discovery worker", verbosity_default=None)
     p.add_flag("config", default=DEFAULT_CONFIG_PATH, help="config file")
     p.add_flag("options", default=None, help="config options as a YAML/JSON string, overriding the file")
     p.add_flag("kubeconfig", default=None, help="kubeconfig (default: in-cluster)")
@@ -69,4 +71,6 @@ def parse_flags(argv: list[str]) -> Flags:
         host_root=ns.host_root,
         verbosity=ns.v,
         version=ns.version,
+        skip_headers=ns.skip_headers,
+        add_dir_header=ns.add_dir_header,
     )

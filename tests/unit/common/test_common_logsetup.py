@@ -1,28 +1,56 @@
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
+
+from nfd.common.goflags import klog_header_options
 
 _PROG = """
 import logging, sys
 from nfd.common.logsetup import setup_logging
-setup_logging(int(sys.argv[1]), debug_from=int(sys.argv[2]))
+setup_logging(int(sys.argv[1]), debug_from=int(sys.argv[2]), skip_headers=sys.argv[3] == "1",
+              add_dir_header=sys.argv[4] == "1")
 logging.getLogger("nfd.x").debug("dbg")
 logging.getLogger("nfd.x").info("inf")
+logging.getLogger("nfd.x").warning("wrn")
 logging.getLogger("aiohttp.client").info("aio")
 """
+
+# klog's text header: Lmmdd hh:mm:ss.uuuuuu threadid file:line] msg
+KLOG = re.compile(r"^([IWEF])(\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})\.(\d{6}) +(\d+) ([^ ]+):(\d+)\] (.*)$")
+
+
+def _run(v: int, debug_from: int, skip: bool = False, add_dir: bool = False) -> list[str]:
+    return subprocess.run([sys.executable, "-c", _PROG, str(v), str(debug_from), str(int(skip)), str(int(add_dir))],
+                          capture_output=True, text=True, check=True).stderr.splitlines()
 
 
 @pytest.mark.parametrize(
     ("v", "debug_from", "seen"),
-    [(0, 2, {"inf"}), (2, 2, {"dbg", "inf"}), (2, 3, {"inf"}), (4, 2, {"dbg", "inf", "aio"})],
+    [(0, 2, {"inf", "wrn"}), (2, 2, {"dbg", "inf", "wrn"}), (2, 3, {"inf", "wrn"}), (4, 2, {"dbg", "inf", "wrn", "aio"})],
 )
-def test_levels_and_format(v: int, debug_from: int, seen: set[str]) -> None:
-    err = subprocess.run(
-        [sys.executable, "-c", _PROG, str(v), str(debug_from)], capture_output=True, text=True, check=True
-    ).stderr
-    lines = err.splitlines()
-    assert {line.rsplit("] ", 1)[1] for line in lines} == seen
-    assert any(" I nfd.x] inf" in line for line in lines)
+def test_levels_and_klog_format(v: int, debug_from: int, seen: set[str]) -> None:
+    lines = _run(v, debug_from)
+    parsed = [KLOG.match(line) for line in lines]
+    assert all(parsed), lines
+    assert {m.group(11) for m in parsed if m} == seen
+    by_msg = {m.group(11): m for m in parsed if m}
+    assert by_msg["inf"].group(1) == "I" and by_msg["wrn"].group(1) == "W"
+    assert by_msg["inf"].group(9) == "<string>"  # the source file, as klog's file:line
+
+
+def test_skip_headers_and_dir_header() -> None:
+    assert _run(0, 2, skip=True) == ["inf", "wrn"]
+    assert all("/<string>:" in line for line in _run(0, 2, add_dir=True))
+
+
+def test_header_options_flags_win_over_config() -> None:
+    none = SimpleNamespace(skip_headers=None, add_dir_header=None)
+    assert klog_header_options(none, {"skipHeaders": "true"}) == {"skip_headers": True, "add_dir_header": False}
+    assert klog_header_options(SimpleNamespace(skip_headers=False, add_dir_header=None), {"skipHeaders": True}) \
+        == {"skip_headers": False, "add_dir_header": False}
+    assert klog_header_options(none, {"add_dir_header": True})["add_dir_header"] is True
