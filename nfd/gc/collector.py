@@ -45,8 +45,9 @@ def _metadata(obj: dict[str, Any]) -> dict[str, Any]:
 
 class Metrics:
     def __init__(self) -> None:
-        from prometheus_client import CollectorRegistry, Counter, Gauge
+        from prometheus_client import CollectorRegistry, Counter, Gauge, disable_created_metrics
 
+        disable_created_metrics()  # upstream's Go client exports no *_created series
         self.registry = CollectorRegistry(auto_describe=True)
         build_info = Gauge(
             "nfd_gc_build_info",

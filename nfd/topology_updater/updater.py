@@ -73,8 +73,9 @@ class Metrics:
     """A private registry, as upstream (no process/runtime collectors)."""
 
     def __init__(self) -> None:
-        from prometheus_client import CollectorRegistry, Counter, Gauge
+        from prometheus_client import CollectorRegistry, Counter, Gauge, disable_created_metrics
 
+        disable_created_metrics()  # upstream's Go client exports no *_created series
         self.registry = CollectorRegistry(auto_describe=True)
         build_info = Gauge(
             "nfd_topology_updater_build_info",
