@@ -89,7 +89,7 @@ def _dry_run(kube: AuditedCluster, objs: list[dict[str, Any]], *, skip_kinds: fr
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_kustomize_overlay_accepted_by_apiserver(overlay: str, kustomize_bin: Path,
                                                  install_kube: AuditedCluster) -> None:
-    objs = kustomize_build(kustomize_bin, DEPLOY_DIR / "overlays" / overlay)
+    objs = kustomize_build(kustomize_bin, DEPLOY_DIR / "overlays" / overlay, num_nodes=3)
     assert objs, f"overlay {overlay} renders nothing"
     # The Prometheus operator's PodMonitor is not served without the operator's CRDs.
     applied = _dry_run(install_kube, objs, skip_kinds=frozenset({"PodMonitor"}))
@@ -322,3 +322,25 @@ def test_rendered_configs_and_samples_load(kustomize_bin: Path, helm_bin: Path, 
     master_helm = seen["master"][1]
     assert master_helm.restrictions.allow_overwrite is False
     assert seen["topology-updater"][1].exclude_list == {"*": ["hugepages-1Gi"]}
+
+
+def test_upstream_documented_kustomize_commands(kustomize_bin: Path, install_kube: AuditedCluster) -> None:
+    """Upstream's docs, as written: the one-shot Job through `sed s"/NUM_NODES/$NUM_NODES/"`,
+    `wait job.batch/nfd-master` after the prune overlay, the `nfd-metrics` PodMonitor."""
+    job_objs = kustomize_build(kustomize_bin, DEPLOY_DIR / "overlays" / "default-job", num_nodes=4)
+    (job,) = [o for o in job_objs if o["kind"] == "Job"]
+    assert job["spec"]["completions"] == 4 and job["spec"]["parallelism"] == 4
+    pod = job["spec"]["template"]["spec"]
+    mounts = {m["mountPath"] for m in pod["containers"][0]["volumeMounts"]}
+    assert {"/etc/kubernetes/node-feature-discovery", "/etc/kubernetes/node-feature-discovery/features.d/"} <= mounts
+    assert any(o["kind"] == "ConfigMap" and o["metadata"]["name"] == "nfd-worker-conf" for o in job_objs)
+    assert _dry_run(install_kube, job_objs) > 0
+    prune = kustomize_build(kustomize_bin, DEPLOY_DIR / "overlays" / "prune")
+    assert [o["metadata"]["name"] for o in prune if o["kind"] == "Job"] == ["nfd-master"]
+    (pm,) = kustomize_build(kustomize_bin, DEPLOY_DIR / "overlays" / "prometheus")
+    assert pm["metadata"]["name"] == "nfd-metrics"
+    assert all(ep.get("honorLabels") is True for ep in pm["spec"]["podMetricsEndpoints"])
+    # the one-shot Job's config is the DaemonSet's
+    base = DEPLOY_DIR / "base"
+    assert (base / "worker-job" / "nfd-worker.conf").read_text() == \
+        (base / "worker-daemonset" / "nfd-worker.conf").read_text()

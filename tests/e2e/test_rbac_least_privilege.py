@@ -61,7 +61,7 @@ def render(kind: str, *, kustomize: Path, helm: Path, tmp: Path) -> tuple[list[d
         # RBAC), the topology updater and the prune Job
         objs: dict[tuple[str, str], dict[str, Any]] = {}
         for overlay in ("master-worker-topologyupdater", "default-job", "prune"):
-            for o in kustomize_build(kustomize, DEPLOY_DIR / "overlays" / overlay):
+            for o in kustomize_build(kustomize, DEPLOY_DIR / "overlays" / overlay, num_nodes=1):
                 objs.setdefault((o["kind"], o["metadata"]["name"]), o)
         return list(objs.values()), "node-feature-discovery"
     # the chart grants namespaces and leases only when the values need them

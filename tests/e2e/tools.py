@@ -141,9 +141,15 @@ def _run(argv: list[str], *, what: str) -> str:
     return proc.stdout
 
 
-def kustomize_build(kustomize: Path, path: Path) -> list[dict[str, Any]]:
-    """`kustomize build` of a directory under deploy/, as `kubectl apply -k` renders it."""
-    return _docs(_run([str(kustomize), "build", str(path)], what=f"kustomize build {path}"))
+def kustomize_build(kustomize: Path, path: Path, *, num_nodes: int | None = None) -> list[dict[str, Any]]:
+    """`kustomize build` of a directory under deploy/, as `kubectl apply -k` renders it.
+
+    ``num_nodes``: replace the NUM_NODES placeholder (default-job) as upstream's documented
+    ``| sed s"/NUM_NODES/$NUM_NODES/"`` does."""
+    text = _run([str(kustomize), "build", str(path)], what=f"kustomize build {path}")
+    if num_nodes is not None:
+        text = text.replace("NUM_NODES", str(num_nodes))
+    return _docs(text)
 
 
 def helm_template(helm: Path, *, release: str = "nfd", namespace: str = "node-feature-discovery",
