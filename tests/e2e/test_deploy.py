@@ -344,3 +344,44 @@ def test_upstream_documented_kustomize_commands(kustomize_bin: Path, install_kub
     base = DEPLOY_DIR / "base"
     assert (base / "worker-job" / "nfd-worker.conf").read_text() == \
         (base / "worker-daemonset" / "nfd-worker.conf").read_text()
+
+
+def test_per_component_helm_values_take_effect(helm_bin: Path, tmp_path: Path, install_kube: AuditedCluster) -> None:
+    """Upstream's per-component keys (they rendered as if absent before): probe tuning, host
+    network and DNS policy, pod and workload annotations, revisionHistoryLimit, pod security
+    contexts, priorityClassName, gc's extraArgs/extraEnvs and the topology updater's extraEnvs."""
+    env = [{"name": "EXTRA", "value": "1"}]
+    values: dict[str, Any] = {
+        "priorityClassName": "global-pc",
+        "master": {"startupProbe": {"failureThreshold": 60}, "livenessProbe": {"periodSeconds": 7},
+                   "hostNetwork": True, "dnsPolicy": "Default", "annotations": {"pod/a": "m"},
+                   "deploymentAnnotations": {"dep/a": "m"}, "revisionHistoryLimit": 3,
+                   "podSecurityContext": {"fsGroup": 2000}},
+        "worker": {"priorityClassName": "worker-pc", "readinessProbe": {"failureThreshold": 20},
+                   "daemonsetAnnotations": {"ds/a": "w"}, "annotations": {"pod/a": "w"},
+                   "podSecurityContext": {"fsGroup": 3000}, "revisionHistoryLimit": 4},
+        "gc": {"extraArgs": ["-list-size=100"], "extraEnvs": env, "podSecurityContext": {"runAsUser": 1234},
+               "deploymentAnnotations": {"dep/a": "g"}},
+        "topologyUpdater": {"enable": True, "extraEnvs": env, "livenessProbe": {"timeoutSeconds": 9}},
+    }
+    objs = helm_template(helm_bin, values=values, tmpdir=tmp_path)
+    by = {(o["kind"], o["metadata"]["name"]): o for o in objs}
+    full = "nfd-node-feature-discovery"
+    master, worker = by[("Deployment", f"{full}-master")], by[("DaemonSet", f"{full}-worker")]
+    gc, topo = by[("Deployment", f"{full}-gc")], by[("DaemonSet", f"{full}-topology-updater")]
+    mp, wp, gp, tp = (o["spec"]["template"]["spec"] for o in (master, worker, gc, topo))
+    assert mp["containers"][0]["startupProbe"]["failureThreshold"] == 60
+    assert mp["containers"][0]["livenessProbe"] == {"httpGet": {"path": "/healthz", "port": "http"}, "periodSeconds": 7}
+    assert mp["hostNetwork"] is True and mp["dnsPolicy"] == "Default" and mp["securityContext"]["fsGroup"] == 2000
+    assert mp["priorityClassName"] == "global-pc" and wp["priorityClassName"] == "worker-pc"
+    assert master["spec"]["template"]["metadata"]["annotations"]["pod/a"] == "m"
+    assert master["metadata"]["annotations"] == {"dep/a": "m"} and master["spec"]["revisionHistoryLimit"] == 3
+    assert worker["metadata"]["annotations"] == {"ds/a": "w"} and worker["spec"]["revisionHistoryLimit"] == 4
+    assert worker["spec"]["template"]["metadata"]["annotations"]["pod/a"] == "w"
+    assert wp["containers"][0]["readinessProbe"]["failureThreshold"] == 20 and wp["securityContext"] == {"fsGroup": 3000}
+    assert "-list-size=100" in gp["containers"][0]["args"] and gp["containers"][0]["env"] == env
+    assert gp["securityContext"] == {"runAsUser": 1234} and gc["metadata"]["annotations"] == {"dep/a": "g"}
+    assert gp["containers"][0]["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert {"name": "EXTRA", "value": "1"} in tp["containers"][0]["env"]
+    assert tp["containers"][0]["livenessProbe"]["timeoutSeconds"] == 9
+    assert _dry_run(install_kube, objs, skip_kinds=frozenset({"PodMonitor"})) > 0

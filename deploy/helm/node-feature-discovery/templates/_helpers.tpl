@@ -54,3 +54,19 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "nfd.gc.serviceAccountName" -}}
 {{- if .Values.gc.serviceAccount.create }}{{ default (printf "%s-gc" (include "nfd.fullname" .)) .Values.gc.serviceAccount.name }}{{ else }}{{ default "default" .Values.gc.serviceAccount.name }}{{ end }}
 {{- end }}
+
+{{- /* Pod-level settings every component takes, as upstream: (dict "root" $ "v" .Values.<component>) */}}
+{{- define "nfd.podCommon" -}}
+{{- with (.v.priorityClassName | default .root.Values.priorityClassName) }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- if .v.hostNetwork }}
+hostNetwork: true
+{{- end }}
+dnsPolicy: {{ .v.dnsPolicy | default "ClusterFirstWithHostNet" }}
+{{- end }}
+
+{{- /* A probe: the chart's defaults overlaid with the user's tuning, (dict "base" (dict ...) "tune" .Values.x.livenessProbe) */}}
+{{- define "nfd.probe" -}}
+{{- toYaml (merge (deepCopy (.tune | default (dict))) .base) }}
+{{- end }}
