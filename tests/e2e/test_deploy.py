@@ -385,3 +385,28 @@ def test_per_component_helm_values_take_effect(helm_bin: Path, tmp_path: Path, i
     assert {"name": "EXTRA", "value": "1"} in tp["containers"][0]["env"]
     assert tp["containers"][0]["livenessProbe"]["timeoutSeconds"] == 9
     assert _dry_run(install_kube, objs, skip_kinds=frozenset({"PodMonitor"})) > 0
+
+
+@pytest.mark.parametrize("bad", [{"image": {"pullPolicy": "Sometimes"}}, {"master": {"replicaCount": "two"}},
+                                 {"worker": {"dnsPolicy": "Sideways"}}, {"gc": {"interval": "soon"}},
+                                 {"featureGates": {"NodeFeatureGroupAPI": "yes"}}])
+def test_values_schema_refuses_wrong_types_and_enums(bad: dict[str, Any], helm_bin: Path, tmp_path: Path) -> None:
+    with pytest.raises(AssertionError, match="values don't meet the specifications of the schema"):
+        helm_template(helm_bin, values=bad, tmpdir=tmp_path)
+
+
+def test_values_schema_takes_upstream_style_values_files(helm_bin: Path, tmp_path: Path) -> None:
+    gap = REPO_ROOT.parent / "shared" / "reference" / "gap-audit"
+    files = [gap / "values-gpu-operator-nfd.yaml", gap / "values-user-override.yaml"]
+    if not all(f.exists() for f in files):
+        pytest.skip(f"{gap} is not there (../shared is read at test time)")
+    for f in files:
+        assert helm_template(helm_bin, values=yaml.safe_load(f.read_text()), tmpdir=tmp_path)
+
+
+def test_values_schema_is_generated() -> None:
+    import subprocess
+    import sys as _sys
+
+    gen = REPO_ROOT / "deploy" / "helm" / "gen_values_schema.py"
+    assert subprocess.run([_sys.executable, str(gen), "--check"], capture_output=True).returncode == 0
