@@ -38,7 +38,7 @@ def component(extra: dict[str, Any]) -> dict[str, Any]:
         "rbac": obj({"create": BOOL}), "resources": OBJ, "nodeSelector": OBJ, "tolerations": LIST,
         "affinity": OBJ, "annotations": OBJ, "podSecurityContext": OBJ, "securityContext": OBJ,
         "revisionHistoryLimit": INT, "livenessProbe": PROBE, "readinessProbe": PROBE,
-        "priorityClassName": STR, "config": OBJ,
+        "priorityClassName": STR, "config": OBJ, "hostUsers": BOOL, "labels": OBJ, "initContainers": LIST,
     }
     return obj({**common, **extra})
 
@@ -50,6 +50,7 @@ SCHEMA: dict[str, Any] = {
     "properties": {
         "image": obj({"repository": STR, "tag": STR, "pullPolicy": PULL}),
         "imagePullSecrets": LIST,
+        "global": obj({"imagePullSecrets": LIST}),
         "nameOverride": STR, "fullnameOverride": STR, "namespaceOverride": STR, "priorityClassName": STR,
         "featureGates": {"type": ["object", "null"], "additionalProperties": {"type": "boolean"}},
         "postDeleteCleanup": BOOL, "workerNodeConfinement": BOOL,

@@ -353,7 +353,9 @@ def test_per_component_helm_values_take_effect(helm_bin: Path, tmp_path: Path, i
     env = [{"name": "EXTRA", "value": "1"}]
     values: dict[str, Any] = {
         "priorityClassName": "global-pc",
+        "imagePullSecrets": [{"name": "top"}], "global": {"imagePullSecrets": [{"name": "glob"}]},
         "master": {"startupProbe": {"failureThreshold": 60}, "livenessProbe": {"periodSeconds": 7},
+                   "labels": {"team": "infra"}, "initContainers": [{"name": "i", "image": "busybox"}],
                    "hostNetwork": True, "dnsPolicy": "Default", "annotations": {"pod/a": "m"},
                    "deploymentAnnotations": {"dep/a": "m"}, "revisionHistoryLimit": 3,
                    "podSecurityContext": {"fsGroup": 2000}},
@@ -361,6 +363,7 @@ def test_per_component_helm_values_take_effect(helm_bin: Path, tmp_path: Path, i
                    "daemonsetAnnotations": {"ds/a": "w"}, "annotations": {"pod/a": "w"},
                    "podSecurityContext": {"fsGroup": 3000}, "revisionHistoryLimit": 4},
         "gc": {"extraArgs": ["-list-size=100"], "extraEnvs": env, "podSecurityContext": {"runAsUser": 1234},
+               "hostUsers": False,
                "deploymentAnnotations": {"dep/a": "g"}},
         "topologyUpdater": {"enable": True, "extraEnvs": env, "livenessProbe": {"timeoutSeconds": 9}},
     }
@@ -371,6 +374,9 @@ def test_per_component_helm_values_take_effect(helm_bin: Path, tmp_path: Path, i
     gc, topo = by[("Deployment", f"{full}-gc")], by[("DaemonSet", f"{full}-topology-updater")]
     mp, wp, gp, tp = (o["spec"]["template"]["spec"] for o in (master, worker, gc, topo))
     assert mp["containers"][0]["startupProbe"]["failureThreshold"] == 60
+    assert master["spec"]["template"]["metadata"]["labels"]["team"] == "infra"
+    assert gp["hostUsers"] is False and mp["initContainers"] == [{"name": "i", "image": "busybox"}]
+    assert mp["imagePullSecrets"] == [{"name": "top"}, {"name": "glob"}] == gp["imagePullSecrets"]
     assert mp["containers"][0]["livenessProbe"] == {"httpGet": {"path": "/healthz", "port": "http"}, "periodSeconds": 7}
     assert mp["hostNetwork"] is True and mp["dnsPolicy"] == "Default" and mp["securityContext"]["fsGroup"] == 2000
     assert mp["priorityClassName"] == "global-pc" and wp["priorityClassName"] == "worker-pc"

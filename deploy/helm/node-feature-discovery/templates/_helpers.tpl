@@ -64,6 +64,16 @@ priorityClassName: {{ . }}
 hostNetwork: true
 {{- end }}
 dnsPolicy: {{ .v.dnsPolicy | default "ClusterFirstWithHostNet" }}
+{{- if kindIs "bool" .v.hostUsers }}
+hostUsers: {{ .v.hostUsers }}
+{{- end }}
+{{- $secrets := concat (.root.Values.imagePullSecrets | default list) (((.root.Values.global | default dict).imagePullSecrets) | default list) }}
+{{- with $secrets }}
+imagePullSecrets: {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .v.initContainers }}
+initContainers: {{- toYaml . | nindent 2 }}
+{{- end }}
 {{- end }}
 
 {{- /* A probe: the chart's defaults overlaid with the user's tuning, (dict "base" (dict ...) "tune" .Values.x.livenessProbe) */}}
