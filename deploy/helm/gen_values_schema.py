@@ -39,6 +39,7 @@ def component(extra: dict[str, Any]) -> dict[str, Any]:
         "affinity": OBJ, "annotations": OBJ, "podSecurityContext": OBJ, "securityContext": OBJ,
         "revisionHistoryLimit": INT, "livenessProbe": PROBE, "readinessProbe": PROBE,
         "priorityClassName": STR, "config": OBJ, "hostUsers": BOOL, "labels": OBJ, "initContainers": LIST,
+        "networkPolicy": obj({"enabled": BOOL, "ingress": LIST, "egress": LIST}),
     }
     return obj({**common, **extra})
 

@@ -363,7 +363,7 @@ def test_per_component_helm_values_take_effect(helm_bin: Path, tmp_path: Path, i
                    "daemonsetAnnotations": {"ds/a": "w"}, "annotations": {"pod/a": "w"},
                    "podSecurityContext": {"fsGroup": 3000}, "revisionHistoryLimit": 4},
         "gc": {"extraArgs": ["-list-size=100"], "extraEnvs": env, "podSecurityContext": {"runAsUser": 1234},
-               "hostUsers": False,
+               "hostUsers": False, "networkPolicy": {"enabled": True, "egress": [{"ports": [{"port": 6443}]}]},
                "deploymentAnnotations": {"dep/a": "g"}},
         "topologyUpdater": {"enable": True, "extraEnvs": env, "livenessProbe": {"timeoutSeconds": 9}},
     }
@@ -390,6 +390,9 @@ def test_per_component_helm_values_take_effect(helm_bin: Path, tmp_path: Path, i
     assert gp["containers"][0]["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert {"name": "EXTRA", "value": "1"} in tp["containers"][0]["env"]
     assert tp["containers"][0]["livenessProbe"]["timeoutSeconds"] == 9
+    (np,) = [o for o in objs if o["kind"] == "NetworkPolicy"]
+    assert np["metadata"]["name"] == f"{full}-gc-network-policy" and np["spec"]["podSelector"]["matchLabels"]["role"] == "gc"
+    assert np["spec"]["egress"] == [{"ports": [{"port": 6443}]}]
     assert _dry_run(install_kube, objs, skip_kinds=frozenset({"PodMonitor"})) > 0
 
 
