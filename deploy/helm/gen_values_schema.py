@@ -54,7 +54,7 @@ SCHEMA: dict[str, Any] = {
         "global": obj({"imagePullSecrets": LIST}),
         "nameOverride": STR, "fullnameOverride": STR, "namespaceOverride": STR, "priorityClassName": STR,
         "featureGates": {"type": ["object", "null"], "additionalProperties": {"type": "boolean"}},
-        "postDeleteCleanup": BOOL, "workerNodeConfinement": BOOL,
+        "postDeleteCleanup": BOOL, "workerNodeConfinement": BOOL, "checksumValuesOnly": BOOL,
         "master": component({
             "instance": STR, "resyncPeriod": DURATION, "denyLabelNs": STRLIST, "extraLabelNs": STRLIST,
             "enableTaints": BOOL, "nfdApiParallelism": INT, "replicaCount": INT, "deploymentAnnotations": OBJ,

@@ -419,3 +419,17 @@ def test_values_schema_is_generated() -> None:
 
     gen = REPO_ROOT / "deploy" / "helm" / "gen_values_schema.py"
     assert subprocess.run([_sys.executable, str(gen), "--check"], capture_output=True).returncode == 0
+
+
+def test_checksum_values_only(helm_bin: Path, tmp_path: Path) -> None:
+    """checksumValuesOnly: pods roll only when config values change, not when the rendered
+    ConfigMap changes otherwise (its labels carry the release's names)."""
+    def checksum(values: dict[str, Any]) -> str:
+        objs = helm_template(helm_bin, values=values, tmpdir=tmp_path)
+        (master,) = [o for o in objs if o["kind"] == "Deployment" and o["metadata"]["name"].endswith("-master")]
+        return str(master["spec"]["template"]["metadata"]["annotations"]["checksum/config"])
+
+    only = {"checksumValuesOnly": True}
+    assert checksum({**only, "nameOverride": "other"}) == checksum(only)
+    assert checksum({"nameOverride": "other"}) != checksum({})
+    assert checksum({**only, "master": {"config": {"enableTaints": True}}}) != checksum(only)

@@ -80,3 +80,14 @@ initContainers: {{- toYaml . | nindent 2 }}
 {{- define "nfd.probe" -}}
 {{- toYaml (merge (deepCopy (.tune | default (dict))) .base) }}
 {{- end }}
+
+{{- /* The pods' rollout checksum of a component's config: of the config values alone with
+  checksumValuesOnly, else of the rendered ConfigMap (its labels change with the chart), as
+  upstream. (dict "root" $ "config" .Values.<component>.config) */}}
+{{- define "nfd.configChecksum" -}}
+{{- if .root.Values.checksumValuesOnly }}
+{{- toYaml .config | sha256sum }}
+{{- else }}
+{{- printf "%s\n%s" (include "nfd.labels" .root) (toYaml .config) | sha256sum }}
+{{- end }}
+{{- end }}
