@@ -18,6 +18,7 @@ from typing import Any
 
 from nfd.api.errors import ValidationError, ValidationErrors
 from nfd.api.features import Features
+from nfd.common.gokeys import canonical_keys
 from nfd.sources.base import DiscoveryContext, FeatureSource
 
 ALLOWED_OPS = {"In", "NotIn", "InRegexp", "Exists", "DoesNotExist", "Gt", "Lt", "GtLt", "IsTrue", "IsFalse"}
@@ -95,6 +96,7 @@ def convert_expression(raw: Any, path: str, *, strict: bool = True) -> dict[str,
     if raw is None:
         return {"op": "Exists"}
     if isinstance(raw, dict):
+        raw = canonical_keys(raw, ("op", "value"))
         op = raw.get("op")
         if op not in ALLOWED_OPS:
             raise ValidationError(f"{path}.op", f"invalid Op {op!r}")
@@ -132,6 +134,7 @@ def _convert_matcher(raw: Any, path: str, *, strict: bool) -> list[dict[str, Any
         p = f"{path}[{i}]"
         if not isinstance(term, dict):
             raise ValidationError(p, "must be an object")
+        term = canonical_keys(term, ("feature", "matchExpressions", "matchName"))
         _unknown_fields(term, {"feature", "matchExpressions", "matchName"}, p, strict)
         t: dict[str, Any] = {"feature": term.get("feature")}
         if "matchExpressions" in term:
@@ -160,6 +163,7 @@ def convert_rule(raw: Any, path: str, *, strict: bool = True) -> dict[str, Any]:
         raise ValidationError(path, "rule must be an object")
     if _depth(raw) > MAX_DEPTH:
         raise ValidationError(path, f"nesting deeper than {MAX_DEPTH}")
+    raw = canonical_keys(raw, sorted(RULE_FIELDS))  # upstream decodes these with Go's JSON decoder
     _unknown_fields(raw, RULE_FIELDS, path, strict)
     out: dict[str, Any] = {k: raw[k] for k in ("name", "labelsTemplate", "varsTemplate", "matchCEL") if k in raw}
     for k in ("name", "labelsTemplate", "varsTemplate"):
@@ -178,6 +182,7 @@ def convert_rule(raw: Any, path: str, *, strict: bool = True) -> dict[str, Any]:
             p = f"{path}.matchAny[{i}]"
             if not isinstance(elem, dict):
                 raise ValidationError(p, "must be an object with matchFeatures")
+            elem = canonical_keys(elem, ("matchFeatures",))
             _unknown_fields(elem, {"matchFeatures"}, p, strict)
             out["matchAny"].append(
                 {"matchFeatures": _convert_matcher(elem.get("matchFeatures"), f"{p}.matchFeatures", strict=strict)})

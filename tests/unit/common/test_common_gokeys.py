@@ -36,3 +36,18 @@ def test_worker_config_keys_any_case() -> None:
     assert cfg.label_whitelist is not None and cfg.label_whitelist.match_string("cpu-x")
     assert cfg.source_configs["pci"]["deviceClassWhitelist"] == ["02"]
     assert cfg.source_configs["cpu"]["cpuid"]["attributeWhitelist"] == ["AVX"]
+
+
+def test_custom_rule_fields_any_case() -> None:
+    from nfd.api.features import Features
+    from nfd.rules.engine import evaluate_rule
+    from nfd.sources.custom import compile_custom_rules
+
+    (rule,) = compile_custom_rules([{
+        "NAME": "r", "Labels": {"x": "y"},
+        "matchfeatures": [{"Feature": "kernel.version", "MATCHEXPRESSIONS": {"major": {"OP": "In", "Value": ["6"]}}}],
+    }], path="sources.custom", strict=False)
+    f = Features()
+    f.add_attributes("kernel.version", {"major": "6"})
+    res = evaluate_rule(rule, f)
+    assert res.matched and res.output.labels == {"x": "y"}
