@@ -34,7 +34,8 @@ __all__ = ["helm_bin", "install_kube", "kustomize_bin"]  # fixtures
 pytestmark = pytest.mark.e2e
 
 NS = "node-feature-discovery"
-OVERLAYS = sorted(p.name for p in (DEPLOY_DIR / "overlays").iterdir() if p.is_dir())
+OVERLAYS = sorted(str(p.parent.relative_to(DEPLOY_DIR / "overlays"))
+                  for p in (DEPLOY_DIR / "overlays").rglob("kustomization.yaml"))
 WORKLOAD_KINDS = {"Deployment", "DaemonSet", "Job"}
 
 # Value sets a user would write: defaults, everything on, and a minimal one.
@@ -433,3 +434,16 @@ def test_checksum_values_only(helm_bin: Path, tmp_path: Path) -> None:
     assert checksum({**only, "nameOverride": "other"}) == checksum(only)
     assert checksum({"nameOverride": "other"}) != checksum({})
     assert checksum({**only, "master": {"config": {"enableTaints": True}}}) != checksum(only)
+
+
+def test_samples_custom_rules_overlay(kustomize_bin: Path) -> None:
+    """Upstream's samples/custom-rules: a ConfigMap of custom rules mounted into custom.d."""
+    from nfd.sources.custom import compile_custom_rules
+
+    objs = kustomize_build(kustomize_bin, DEPLOY_DIR / "overlays" / "samples" / "custom-rules")
+    (ds,) = [o for o in objs if o["kind"] == "DaemonSet" and o["metadata"]["name"] == "nfd-worker"]
+    mounts = {m["mountPath"] for m in ds["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]}
+    assert "/etc/kubernetes/node-feature-discovery/custom.d/extra-rules-1" in mounts
+    (cm,) = [o for o in objs if o["kind"] == "ConfigMap" and o["metadata"]["name"].startswith("custom-source-extra-rules-1")]
+    rules = compile_custom_rules(yaml.safe_load(cm["data"]["custom.conf"]), path="custom.conf")
+    assert [r.name for r in rules] == ["rdma capable", "nvidia gpu present"]
