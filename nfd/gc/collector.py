@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -283,8 +284,9 @@ class GarbageCollector:
                 log.exception("garbage collection pass failed")
                 failed = True
             if failed and backoff < interval_s:
-                log.info("garbage collection pass incomplete, retrying in %.0fs", backoff)
-                await asyncio.sleep(backoff)
+                wait = backoff * (0.8 + 0.4 * random.random())  # jitter: gc replicas do not retry together
+                log.info("garbage collection pass incomplete, retrying in %.0fs", wait)
+                await asyncio.sleep(wait)
                 backoff = min(backoff * 2, max_retry_s)
             else:
                 backoff = retry_s
