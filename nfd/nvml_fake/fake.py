@@ -14,9 +14,19 @@ import pynvml
 
 from nfd.sources.nvml.snapshot import Vgpu
 
-# CI profile index by compute slices (NVML_COMPUTE_INSTANCE_PROFILE_*); CI profile id == index
+# CI profile index by compute slices (NVML_COMPUTE_INSTANCE_PROFILE_*). A model's `ciProfiles`
+# ([{index, id, sliceCount, ...}]) is its compute-instance profile table as NVML reports it;
+# without one, every size has id == index (as most drivers report it).
 _CI_INDEX = {1: 0, 2: 1, 3: 2, 4: 3, 7: 4, 8: 5, 6: 6}
 _CI_SLICES = {v: k for k, v in _CI_INDEX.items()}
+
+
+def ci_profile_table(model: dict[str, Any]) -> list[dict[str, Any]]:
+    """The model's compute-instance profiles: its ``ciProfiles``, else the default table."""
+    table = model.get("ciProfiles")
+    if table:
+        return [dict(p) for p in table]
+    return [{"index": i, "id": i, "sliceCount": s} for i, s in sorted(_CI_SLICES.items())]
 
 
 def _code(error: str | int) -> int:
@@ -63,6 +73,7 @@ class _Mig:
     gi_profile: dict[str, Any]
     ci_index: int
     attrs: dict[str, int]
+    ci_profile_id: int = -1  # from the model's compute-instance profile table
 
 
 @dataclass(eq=False)
@@ -139,6 +150,7 @@ class FakeNvml:
             gp = by_name[m["profile"]]
             gi_slices = int(gp["sliceCount"])
             ci_slices = int(m.get("ciSlices", gi_slices))
+            ci = self._ci_profile(g.model, m, ci_slices)
             sms = int(gp["multiprocessorCount"]) * ci_slices // gi_slices
             attrs = {
                 "memorySizeMB": int(gp["memorySizeMB"]),
@@ -160,11 +172,27 @@ class FakeNvml:
                     gi_id=int(m.get("giId", slot + 1)),
                     ci_id=int(m.get("ciId", 0)),
                     gi_profile=gp,
-                    ci_index=_CI_INDEX[ci_slices],
+                    ci_index=ci["index"],
                     attrs=attrs,
+                    ci_profile_id=int(ci["id"]),
                 )
             )
         return out
+
+    @staticmethod
+    def _ci_profile(model: dict[str, Any], m: dict[str, Any], ci_slices: int) -> dict[str, Any]:
+        """The MIG device's compute-instance profile: ``ciProfile`` (an index) if given, else
+        the table's profile of its compute slices."""
+        table = ci_profile_table(model)
+        if "ciProfile" in m:
+            for p in table:
+                if int(p["index"]) == int(m["ciProfile"]):
+                    return p
+            raise ValueError(f"no compute instance profile with index {m['ciProfile']}")
+        for p in table:
+            if int(p["sliceCount"]) == ci_slices:
+                return p
+        raise ValueError(f"no compute instance profile with {ci_slices} slices")
 
     # -- fault injection -----------------------------------------------------------------------
     def inject(
@@ -363,7 +391,7 @@ class FakeNvml:
 
     def nvmlComputeInstanceGetInfo(self, ci: _Ci) -> Any:
         self._enter("nvmlComputeInstanceGetInfo", ci.mig.parent.index)
-        return SimpleNamespace(id=ci.mig.ci_id, profileId=ci.mig.ci_index)
+        return SimpleNamespace(id=ci.mig.ci_id, profileId=ci.mig.ci_profile_id)
 
     def nvmlDeviceGetGpuInstanceProfileInfo(self, h: _Gpu, profile: int, version: int = 2) -> Any:
         call = "nvmlDeviceGetGpuInstanceProfileInfo" + ("V" if version == 2 else "")
@@ -380,11 +408,11 @@ class FakeNvml:
     ) -> Any:
         call = "nvmlGpuInstanceGetComputeInstanceProfileInfo" + ("V" if version == 2 else "")
         self._enter(call, gi.mig.parent.index)
-        slices = _CI_SLICES.get(profile)
         gi_slices = int(gi.mig.gi_profile["sliceCount"])
-        if eng_profile != 0 or slices is None or slices > gi_slices:
-            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
-        return SimpleNamespace(id=profile, sliceCount=slices)
+        for p in ci_profile_table(gi.mig.parent.model):
+            if int(p["index"]) == profile and eng_profile == 0 and int(p["sliceCount"]) <= gi_slices:
+                return SimpleNamespace(**{k: v for k, v in p.items() if k != "index"})
+        raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
 
     def _fabric(self, call: str, h: _Gpu, ref: Any) -> int:
         self._enter(call, h.index)

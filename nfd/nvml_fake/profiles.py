@@ -50,6 +50,15 @@ def check_profile(doc: Any, path: str) -> None:
         raise ValueError(f"{path}: models must be a mapping")
     if not isinstance(doc["gpus"], list):
         raise ValueError(f"{path}: gpus must be a list")
+    for name, model in models.items():
+        table = model.get("ciProfiles") if isinstance(model, dict) else None
+        if table is None:
+            continue
+        if not isinstance(table, list) or not all(
+            isinstance(p, dict) and all(isinstance(p.get(k), int) and not isinstance(p.get(k), bool)
+                                        for k in ("index", "id", "sliceCount")) for p in table
+        ):
+            raise ValueError(f"{path}: models.{name}.ciProfiles must be a list of {{index, id, sliceCount}} integers")
     for i, g in enumerate(doc["gpus"]):
         if not isinstance(g, dict) or g.get("model") not in models:
             raise ValueError(f"{path}: gpus[{i}].model must name one of {sorted(models)}")

@@ -103,6 +103,9 @@ def record(nvml: Any, host: Any, *, name: str = "recorded") -> dict[str, Any]:
             spec["migMode"] = [int(mode[0]), int(mode[1])]
             if int(mode[0]) == 1:
                 spec["migDevices"] = _mig_devices(nvml, h, models[key].get("giProfiles") or [])
+                table = _ci_profiles(nvml, h, models[key].get("ciProfiles") or [])
+                if table:
+                    models[key]["ciProfiles"] = table
         gpus.append(spec)
     return {
         "name": name,
@@ -146,6 +149,33 @@ def _gi_profiles(nvml: Any, h: Any) -> list[dict[str, Any]]:
         name = _s(getattr(info, "name", "")).removeprefix("MIG ").strip() or f"profile{idx}"
         out.append({"index": idx, "name": name, **{f: int(getattr(info, f)) for f in _GI_FIELDS}})
     return out
+
+
+def _ci_profiles(nvml: Any, h: Any, known: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The compute-instance profile table (index, id, slices), probed on this GPU's GPU instances
+    (a bigger instance offers more sizes) and merged with what other GPUs of the model showed."""
+    from nfd.sources.nvml.collect import CI_PROFILE_COUNT
+
+    table = {int(p["index"]): p for p in known}
+    for slot in range(int(nvml.nvmlDeviceGetMaxMigDeviceCount(h))):
+        try:
+            mh = nvml.nvmlDeviceGetMigDeviceHandleByIndex(h, slot)
+            gi = nvml.nvmlDeviceGetGpuInstanceById(h, int(nvml.nvmlDeviceGetGpuInstanceId(mh)))
+        except Exception as e:
+            if nv.nvml_code(e) is not None:
+                continue
+            raise
+        for j in range(CI_PROFILE_COUNT):
+            if j in table:
+                continue
+            try:
+                info = nvml.nvmlGpuInstanceGetComputeInstanceProfileInfo(gi, j, 0)
+            except Exception as e:
+                if nv.nvml_code(e) is not None:
+                    continue
+                raise
+            table[j] = {"index": j, "id": int(info.id), "sliceCount": int(info.sliceCount)}
+    return [table[j] for j in sorted(table)]
 
 
 def _mig_devices(nvml: Any, h: Any, gi_profiles: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -88,6 +88,9 @@ def parse_device_plugin_config(doc: Any, *, path: str) -> DevicePluginConfig:
     return DevicePluginConfig(mig_strategy=mig, sharing=sharing)
 
 
+RESOURCE_PREFIX = "nvidia.com/"
+
+
 def _replicated(doc: Any, path: str) -> Replicated:
     if not isinstance(doc, dict):
         raise ValidationError(path, "must be an object")
@@ -105,6 +108,8 @@ def _replicated(doc: Any, path: str) -> Replicated:
         name = r.get("name")
         if not isinstance(name, str) or not name:
             raise ValidationError(f"{rp}.name", "no resource name specified")
+        if not name.startswith(RESOURCE_PREFIX):
+            name = RESOURCE_PREFIX + name  # GFD's NewResourceName: `gpu` is nvidia.com/gpu
         replicas = r.get("replicas")
         if isinstance(replicas, bool) or not isinstance(replicas, int):
             raise ValidationError(f"{rp}.replicas", "no replicas specified (an integer)")
