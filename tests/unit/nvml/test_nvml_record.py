@@ -6,7 +6,7 @@ import copy
 
 import pytest
 import yaml
-from conftest import make_fake, snap_of
+from conftest import labels_of, make_fake, snap_of
 
 from nfd.nvml_fake import available_profiles, load_profile
 from nfd.nvml_fake.profiles import check_profile
@@ -60,8 +60,6 @@ def _with_ci_table(name: str, shift: int) -> dict:
 
 @pytest.mark.parametrize("name", ["a100-mig-mixed", "h100-mig-mixed"])
 def test_compute_instance_profile_ids_other_than_indices(name: str) -> None:
-    from conftest import labels_of
-
     doc = _with_ci_table(name, 10)
     check_profile(doc, name)
     # MIG names come from the table index, found by the id NVML reports: the same labels
