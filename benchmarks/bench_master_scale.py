@@ -166,7 +166,8 @@ def expected_annotations(rule_objs: list[dict[str, Any]], *, enable_taints: bool
     from nfd.master.bookkeeping import encode_names
     from nfd.master.config import MasterConfig
     from nfd.master.nodefeatures import compact_nodefeature, merge_node_features
-    from nfd.master.pipeline import RuleBook, compute_desired, policy_config
+    from nfd.master.pipeline import RuleBook, compute_desired_steps, policy_config
+    from nfd.rules.engine import run_to_end
 
     book = RuleBook()
     for o in rule_objs:
@@ -175,7 +176,7 @@ def expected_annotations(rule_objs: list[dict[str, Any]], *, enable_taints: bool
     out = {}
     for p in range(PROFILES):
         merged = merge_node_features([compact_nodefeature(nodefeature("x", p))], node_name="x", master_namespace=NS)
-        desired, _ = compute_desired(merged, rule_sets=book.ordered(), policy=policy, node_name="x")
+        desired, _ = run_to_end(compute_desired_steps(merged, rule_sets=book.ordered(), policy=policy, node_name="x"))
         out[p] = encode_names(desired.labels)
     return out
 

@@ -121,28 +121,8 @@ class NodeReport:
 
     rule_errors: list[tuple[str, str]] = field(default_factory=list)
     rejected: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, key, reason)
-    duration_s: float = 0.0  # policy time; the caller adds the rules' time
+    duration_s: float = 0.0  # rules and policy, not counting the pauses
     outputs: dict[tuple[str, str], Any] = field(default_factory=dict)  # matched rules' outputs
-
-
-def compute_desired(
-    merged: MergedNodeFeatures,
-    *,
-    rule_sets: list[Any],
-    policy: Any,
-    node_name: str,
-    budget: Any = None,
-    previous: dict[tuple[str, str], Any] | None = None,
-) -> tuple[Desired, NodeReport]:
-    """The node's desired state, all at once (see compute_desired_steps)."""
-    it = compute_desired_steps(merged, rule_sets=rule_sets, policy=policy, node_name=node_name,
-                               budget=budget, previous=previous)
-    while True:
-        try:
-            next(it)
-        except StopIteration as stop:
-            result: tuple[Desired, NodeReport] = stop.value
-            return result
 
 
 def compute_desired_steps(
@@ -155,8 +135,9 @@ def compute_desired_steps(
     previous: dict[tuple[str, str], Any] | None = None,
 ) -> Generator[None, None, tuple[Desired, NodeReport]]:
     """Rules and policy for one node, pausing after each rule (nfd-master serves probes, lease
-    renewal and other nodes meanwhile). ``budget``/``previous``: see iter_process_rule_sets;
-    ``NodeReport.outputs`` is this evaluation's ``previous`` for the next one."""
+    renewal and other nodes meanwhile; ``engine.run_to_end`` computes it at once).
+    ``budget``/``previous``: see iter_process_rule_sets; ``NodeReport.outputs`` is this
+    evaluation's ``previous`` for the next one."""
     from nfd.rules.engine import iter_process_rule_sets
     from nfd.rules.policy import apply_policy
 

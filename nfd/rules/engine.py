@@ -22,7 +22,7 @@ import time
 from collections.abc import Generator, Iterable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from nfd.api import DEFAULT_LABEL_NS
 from nfd.api.errors import ValidationError, ValidationErrors
@@ -513,6 +513,8 @@ class EvalBudget:
     template_steps: int = 4_000_000  # template steps for all of a node's rules together
 
 
+T = TypeVar("T")
+
 # The running node evaluation's template steps left, [n] (set per rule by iter_process_rule_sets).
 _node_template_steps: ContextVar[list[int] | None] = ContextVar("nfd_node_template_steps", default=None)
 
@@ -534,15 +536,19 @@ def process_rule_sets(
     ``explain=False``: results carry no reason why a rule did not match (nfd-master).
     ``budget``, ``previous``: see iter_process_rule_sets.
     """
-    it = iter_process_rule_sets(
+    return run_to_end(iter_process_rule_sets(
         rule_sets, features, node_name=node_name, feed_back=feed_back, auto_prefix=auto_prefix,
         explain=explain, budget=budget, previous=previous,
-    )
+    ))
+
+
+def run_to_end(steps: Generator[None, None, T]) -> T:
+    """Drive a pausing computation (iter_process_rule_sets, compute_desired_steps) to its result."""
     while True:
         try:
-            next(it)
+            next(steps)
         except StopIteration as stop:
-            result: ProcessResult = stop.value
+            result: T = stop.value
             return result
 
 

@@ -17,16 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from tests.e2e.build import find_go, go_version
+from tests.e2e.tools import cache_root
 
 TOOL_DIR = Path(__file__).resolve().parents[1] / "tools" / "goregex"
-
-
-def cache_dir() -> Path:
-    env = os.environ.get("NFD_TEST_TOOLS_CACHE")
-    if env:
-        return Path(env)
-    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(xdg) / "nfd-test-tools"
 
 
 def build_tool() -> tuple[str, Path] | str:
@@ -39,7 +32,7 @@ def build_tool() -> tuple[str, Path] | str:
     for name in ("go.mod", "main.go"):
         h.update((TOOL_DIR / name).read_bytes())
     h.update(version.encode())
-    binary = cache_dir() / f"goregex-tool-{h.hexdigest()[:16]}" / "goregex"
+    binary = cache_root() / f"goregex-tool-{h.hexdigest()[:16]}" / "goregex"
     if not binary.exists():
         binary.parent.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "GOFLAGS": "-mod=mod", "CGO_ENABLED": "0"}
@@ -64,7 +57,7 @@ def truth(extra: Iterable[tuple[str, list[str]]], *, corpus: bool) -> tuple[str,
     version, binary = built
     cases = "".join(json.dumps({"p": p, "in": ins}) + "\n" for p, ins in extra)
     h = hashlib.sha256(binary.parent.name.encode() + (b"corpus" if corpus else b"") + cases.encode())
-    out_dir = cache_dir() / f"goregex-{h.hexdigest()[:16]}"
+    out_dir = cache_root() / f"goregex-{h.hexdigest()[:16]}"
     answers = out_dir / "answers.jsonl"
     if not answers.exists():
         out_dir.mkdir(parents=True, exist_ok=True)

@@ -7,8 +7,6 @@ search moves on by one character after an empty match.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 from ..goregex import GoRegexError, GoRegexp, rune_width, utf8
 from ..goregex import compile_go as _shared_compile
 from .budget import string_limit, string_too_long
@@ -19,8 +17,8 @@ class RegexError(FuncError):
     pass
 
 
-@lru_cache(maxsize=1024)
 def compile_go(pat: str) -> GoRegexp:
+    """The shared (cached) Go regexp, its error as a template function error."""
     try:
         return _shared_compile(pat)
     except GoRegexError as e:
