@@ -162,7 +162,7 @@ def main() -> int:
     baseline = per_call(
         lambda: any(d["vendor"] == "10de" and d["class"].startswith("03") for d in pci.get("pci.device", ())), budget
     )
-    from nfd.rules.celc import DEFAULT_STEP_LIMIT, Act, compile_program
+    from nfd.lang.cel import DEFAULT_STEP_LIMIT, Act, compile_program
 
     prog = compile_program(TWO_CLAUSE)
     exact = per_call(lambda: prog.fn(Act(f, {"name": "n"}, DEFAULT_STEP_LIMIT)), budget)

@@ -1,7 +1,7 @@
 """Go regexps on RE2: backtracking traps at 10-100 kB beside Go, and regexp-heavy rules per node.
 
 Part 1 times MatchString for patterns that make a backtracking engine polynomial or
-exponential, on inputs of 10 kB and 100 kB, for nfd (nfd.rules.goregex) and, when Go is
+exponential, on inputs of 10 kB and 100 kB, for nfd (nfd.lang.goregex) and, when Go is
 installed, for Go's regexp in the same run (tests/tools/goregex bench), with the ratio.
 ``--with-re`` adds Python's ``re`` on the same pattern (Python syntax permitting), in a
 subprocess cut off at ``--re-timeout`` seconds: what a backtracking engine does with them.
@@ -99,7 +99,7 @@ def _ms(t: float) -> str:
 
 
 def traps(sizes: list[int], with_re: bool, re_timeout: float) -> None:
-    from nfd.rules.goregex import compile_go
+    from nfd.lang.goregex import compile_go
 
     rows = []
     cases = []

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import timeit
 
-from nfd.rules.gotemplate import parse
-from nfd.rules.gotemplate.values import TypedMap, typed_list
+from nfd.lang.gotemplate import TypedMap, parse, typed_list
 
 RANGE3 = """{{ range .pci.device }}vendor-{{ .vendor }}-{{ .device }}.present=true
 class-{{ .class }}.present=true

@@ -123,7 +123,7 @@ def _regexp(v: Any, key: str) -> str | None:
         return None
     if not isinstance(v, str):
         raise ConfigError(f"{key}: expected a regular expression string, got {v!r}")
-    from nfd.rules.goregex import GoRegexError, compile_go
+    from nfd.lang.goregex import GoRegexError, compile_go
 
     try:
         compile_go(v)  # the compile matching uses (Go's dialect on RE2)

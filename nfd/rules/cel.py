@@ -5,7 +5,7 @@ Interface agreed with the rule engine::
     m = compile_expressions(exprs, path="spec.rules[0].matchCEL")  # ValidationError on bad input
     matched, failed = m.evaluate(features, node_name="node-1")       # CelEvalError on runtime error
 
-Expressions are parsed with celpy's grammar and compiled by ``nfd.rules.celc`` into generated
+Expressions are parsed with celpy's grammar and compiled by ``nfd.lang.cel`` into generated
 Python (the fast path, a few µs per node) backed by closures with CEL's exact error semantics
 (run only when the fast path hits an error); celpy's own evaluators take milliseconds.
 Variables: ``flags``, ``attributes``, ``instances`` (the node's features) and ``node.name``.
@@ -18,16 +18,16 @@ from typing import Any
 
 from nfd.api.errors import ValidationError
 from nfd.api.features import Features
-from nfd.rules.celc import (
+from nfd.lang.cel import (
     DEFAULT_STEP_LIMIT,
     Act,
     CelSyntaxError,
     CostLimitExceeded,
+    Fn,
     Program,
     compile_program,
+    type_name,
 )
-from nfd.rules.celc.runtime import Fn
-from nfd.rules.celc.values import type_name
 
 __all__ = ["CelEvalError", "CelMatcher", "compile_expressions"]
 

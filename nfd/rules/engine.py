@@ -86,7 +86,7 @@ def _gotemplate() -> Any:
     """The Go template engine, imported only when a rule has a template."""
     import importlib
 
-    return importlib.import_module("nfd.rules.gotemplate")
+    return importlib.import_module("nfd.lang.gotemplate")
 
 
 class _TemplateSlot:
@@ -108,7 +108,7 @@ class _TemplateSlot:
         try:
             gt = _gotemplate()
         except ImportError:
-            self.error = f"{path}: template engine (nfd.rules.gotemplate) is not available"
+            self.error = f"{path}: template engine (nfd.lang.gotemplate) is not available"
             return
         try:
             self.tmpl = gt.parse(src)
@@ -301,7 +301,7 @@ class CompiledRule:
 @functools.cache
 def _go_types() -> tuple[type, type, type, type, Any, Any]:
     """Upstream's template data types, built once (the template engine is imported lazily)."""
-    from nfd.rules.gotemplate.values import TypedList, TypedMap
+    from nfd.lang.gotemplate import TypedList, TypedMap
 
     elem_t = "nodefeaturerule.MatchedElement"
 

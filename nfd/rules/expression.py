@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from nfd.rules.goregex import GoRegexError, compile_go
+from nfd.lang.goregex import GoRegexError, compile_go
 from nfd.rules.version import parse_version
 
 VALID_OPS = frozenset(

@@ -33,8 +33,8 @@ from nfd.api.validation import (
     validate_label,
     validate_taint,
 )
+from nfd.lang.goregex import GoRegexError, GoRegexp, compile_go
 from nfd.rules.engine import RuleOutput, add_ns
-from nfd.rules.goregex import GoRegexError, GoRegexp, compile_go
 
 
 @dataclass(slots=True)

@@ -19,7 +19,7 @@ from nfd.sources import registry
 from nfd.sources.base import DiscoveryContext
 
 if TYPE_CHECKING:
-    from nfd.rules.goregex import GoRegexp
+    from nfd.lang.goregex import GoRegexp
 
 log = logging.getLogger("nfd.sources")
 

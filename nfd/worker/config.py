@@ -17,7 +17,7 @@ from nfd.common.goduration import parse_go_duration
 from nfd.common.gokeys import canonical_keys
 
 if TYPE_CHECKING:
-    from nfd.rules.goregex import GoRegexp
+    from nfd.lang.goregex import GoRegexp
 
 log = logging.getLogger("nfd.worker")
 
@@ -100,7 +100,7 @@ CORE_KEYS = ("sleepInterval", "featureSources", "labelSources", "sources", "labe
 
 
 def _build(doc: Any) -> WorkerConfig:
-    from nfd.rules.goregex import GoRegexError, compile_go
+    from nfd.lang.goregex import GoRegexError, compile_go
     from nfd.sources.discovery import parse_source_configs
 
     cfg = WorkerConfig()

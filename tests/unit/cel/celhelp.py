@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from nfd.api.features import Features
-from nfd.rules.celc import DEFAULT_STEP_LIMIT, Act
-from nfd.rules.celc.compiler import Compiler
-from nfd.rules.celc.syntax import parse
-from nfd.rules.celc.values import UInt
+from nfd.lang.cel import DEFAULT_STEP_LIMIT, Act
+from nfd.lang.cel.compiler import Compiler
+from nfd.lang.cel.syntax import parse
+from nfd.lang.cel.values import UInt
 
 ERROR = "<error>"
 

@@ -26,10 +26,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from celhelp import same  # noqa: E402
 
 from nfd.api.features import Features  # noqa: E402
-from nfd.rules.celc.compiler import Compiler  # noqa: E402
-from nfd.rules.celc.runtime import Act  # noqa: E402
-from nfd.rules.celc.syntax import CelSyntaxError, parse  # noqa: E402
-from nfd.rules.celc.values import UInt  # noqa: E402
+from nfd.lang.cel.compiler import Compiler  # noqa: E402
+from nfd.lang.cel.runtime import Act  # noqa: E402
+from nfd.lang.cel.syntax import CelSyntaxError, parse  # noqa: E402
+from nfd.lang.cel.values import UInt  # noqa: E402
 
 DEFAULT_FILES = ["basic", "logic", "comparisons", "conversions", "fp_math", "integer_math", "lists",
                  "macros", "macros2", "string", "string_ext", "parse", "plumbing", "fields"]

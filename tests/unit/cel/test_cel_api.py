@@ -6,8 +6,8 @@ import pytest
 
 from nfd.api.errors import ValidationError
 from nfd.api.features import Features
+from nfd.lang.cel import MAX_AST_NODES, MAX_DEPTH, MAX_SOURCE_CHARS
 from nfd.rules.cel import CelEvalError, compile_expressions
-from nfd.rules.celc import MAX_AST_NODES, MAX_DEPTH, MAX_SOURCE_CHARS
 
 
 def _features() -> Features:

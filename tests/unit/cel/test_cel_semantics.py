@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from celhelp import ERROR, ours, same
 
-from nfd.rules.celc.library import format_double
-from nfd.rules.celc.values import UInt
+from nfd.lang.cel.library import format_double
+from nfd.lang.cel.values import UInt
 
 
 @pytest.mark.parametrize(
@@ -182,8 +182,8 @@ def test_pathological_pattern_runs_on_re2_and_terminates() -> None:
 def test_matches_charges_the_text_it_scans() -> None:
     import pytest as _pytest
 
-    from nfd.rules.celc import DEFAULT_STEP_LIMIT
-    from nfd.rules.celc.library import REGEX_CHARS_PER_STEP
+    from nfd.lang.cel import DEFAULT_STEP_LIMIT
+    from nfd.lang.cel.library import REGEX_CHARS_PER_STEP
 
     small = "a" * (REGEX_CHARS_PER_STEP * DEFAULT_STEP_LIMIT // 2)
     assert ours("node.name.matches('^a+$')", node_name=small) is True

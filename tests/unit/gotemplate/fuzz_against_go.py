@@ -1,5 +1,5 @@
 """Differential fuzzing against Go (not a pytest module): random templates are run through the
-Go oracle (oracle/README.md) and through nfd.rules.gotemplate, and differences are printed.
+Go oracle (oracle/README.md) and through nfd.lang.gotemplate, and differences are printed.
 
     python tests/unit/gotemplate/fuzz_against_go.py /tmp/gt-oracle funcs 1 2000
     python tests/unit/gotemplate/fuzz_against_go.py /tmp/gt-oracle strings 1 3000
@@ -24,7 +24,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).parent))
 
 from golden_cases import GEN  # noqa: E402
 
-from nfd.rules.gotemplate import TemplateError, parse  # noqa: E402
+from nfd.lang.gotemplate import TemplateError, parse  # noqa: E402
 
 F_FIELDS = [".s", ".e", ".n", ".neg", ".z", ".f", ".big", ".t", ".no", ".nil", ".l", ".nums", ".el", ".m", ".em", ".strmap", ".nested.a", ".ver", ".u", ".html", "."]
 F_LITS = ['"abc"', '"A b-C_d"', '""', "1", "0", "-2", "2.5", "true", "false", "nil", "'x'", '"1.2.3"', '"a,b,,c"', '" x "', "3", "10", '"%d-%s"', '"%v"', '"^a"', '"[a-c]+"']

@@ -6,8 +6,8 @@ import copy
 
 import pytest
 
-from nfd.rules import gotemplate
-from nfd.rules.gotemplate import MAX_TEMPLATE_SIZE, Template, TemplateError, parse
+from nfd.lang.gotemplate import MAX_TEMPLATE_SIZE, Template, TemplateError, parse
+from nfd.lang import gotemplate
 
 CPUID = {"cpu": {"cpuid": [{"Name": "AVX"}, {"Name": "SSE4"}]}}
 
@@ -27,8 +27,8 @@ def test_execute_does_not_reparse(monkeypatch: pytest.MonkeyPatch) -> None:
     def boom(*a: object, **k: object) -> None:
         raise AssertionError("re-parsed")
 
-    monkeypatch.setattr("nfd.rules.gotemplate.template.parse_trees", boom)
-    monkeypatch.setattr("nfd.rules.gotemplate.lexer.lex", boom)
+    monkeypatch.setattr("nfd.lang.gotemplate.template.parse_trees", boom)
+    monkeypatch.setattr("nfd.lang.gotemplate.lexer.lex", boom)
     assert t.execute({"a": "x"}) == "X"
 
 
@@ -85,7 +85,7 @@ def test_no_attribute_access_on_python_objects() -> None:
 
 
 def test_sandbox_function_map_has_no_host_access() -> None:
-    from nfd.rules.gotemplate.funcmap import FUNCS
+    from nfd.lang.gotemplate.funcmap import FUNCS
 
     for name in ("env", "expandenv", "getHostByName", "readFile", "exec", "include", "tpl"):
         assert name not in FUNCS
@@ -118,7 +118,10 @@ def test_unsupported_sprig_helpers_parse_but_fail_on_execute() -> None:
 
 
 def test_package_exports() -> None:
-    assert set(gotemplate.__all__) == {"MAX_OUTPUT", "MAX_STEPS", "MAX_TEMPLATE_SIZE", "Template", "TemplateError", "parse"}
+    assert set(gotemplate.__all__) == {
+        "MAX_OUTPUT", "MAX_STEPS", "MAX_TEMPLATE_SIZE", "Template", "TemplateError", "parse",
+        "TypedList", "TypedMap", "typed_list",
+    }
 
 
 def test_catastrophic_pattern_completes() -> None:
@@ -129,7 +132,7 @@ def test_catastrophic_pattern_completes() -> None:
 
 
 def test_index_missing_key_gives_the_typed_zero_value() -> None:
-    from nfd.rules.gotemplate.values import TypedMap
+    from nfd.lang.gotemplate.values import TypedMap
 
     elem = TypedMap({"vendor": "8086"}, go_type="nodefeaturerule.MatchedElement", zero="")
     t = parse('[{{ index . "device" }}]{{ typeOf . }}')
@@ -142,7 +145,7 @@ def test_index_missing_key_gives_the_typed_zero_value() -> None:
 def test_sprig_concat_nil_and_chunk_negative_as_go() -> None:
     """Found by the differential run against Go + Sprig v3.3.0: concat of nothing is a nil slice
     (toJson null, prints []); chunk with a negative size gives [] only when Sprig sizes zero chunks."""
-    from nfd.rules.gotemplate import TemplateError, parse
+    from nfd.lang.gotemplate import TemplateError, parse
 
     assert parse("{{ concat | toJson }}").execute({}) == "null"
     assert parse("{{ concat (list) (list) }}").execute({}) == "[]"

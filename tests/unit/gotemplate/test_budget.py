@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from nfd.rules.gotemplate import MAX_OUTPUT, MAX_STEPS, TemplateError, parse
-from nfd.rules.gotemplate.errors import FuncError
+from nfd.lang.gotemplate import MAX_OUTPUT, MAX_STEPS, TemplateError, parse
+from nfd.lang.gotemplate.errors import FuncError
 
 EXCEEDED = "template execution budget exceeded"
 
@@ -189,7 +189,7 @@ def test_each_execution_has_its_own_budget() -> None:
 
 
 def test_functions_called_outside_an_execution_check_sizes_only() -> None:
-    from nfd.rules.gotemplate.sprig_strings import repeat
+    from nfd.lang.gotemplate.sprig_strings import repeat
 
     assert repeat(3, "ab") == "ababab"
     with pytest.raises(FuncError, match=EXCEEDED):

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from nfd.rules.gotemplate import TemplateError, parse
+from nfd.lang.gotemplate import TemplateError, parse
 
 GOLDEN = json.loads((pathlib.Path(__file__).parent / "golden.json").read_text())
 

@@ -17,9 +17,9 @@ from functools import lru_cache
 from typing import Any
 
 import pytest
+from nfd.lang.goregex import all_matches, replace_all, split
 
-from nfd.rules.goregex import GoRegexError, compile_go
-from nfd.rules.gotemplate.goregex import _all_matches, replace_all, split
+from nfd.lang.goregex import GoRegexError, compile_go
 from tests.support.goregex_truth import truth
 
 REPL_TEMPLATE = "<$0|${1}|$2x|${n}|$$>"  # tests/tools/goregex's ReplTemplate
@@ -141,7 +141,7 @@ def _check(r: dict[str, Any]) -> list[str]:
         if "all" in r:
             b = s.encode()
             for what, want, got in (
-                ("FindAllStringSubmatchIndex", r["all"][k] or [], _all_matches(rx, b, -1)),
+                ("FindAllStringSubmatchIndex", r["all"][k] or [], all_matches(rx, b, -1)),
                 ("ReplaceAllString", r["rep"][k], replace_all(rx, s, REPL_TEMPLATE, literal=False)),
                 ("Split(-1)", r["split"][k], split(rx, s, -1)),
                 ("Split(2)", r["split2"][k], split(rx, s, 2)),

@@ -252,7 +252,7 @@ def test_templates_from_the_guide(tmp_path: Path, capsys: Any) -> None:
 
 
 def _sprig_has(*names: str) -> bool:
-    from nfd.rules.gotemplate import TemplateError, parse
+    from nfd.lang.gotemplate import TemplateError, parse
 
     try:
         for n in names:
@@ -264,7 +264,7 @@ def _sprig_has(*names: str) -> bool:
 
 @pytest.mark.skipif(
     not _sprig_has("first", "trim", "substr"),
-    reason="Sprig first/trim/substr not in nfd.rules.gotemplate yet",
+    reason="Sprig first/trim/substr not in nfd.lang.gotemplate yet",
 )
 def test_sprig_template_from_the_guide(tmp_path: Path, capsys: Any) -> None:
     rules = nfr(

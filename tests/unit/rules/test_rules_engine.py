@@ -21,13 +21,13 @@ from nfd.rules.engine import (
 )
 from nfd.rules.groups import member_name, node_matches_group
 
-HAVE_TEMPLATES = importlib.util.find_spec("nfd.rules.gotemplate") is not None and hasattr(
-    importlib.import_module("nfd.rules.gotemplate")
-    if importlib.util.find_spec("nfd.rules.gotemplate")
+HAVE_TEMPLATES = importlib.util.find_spec("nfd.lang.gotemplate") is not None and hasattr(
+    importlib.import_module("nfd.lang.gotemplate")
+    if importlib.util.find_spec("nfd.lang.gotemplate")
     else None,
     "parse",
 )
-needs_templates = pytest.mark.skipif(not HAVE_TEMPLATES, reason="nfd.rules.gotemplate not available yet")
+needs_templates = pytest.mark.skipif(not HAVE_TEMPLATES, reason="nfd.lang.gotemplate not available yet")
 
 
 def feats(
@@ -449,7 +449,7 @@ def test_group_membership() -> None:
     )
 
 
-# -- templates (need nfd.rules.gotemplate) --------------------------------------------------
+# -- templates (need nfd.lang.gotemplate) --------------------------------------------------
 
 TPL_FEATURES = feats(
     {"domain_1.kf_1": ["key-a", "key-b", "key-c"], "domain.mf": ["key-a", "key-b", "key-c"]},

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from nfd.rules.goregex import GoRegexError, compile_go
+from nfd.lang.goregex import GoRegexError, compile_go
 
 
 @pytest.mark.parametrize(

@@ -14,8 +14,8 @@ import textwrap
 
 import pytest
 
+from nfd.lang.goregex import compile_go
 from nfd.rules.expression import Expr
-from nfd.rules.goregex import compile_go
 
 # (pattern, input): each takes > 1 s on a backtracking engine.
 TRAPS = [
@@ -36,8 +36,8 @@ _SCRIPT = textwrap.dedent(
     """
     import json, sys, time
     from nfd.rules.expression import Expr
-    from nfd.rules.celc.compiler import Compiler
-    from nfd.rules import gotemplate
+    from nfd.lang.cel.compiler import Compiler
+    from nfd.lang import gotemplate
     from nfd.rules.policy import PolicyConfig
     traps = json.loads(sys.stdin.read())
     times = []
@@ -81,8 +81,9 @@ def test_in_regexp_with_nested_repetition_terminates() -> None:
 
 
 def test_all_users_share_one_compile() -> None:
-    from nfd.rules.celc.library import compile_regex
-    from nfd.rules.gotemplate.goregex import compile_go as template_compile
+    from nfd.lang.gotemplate.sprig_regex import compile_go as template_compile
+
+    from nfd.lang.cel.library import compile_regex
 
     for compile_fn in (compile_regex, template_compile):
         assert compile_fn("(a|aa)+c") is compile_go("(a|aa)+c")

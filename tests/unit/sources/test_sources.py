@@ -12,7 +12,7 @@ import pytest
 from nfd.api.errors import ValidationError
 from nfd.api.features import Features
 from nfd.hostpaths import HostPaths
-from nfd.rules.goregex import compile_go
+from nfd.lang.goregex import compile_go
 from nfd.sources import registry
 from nfd.sources.base import DiscoveryContext
 from nfd.sources.discovery import compute_labels, discover, parse_source_configs

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from nfd.rules.celc.values import INT64_MAX, INT64_MIN, UINT64_MAX, UInt
+from nfd.lang.cel.values import INT64_MAX, INT64_MIN, UINT64_MAX, UInt
 
 Pos = tuple[int, int]
 

@@ -16,12 +16,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from nfd.rules.celc import library as lib
-from nfd.rules.celc import runtime as rt
-from nfd.rules.celc.runtime import Act, Fn
-from nfd.rules.celc.runtime import spend as _spend
-from nfd.rules.celc.syntax import Call, CelSyntaxError, Ident, Index, ListLit, Lit, MapLit, Node, Select
-from nfd.rules.celc.types import (
+from nfd.lang.cel import library as lib
+from nfd.lang.cel import runtime as rt
+from nfd.lang.cel.runtime import Act, Fn
+from nfd.lang.cel.runtime import spend as _spend
+from nfd.lang.cel.syntax import Call, CelSyntaxError, Ident, Index, ListLit, Lit, MapLit, Node, Select
+from nfd.lang.cel.types import (
     BOOL,
     BYTES,
     DOUBLE,
@@ -44,7 +44,7 @@ from nfd.rules.celc.types import (
     map_of,
     runtime_is,
 )
-from nfd.rules.celc.values import CelError, CostLimitExceeded, UInt, type_name
+from nfd.lang.cel.values import CelError, CostLimitExceeded, UInt, type_name
 
 # The variables every expression sees. Feature sets missing on a node read as empty, so
 # `instances["usb.device"].exists(...)` is false on a node without USB instead of an error.

@@ -14,7 +14,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any, NamedTuple
 
-from nfd.rules.celc.types import (
+from nfd.lang.cel.types import (
     BOOL,
     BYTES,
     DOUBLE,
@@ -28,7 +28,7 @@ from nfd.rules.celc.types import (
     list_of,
     map_of,
 )
-from nfd.rules.celc.values import (
+from nfd.lang.cel.values import (
     INT64_MAX,
     INT64_MIN,
     UINT64_MAX,
@@ -40,7 +40,7 @@ from nfd.rules.celc.values import (
     check_uint,
     type_name,
 )
-from nfd.rules.goregex import GoRegexError, GoRegexp, compile_go
+from nfd.lang.goregex import GoRegexError, GoRegexp, compile_go
 
 
 class Overload(NamedTuple):
@@ -330,7 +330,7 @@ def _bool_from_string(s: str) -> bool:
 # -- strings ------------------------------------------------------------------------------------
 
 def compile_regex(pattern: str) -> GoRegexp:
-    """Compile a pattern for ``matches()``: a Go regexp on RE2, as cel-go's (nfd.rules.goregex)."""
+    """Compile a pattern for ``matches()``: a Go regexp on RE2, as cel-go's (nfd.lang.goregex)."""
     try:
         return compile_go(pattern)
     except GoRegexError as e:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nfd.rules.celc.values import Quantity, UInt, Version
+from nfd.lang.cel.values import Quantity, UInt, Version
 
 Type = Any  # str | tuple
 

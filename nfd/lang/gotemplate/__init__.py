@@ -13,5 +13,16 @@ from __future__ import annotations
 from .budget import MAX_OUTPUT, MAX_STEPS
 from .errors import TemplateError
 from .template import MAX_TEMPLATE_SIZE, Template, parse
+from .values import TypedList, TypedMap, typed_list
 
-__all__ = ["MAX_OUTPUT", "MAX_STEPS", "MAX_TEMPLATE_SIZE", "Template", "TemplateError", "parse"]
+__all__ = [
+    "MAX_OUTPUT",
+    "MAX_STEPS",
+    "MAX_TEMPLATE_SIZE",
+    "Template",
+    "TemplateError",
+    "TypedList",
+    "TypedMap",
+    "parse",
+    "typed_list",
+]

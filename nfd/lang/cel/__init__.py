@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from nfd.rules.celc.compiler import VARIABLES, Compiler
-from nfd.rules.celc.runtime import Act, Fn
-from nfd.rules.celc.syntax import Call, CelSyntaxError, Index, ListLit, MapLit, Node, Select, parse
-from nfd.rules.celc.types import BOOL, DYN, Type, fmt
-from nfd.rules.celc.values import CelError, CostLimitExceeded
+from nfd.lang.cel.compiler import VARIABLES, Compiler
+from nfd.lang.cel.runtime import Act, Fn
+from nfd.lang.cel.syntax import Call, CelSyntaxError, Index, ListLit, MapLit, Node, Select, parse
+from nfd.lang.cel.types import BOOL, DYN, Type, fmt
+from nfd.lang.cel.values import CelError, CostLimitExceeded, type_name
 
 # Limits, in the spirit of Kubernetes' CEL cost limits: a rule cannot stall the master.
 MAX_SOURCE_CHARS = 10_000
@@ -30,8 +30,10 @@ __all__ = [
     "CelError",
     "CelSyntaxError",
     "CostLimitExceeded",
+    "Fn",
     "Program",
     "compile_program",
+    "type_name",
 ]
 
 

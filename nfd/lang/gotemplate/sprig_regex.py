@@ -4,11 +4,26 @@ from __future__ import annotations
 
 from typing import Any
 
+from nfd.lang.goregex import GoRegexError, GoRegexp, find, find_all, replace_all, split
+from nfd.lang.goregex import compile_go as _shared_compile
+
 from . import funcs as K
+from .budget import string_limit, string_too_long
 from .errors import FuncError
 from .funcs import Func
-from .goregex import compile_go, find, find_all, replace_all, split
 from .values import StringList
+
+
+class RegexError(FuncError):
+    pass
+
+
+def compile_go(pat: str) -> GoRegexp:
+    """The shared (cached) Go regexp, its error as a template function error."""
+    try:
+        return _shared_compile(pat)
+    except GoRegexError as e:
+        raise RegexError(str(e)) from None
 
 
 def _quiet_compile(pat: str) -> Any:
@@ -36,11 +51,11 @@ def regex_find(pat: str, s: str) -> str:
 
 
 def regex_replace_all(pat: str, s: str, repl: str) -> str:
-    return replace_all(compile_go(pat), s, repl, literal=False)
+    return replace_all(compile_go(pat), s, repl, literal=False, limit=string_limit(), too_long=string_too_long)
 
 
 def regex_replace_all_literal(pat: str, s: str, repl: str) -> str:
-    return replace_all(compile_go(pat), s, repl, literal=True)
+    return replace_all(compile_go(pat), s, repl, literal=True, limit=string_limit(), too_long=string_too_long)
 
 
 def regex_split(pat: str, s: str, n: int) -> list[str]:

@@ -1,4 +1,4 @@
-"""Go's regexp API as Sprig uses it, over the shared Go regexp on RE2 (nfd.rules.goregex).
+"""Go's regexp calls over the shared Go regexp on RE2: Find, FindAll, ReplaceAll, Split.
 
 FindAll, ReplaceAllString (``$1``/``${name}`` expansion) and Split follow Go's loops, on the
 UTF-8 bytes as Go runs them: an empty match right after a previous match is dropped, and the
@@ -7,25 +7,12 @@ search moves on by one character after an empty match.
 
 from __future__ import annotations
 
-from ..goregex import GoRegexError, GoRegexp, rune_width, utf8
-from ..goregex import compile_go as _shared_compile
-from .budget import string_limit, string_too_long
-from .errors import FuncError
+from collections.abc import Callable
+
+from .regexp import GoRegexp, rune_width, utf8
 
 
-class RegexError(FuncError):
-    pass
-
-
-def compile_go(pat: str) -> GoRegexp:
-    """The shared (cached) Go regexp, its error as a template function error."""
-    try:
-        return _shared_compile(pat)
-    except GoRegexError as e:
-        raise RegexError(str(e)) from None
-
-
-def _all_matches(rx: GoRegexp, b: bytes, n: int) -> list[list[int]]:
+def all_matches(rx: GoRegexp, b: bytes, n: int) -> list[list[int]]:
     """Go's allMatches: submatch index lists of up to n (all when n < 0) successive matches."""
     out: list[list[int]] = []
     if n == 0:
@@ -56,7 +43,7 @@ def find(rx: GoRegexp, s: str) -> str:
 
 def find_all(rx: GoRegexp, s: str, n: int) -> list[str]:
     b = utf8(s)
-    return [b[m[0] : m[1]].decode() for m in _all_matches(rx, b, n)]
+    return [b[m[0] : m[1]].decode() for m in all_matches(rx, b, n)]
 
 
 def _expand_parts(rx: GoRegexp, template: str) -> list[bytes | int | str | None]:
@@ -111,13 +98,23 @@ def _group(rx: GoRegexp, b: bytes, m: list[int], ref: int | str) -> bytes:
     return b""
 
 
-def replace_all(rx: GoRegexp, s: str, repl: str, *, literal: bool) -> str:
-    """Go's ReplaceAllString / ReplaceAllLiteralString."""
+def replace_all(
+    rx: GoRegexp,
+    s: str,
+    repl: str,
+    *,
+    literal: bool,
+    limit: int | None = None,
+    too_long: Callable[[int, int], Exception] | None = None,
+) -> str:
+    """Go's ReplaceAllString / ReplaceAllLiteralString.
+
+    Expansions can multiply the text (``$0$0$0...``): past ``limit`` bytes the exception made
+    by ``too_long(size, limit)`` is raised (a ValueError when none is given)."""
     b = utf8(s)
     parts = [repl.encode()] if literal else _expand_parts(rx, repl)
     out: list[bytes] = []
     size = 0
-    limit = string_limit()  # expansions can multiply the text (`$0$0$0...`)
     last_end, search = 0, 0
     while search <= len(b):
         m = rx.find_submatch_index(b, search)
@@ -132,8 +129,10 @@ def replace_all(rx: GoRegexp, s: str, repl: str, *, literal: bool) -> str:
                 piece = p if isinstance(p, bytes) else _group(rx, b, m, p)
                 out.append(piece)
                 size += len(piece)
-            if size > limit:
-                raise string_too_long(size, limit)
+            if limit is not None and size > limit:
+                if too_long is not None:
+                    raise too_long(size, limit)
+                raise ValueError(f"replacement is {size} bytes, over the limit of {limit}")
         last_end = m[1]
         width = rune_width(b, search)
         if search + width > m[1]:
@@ -153,7 +152,7 @@ def split(rx: GoRegexp, s: str, n: int) -> list[str]:
     if rx.pattern and s == "":
         return [""]
     b = utf8(s)
-    matches = _all_matches(rx, b, n)
+    matches = all_matches(rx, b, n)
     out: list[str] = []
     beg = end = 0
     for m in matches:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from nfd.rules.celc import library as lib
-from nfd.rules.celc.library import as_list
-from nfd.rules.celc.values import CelError, CostLimitExceeded, UInt, type_name
+from nfd.lang.cel import library as lib
+from nfd.lang.cel.library import as_list
+from nfd.lang.cel.values import CelError, CostLimitExceeded, UInt, type_name
 
 
 class Act:
