@@ -1,0 +1,385 @@
+"""``kubectl-nfd``: the kubectl plugin of upstream NFD (``kubectl nfd validate|dryrun|test``).
+
+Same subcommands, flags, messages and exit codes as upstream's plugin, so scripts written for it
+run unchanged:
+
+    kubectl nfd validate -f RULES.yaml
+    kubectl nfd dryrun   -f RULES.yaml -n NODEFEATURE.yaml
+    kubectl nfd test     -f RULES.yaml -n NODE [-k KUBECONFIG] [-s NAMESPACE]
+
+As upstream: the first YAML document of each file is read, rules run without ``rule.matched``
+feedback and without auto-prefixing, ``@`` values are resolved from the NodeFeature's attributes,
+sections ``*** Labels ***`` etc. are printed with their validation errors, and only a rule that
+fails to run (or a file that cannot be read) gives exit status 1. ``nfd rules validate|dryrun``
+is the richer form (master policy, feedback, JSON); see docs/rules.md.
+
+``test`` merges the node's NodeFeatures as nfd-master does (objects in the master's namespace,
+``-s/--namespace``, first, then by name, then namespace; upstream documents ``-s`` but never
+registered it and merges in list order).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, NoReturn
+
+from nfd.rules.expression import go_quote
+
+PROG = "kubectl-nfd"
+DEFAULT_NAMESPACE = "node-feature-discovery"
+
+_LONG = {
+    "validate": "Validate a NodeFeatureRule file to ensure it is valid before applying it to a cluster",
+    "dryrun": "Process a NodeFeatureRule file against a local NodeFeature file to dry run the rule "
+    "against a node before applying it to a cluster",
+    "test": "Test a NodeFeatureRule file against a Node to ensure it is valid before applying it to a cluster",
+}
+_SHORT = {
+    "dryrun": "Process a NodeFeatureRule file against a NodeFeature file",
+    "test": "Test a NodeFeatureRule file against a Node",
+    "validate": "Validate a NodeFeatureRule file",
+}
+
+
+class FileError(Exception):
+    """A file that cannot be read or parsed: reported as one error, exit status 1."""
+
+
+# -- files ---------------------------------------------------------------------------------
+
+
+def _first_document(path: str, what: str) -> dict[str, Any]:
+    """The first YAML document of ``path`` (upstream's sigs.k8s.io/yaml reads only that one)."""
+    from nfd.cli.rules import InputError, load_documents
+
+    try:
+        docs = load_documents(path)
+    except InputError as e:
+        msg = str(e)
+        verb = "reading" if "cannot read" in msg else "parsing"
+        raise FileError(f"error {verb} {what} file: {msg}") from None
+    if not docs:
+        return {}
+    doc = docs[0]
+    if not isinstance(doc, dict):
+        raise FileError(f"error parsing {what}: {path}: the document is not a mapping")
+    return doc
+
+
+def _load_rule_set(path: str) -> Any:
+    """The rule file compiled; a structural problem (a wrong type) is a file error as upstream's
+    unmarshalling error is."""
+    from nfd.api.errors import ValidationError
+    from nfd.rules.engine import compile_nodefeaturerule
+
+    doc = _first_document(path, "NodeFeatureRule")
+    obj = dict(doc)
+    obj["kind"] = "NodeFeatureRule"  # upstream does not check the kind
+    try:
+        return compile_nodefeaturerule(obj)
+    except ValidationError as e:
+        raise FileError(f"error parsing NodeFeatureRule: {path}: {e}") from None
+
+
+def _features_of_nodefeature(path: str) -> Any:
+    from nfd.api.errors import ValidationError
+    from nfd.api.features import Features
+
+    doc = _first_document(path, "NodeFeature")
+    if "kind" not in doc and doc and set(doc) <= {"flags", "attributes", "instances"}:
+        doc = {"spec": {"features": doc}}  # ``nfd export features`` output
+    spec = doc.get("spec") or {}
+    if not isinstance(spec, dict):
+        raise FileError(f"error parsing NodeFeature: {path}: spec: must be an object")
+    try:
+        return Features.from_json(spec.get("features"), path="spec.features")
+    except ValidationError as e:
+        raise FileError(f"error parsing NodeFeature: {path}: {e}") from None
+
+
+# -- validate ------------------------------------------------------------------------------
+
+
+def validate_rules(rule_set: Any) -> list[str]:
+    """Upstream's ValidateNFR checks: name, annotations, labels and extended resources (``@``
+    values as "0"), taints, template parse, ``<domain>.<feature>`` names. Prints the rules."""
+    from nfd.rules.engine import BrokenRule
+
+    errs: list[str] = []
+    for r in rule_set.rules:
+        broken = isinstance(r, BrokenRule)
+        print("Validating rule: ", "" if broken and r.name.startswith("#") else r.name)
+        if isinstance(r, BrokenRule):
+            errs.append(r.error)
+            continue
+        if not r.name:
+            errs.append("rule name cannot be empty")
+        errs.extend(_annotation_errors(r.annotations))
+        errs.extend(_label_errors({k: "0" if v.startswith("@") else v for k, v in r.labels.items()}))
+        errs.extend(_taint_errors(r.taints))
+        errs.extend(_er_errors({k: "0" if v.startswith("@") else v for k, v in r.extended_resources.items()}))
+        for slot in (r.labels_template, r.vars_template):
+            if slot is not None and slot.error is not None:
+                errs.append(slot.error.partition(": failed to parse template: ")[2] or slot.error)
+        for m in ([r.match_features] if r.match_features is not None else []) + list(r.match_any):
+            for t in m.terms:
+                if len(t.feature.split(".")) != 2:
+                    errs.append(
+                        f"invalid feature name {t.feature} (not <domain>.<feature>), cannot be used for templating"
+                    )
+    return errs
+
+
+def _label_errors(labels: dict[str, str]) -> list[str]:
+    from nfd.api.validation import validate_label
+
+    out = []
+    for k, v in sorted(labels.items()):
+        err = validate_label(k, v)
+        if err:
+            out.append(f"invalid label {go_quote(k)}:{go_quote(v)} {err}")
+    return out
+
+
+def _annotation_errors(annotations: dict[str, str]) -> list[str]:
+    from nfd.api.validation import validate_annotation
+
+    out = []
+    for k, v in sorted(annotations.items()):
+        err = validate_annotation(k, v)
+        if err:
+            out.append(f"invalid annotation {go_quote(k)}:{go_quote(v)} {err}")
+    return out
+
+
+def _er_errors(resources: dict[str, str]) -> list[str]:
+    from nfd.api.validation import validate_extended_resource
+
+    out = []
+    for k, v in sorted(resources.items()):
+        err = validate_extended_resource(k, v)
+        if err:
+            out.append(f"invalid extended resource {go_quote(k)}:{go_quote(v)} {err}")
+    return out
+
+
+def _taint_errors(taints: list[dict[str, str]]) -> list[str]:
+    from nfd.api.validation import validate_taint
+
+    out = []
+    for t in taints:
+        err = validate_taint(t["key"], t.get("value", ""), t.get("effect", ""))
+        if err:
+            out.append(f"invalid taint {t['key']}={t.get('value', '')}:{t.get('effect', '')}: {err}")
+    return out
+
+
+# -- dryrun / test -------------------------------------------------------------------------
+
+
+def _dynamic_value(value: str, features: Any) -> tuple[str | None, str | None]:
+    """(value, error) of an ``@domain.feature.element`` reference, from attribute features."""
+    parts = value[1:].split(".", 2)
+    if len(parts) != 3:
+        return None, f"value {value} is not in the form of '@domain.feature.element'"
+    fname = f"{parts[0]}.{parts[1]}"
+    attrs = features.attributes.get(fname)
+    if attrs is None:
+        return None, f"feature {fname} not found"
+    if parts[2] not in attrs:
+        return None, f"element {parts[2]} not found on feature {fname}"
+    return attrs[parts[2]], None
+
+
+def process_rules(rule_set: Any, features: Any) -> list[str]:
+    """Run every rule against ``features`` (no feedback) and print upstream's sections; returns
+    the processing errors (which make the exit status 1)."""
+    from nfd.rules.engine import evaluate_rule
+
+    errs: list[str] = []
+    taints: list[dict[str, str]] = []
+    labels: dict[str, str] = {}
+    resources: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+    for rule in rule_set.rules:
+        print("Processing rule: ", rule.name)
+        res = evaluate_rule(rule, features)
+        if res.error is not None:
+            errs.append(f"failed to process rule: {go_quote(rule.name)} - {res.error}")
+            continue
+        if not res.matched:
+            continue
+        out = res.output
+        taints.extend(out.taints)
+        for what, src, dst in (("label", out.labels, labels), ("extendedResource", out.extended_resources, resources)):
+            for k, v in src.items():
+                if v.startswith("@"):
+                    dv, err = _dynamic_value(v, features)
+                    if err is not None:
+                        errs.append(f"failed to get dynamic value for {what} {go_quote(k)}: {err}")
+                        continue
+                    dst[k] = str(dv)
+                else:
+                    dst[k] = v
+        annotations.update(out.annotations)
+
+    def section(title: str, lines: list[str], problems: list[str]) -> None:
+        print(f"***\t{title}\t***")
+        for line in lines:
+            print(line)
+        if problems:
+            print("\t-Validation errors-")
+            for p in problems:
+                print(p)
+
+    if taints:
+        section("Taints", [f"{{{t['key']} {t.get('value', '')} {t.get('effect', '')} <nil>}}" for t in taints],
+                _taint_errors(taints))
+    if labels:
+        section("Labels", [f"{k}={v}" for k, v in sorted(labels.items())], _label_errors(labels))
+    if resources:
+        section("Extended Resources", [f"{k}={v}" for k, v in sorted(resources.items())], _er_errors(resources))
+    if annotations:
+        section("Annotations", [f"{k}={v}" for k, v in sorted(annotations.items())], _annotation_errors(annotations))
+    return errs
+
+
+def node_features_from_cluster(node: str, *, kubeconfig: str | None, namespace: str) -> tuple[Any, list[str]]:
+    """(merged Features, ["ns/name", ...]) of the node's NodeFeatures, merged as nfd-master does."""
+    import asyncio
+
+    from nfd.api import NODE_NAME_LABEL
+    from nfd.k8s.client import ApiClient
+    from nfd.k8s.config import ConfigError, load_kubeconfig
+    from nfd.k8s.errors import ApiError, ApiUnavailable
+    from nfd.master.nodefeatures import compact_nodefeature, merge_node_features
+
+    try:
+        cfg = load_kubeconfig(kubeconfig)
+    except ConfigError as e:
+        raise FileError(f"error building kubeconfig: {e}") from None
+
+    async def fetch() -> list[dict[str, Any]]:
+        async with ApiClient(cfg, user_agent="kubectl-nfd") as api:
+            items: list[dict[str, Any]] = []
+            cont = ""
+            while True:
+                params: dict[str, Any] = {"labelSelector": f"{NODE_NAME_LABEL}={node}", "limit": 500}
+                if cont:
+                    params["continue"] = cont
+                page = await api.request("GET", "/apis/nfd.k8s-sigs.io/v1alpha1/nodefeatures", params=params)
+                items.extend(page.get("items") or [])
+                cont = (page.get("metadata") or {}).get("continue") or ""
+                if not cont:
+                    return items
+
+    try:
+        objs = asyncio.run(fetch())
+    except (ApiError, ApiUnavailable, OSError) as e:
+        raise FileError(f"failed to get NodeFeature resources for node {go_quote(node)}: {e}") from None
+    merged = merge_node_features(
+        [compact_nodefeature(o) for o in objs], node_name=node, master_namespace=namespace, auto_prefix=False
+    )
+    for err in merged.errors:
+        print(f"warning: {err}", file=sys.stderr)
+    names = [f"{(o.get('metadata') or {}).get('namespace', '')}/{(o.get('metadata') or {}).get('name', '')}"
+             for o in objs]
+    return merged.features, names
+
+
+# -- command line ------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with cobra's exits: a usage error prints ``Error: ...`` and exits 1."""
+
+    def error(self, message: str) -> NoReturn:
+        head = "the following arguments are required: "
+        if message.startswith(head):  # cobra's wording: required flag(s) "a", "b" not set
+            longs = [opt.split("/")[-1].lstrip("-") for opt in message[len(head):].split(", ")]
+            message = f"required flag(s) {', '.join(go_quote(x) for x in longs)} not set"
+        sys.stderr.write(f"Error: {message}\n")
+        self.print_usage(sys.stderr)
+        print(message)  # cobra's Execute prints the error again on stdout
+        sys.exit(1)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog=PROG,
+        description="kubectl plugin for NFD\n\tDebug tool to validate/dryrun/test NodeFeatureRules",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = p.add_subparsers(dest="command", parser_class=_Parser)
+    for name in ("dryrun", "test", "validate"):
+        sp = sub.add_parser(name, help=_SHORT[name], description=_LONG[name])
+        sp.add_argument("-f", "--nodefeaturerule-file", dest="rules", required=True,
+                        help="Path to the NodeFeatureRule file to validate")
+        if name == "dryrun":
+            sp.add_argument("-n", "--nodefeature-file", dest="nodefeature", required=True,
+                            help="Path to the NodeFeature file to validate against")
+        elif name == "test":
+            sp.add_argument("-n", "--nodename", dest="node", required=True, help="Node to validate against")
+            sp.add_argument("-k", "--kubeconfig", default="", help="kubeconfig file to use")
+            sp.add_argument("-s", "--namespace", default=DEFAULT_NAMESPACE,
+                            help="namespace of nfd-master: its NodeFeatures are merged first, as the master does")
+    return p
+
+
+def _report(errs: list[str], fail: str, ok: str) -> int:
+    if errs:
+        print(fail)
+        for e in errs:
+            print(e, file=sys.stderr)
+        return 1
+    print(ok)
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.command == "validate":
+        print(f"Validating NodeFeatureRule {args.rules}")
+        try:
+            errs = validate_rules(_load_rule_set(args.rules))
+        except FileError as e:
+            errs = [str(e)]
+        return _report(errs, f"NodeFeatureRule {args.rules} is not valid", f"NodeFeatureRule {args.rules} is valid")
+    if args.command == "dryrun":
+        rq, nq = go_quote(args.rules), go_quote(args.nodefeature)
+        print(f"Evaluating NodeFeatureRule {rq} against NodeFeature {nq}")
+        try:
+            rule_set = _load_rule_set(args.rules)
+            errs = process_rules(rule_set, _features_of_nodefeature(args.nodefeature))
+        except FileError as e:
+            errs = [str(e)]
+        return _report(errs, f"NodeFeatureRule {rq} is not valid for NodeFeature {nq}",
+                       f"NodeFeatureRule {rq} is valid for NodeFeature {nq}")
+    print(f"Evaluating NodeFeatureRule against Node {args.node}")
+    try:
+        features, names = node_features_from_cluster(args.node, kubeconfig=args.kubeconfig or None,
+                                                     namespace=args.namespace)
+        print(f"Found {len(names)} NodeFeature objects for node {go_quote(args.node)}: {', '.join(names)}")
+        errs = process_rules(_load_rule_set(args.rules), features)
+    except FileError as e:
+        errs = [str(e)]
+    return _report(errs, f"NodeFeatureRule is not valid for Node {args.node}",
+                   f"NodeFeatureRule is valid for Node {args.node}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    try:
+        return run(args)
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
