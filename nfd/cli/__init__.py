@@ -2,6 +2,7 @@
 
 - ``nfd export features|labels``  -> nfd.cli.export
 - ``nfd rules validate|dryrun``   -> nfd.cli.rules
+- ``nfd compat validate-node|attach`` -> nfd.cli.compat
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import sys
 COMMANDS = {
     "export": ("nfd.cli.export", "export features or labels of this machine"),
     "rules": ("nfd.cli.rules", "validate and dry-run NodeFeatureRules offline"),
+    "compat": ("nfd.cli.compat", "image compatibility: validate-node, attach"),
 }
 
 

@@ -8,7 +8,9 @@ hash of the module's files and the Go version:
 
 - tests/tools/helm: helm and kustomize (helm v3.22 needs k8s.io/* v0.37);
 - tests/tools/scheduler: kube-scheduler from the k8s.io/kubernetes version and replace
-  lines of tests/apiserver/go.mod, so the build cache is shared with the control plane.
+  lines of tests/apiserver/go.mod, so the build cache is shared with the control plane;
+- tests/tools/registry: CNCF distribution's OCI registry (image compatibility tests);
+- tests/tools/celk8s: Kubernetes' CEL environment as an expression evaluator (CEL library tests).
 
 `python -m tests.e2e.tools [--if-go]` builds everything missing and prints the paths and build
 times. Tests get the binaries from the fixtures below; they skip only when Go is missing.
@@ -62,6 +64,8 @@ class Module:
 MODULES = (
     Module("helm", {"helm": "helm.sh/helm/v3/cmd/helm", "kustomize": "sigs.k8s.io/kustomize/kustomize/v5"}),
     Module("scheduler", {"kube-scheduler": "."}),
+    Module("registry", {"registry": "github.com/distribution/distribution/v3/cmd/registry"}),
+    Module("celk8s", {"celk8s": "."}),
 )
 TOOL_MODULE = {tool: m for m in MODULES for tool in m.packages}
 
