@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from nfd.api import NODE_NAME_LABEL
 from nfd.k8s import errors as kerr
 from nfd.k8s.client import ApiClient
 from nfd.k8s.fetching import get
@@ -61,6 +62,10 @@ class MasterOptions:
     # NodeFeature changes of one node within this period are handled in one pass (upstream
     # flushes its event batch once per second).
     batch_s: float = 1.0
+    # Ours (masterless mode, nfd-worker -enable-node-update): work on this one node only. The
+    # NodeFeature and Node caches are narrowed to it by selectors, no leader election, and no
+    # Events (thousands of workers would each post the same InvalidRule event).
+    only_node: str = ""
 
     @property
     def node_feature_groups(self) -> bool:
@@ -147,11 +152,15 @@ class NfdMaster:
         self._busy: dict[str, int] = {}
 
         page = config.informer_page_size
+        only = options.only_node
         self.nf_informer = Informer(
-            api, NODEFEATURES, page_size=page, transform=compact_nodefeature
+            api, NODEFEATURES, page_size=page, transform=compact_nodefeature,
+            label_selector=f"{NODE_NAME_LABEL}={only}" if only else None,
         )
         self.nfr_informer = Informer(api, NODEFEATURERULES, page_size=500, transform=_slim_nfr)
-        self.node_informer = Informer(api, NODES, page_size=500, transform=slim_node)
+        self.node_informer = Informer(
+            api, NODES, page_size=500, transform=slim_node, field_selector=f"metadata.name={only}" if only else None
+        )
         # False when RBAC does not allow watching Nodes (upstream's ClusterRole has only
         # get/list/patch/update): then Nodes are listed for full passes and read before each
         # update, as upstream does.
@@ -159,7 +168,7 @@ class NfdMaster:
         # Labels/annotations ride along in the nodes/status patch when both change (see _execute).
         self.combine_status_writes = True
         self.nfg_informer: Informer | None = None
-        if options.node_feature_groups:
+        if options.node_feature_groups and not only:  # groups need every node: nfd-master only
             self.nfg_informer = Informer(
                 api, NODEFEATUREGROUPS, namespace=options.namespace, page_size=500
             )
@@ -262,7 +271,7 @@ class NfdMaster:
             self.update_all_nodes(f"NodeFeatureRule {name} {etype.lower()}")
 
     def _report_broken_rule(self, obj: dict[str, Any], msg: str) -> None:
-        if not self.is_leader:
+        if not self.is_leader or self.opts.only_node:
             return
         from nfd.k8s.events import post_event
 
@@ -658,6 +667,8 @@ class NfdMaster:
     def _node_event(self, name: str, message: str) -> None:
         from nfd.k8s.events import post_event
 
+        if self.opts.only_node:
+            return
         cached = self.node_informer.get(name) or {"metadata": {"name": name}}
         involved = {"apiVersion": "v1", "kind": "Node", "metadata": cached.get("metadata") or {"name": name}}
         self._spawn(

@@ -49,6 +49,8 @@ class WorkerConfig:
     no_publish_features: list[str] = field(default_factory=list)
     owner_refs: list[str] = field(default_factory=lambda: ["pod", "ds"])
     klog: dict[str, Any] = field(default_factory=dict)
+    #: ours: masterless mode, the worker updates its own Node (docs/masterless.md)
+    enable_node_update: bool = False
     #: ``sources`` block as written (parsed per source by nfd.sources.discovery)
     raw_sources: dict[str, Any] = field(default_factory=dict)
     #: effective per-source configs (only sources with a block; others use defaults)
@@ -96,7 +98,7 @@ def build_config(doc: Any, *, source: str = "config") -> WorkerConfig:
 
 
 CORE_KEYS = ("sleepInterval", "featureSources", "labelSources", "sources", "labelWhiteList", "noPublish",
-             "noOwnerRefs", "noPublishFeatures", "ownerRefs", "klog")
+             "noOwnerRefs", "noPublishFeatures", "ownerRefs", "klog", "enableNodeUpdate")
 
 
 def _build(doc: Any) -> WorkerConfig:
@@ -134,7 +136,7 @@ def _build(doc: Any) -> WorkerConfig:
             cfg.label_whitelist = compile_go(wl)
         except GoRegexError as e:
             raise ValidationError("core.labelWhiteList", f"invalid regexp: {e}") from e
-    for key, attr in (("noPublish", "no_publish"), ("noOwnerRefs", None)):
+    for key, attr in (("noPublish", "no_publish"), ("noOwnerRefs", None), ("enableNodeUpdate", "enable_node_update")):
         if key in core and not isinstance(core[key], bool):
             raise ValidationError(f"core.{key}", "must be a boolean")
         if attr and key in core:

@@ -81,6 +81,9 @@ class Worker:
         self._config_sig: Any = None
         self._features_d_sig: Any = None
         self._dirty = True  # content not yet published
+        self.node_updater: Any = None  # nfd.worker.nodeupdate.NodeUpdater in masterless mode
+        self._node_update_error: str | None = None
+        self._check_node_update_flags()
 
     # -- config ---------------------------------------------------------------------------
     def _with_flags(self, cfg: WorkerConfig) -> WorkerConfig:
@@ -97,9 +100,58 @@ class Worker:
             cfg.owner_refs = normalize_owner_refs(f.owner_refs, path="-owner-refs")
         if f.no_owner_refs:
             cfg.owner_refs = []
+        if f.enable_node_update is not None:
+            cfg.enable_node_update = f.enable_node_update
         if 0 < cfg.sleep_interval < 1:
             cfg.sleep_interval = 1.0
         return cfg
+
+    def _check_node_update_flags(self) -> None:
+        """-instance and -feature-gates are read only in masterless mode, but checked at start."""
+        from nfd.master.config import INSTANCE_RE
+        from nfd.worker.nodeupdate import NodeUpdateConfigError, parse_gates
+
+        f = self.flags
+        if f.instance and not INSTANCE_RE.match(f.instance):
+            raise ValueError(f"invalid -instance {f.instance!r}: instance name must start and end with an "
+                             "alphanumeric character and may only contain alphanumerics, `-`, `_` or `.`")
+        try:
+            parse_gates(f.feature_gates)
+        except NodeUpdateConfigError as e:
+            raise ValueError(str(e)) from None
+
+    async def sync_node_updater(self) -> None:
+        """Start or stop masterless mode as the config says (live reload), and let a running
+        updater pick up changes of nfd-master's config file."""
+        want = self.cfg.enable_node_update
+        if not want:
+            if self.node_updater is not None:
+                log.info("node update disabled: this worker no longer updates its node")
+                await self.node_updater.stop()
+                self.node_updater = None
+            return
+        if self.node_updater is not None:
+            self.node_updater.reload_config()
+            return
+        from nfd.worker.nodeupdate import NodeUpdateConfigError, NodeUpdater, parse_gates
+
+        try:
+            await self._ensure_publisher()
+            self.node_updater = NodeUpdater(
+                self.api,
+                node_name=self.node_name,
+                namespace=self.publisher.namespace,
+                master_config_path=self.flags.master_config,
+                instance=self.flags.instance,
+                feature_gates=parse_gates(self.flags.feature_gates),
+            )
+        except NodeUpdateConfigError as e:
+            if self._node_update_error != str(e):
+                log.error("node update not started: %s", e)
+            self._node_update_error = str(e)
+            return
+        self._node_update_error = None
+        self.node_updater.start()
 
     def reload_config(self) -> bool:
         """Load the config if it changed. Returns True when a new config took effect."""
@@ -259,8 +311,11 @@ class Worker:
         await asyncio.to_thread(self.run_discovery)
         ok = await self.publish()
         if self.flags.oneshot:
+            if ok and self.cfg.enable_node_update:
+                ok = await self._update_node_once()
             await self.close()
             return 0 if ok else 1
+        await self.sync_node_updater()
 
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -295,6 +350,7 @@ class Worker:
                 if ran:
                     next_full = time.monotonic() + self.cfg.sleep_interval
                     self._features_d_sig = _dir_signature(self.ctx.paths.features_d())
+                await self.sync_node_updater()
                 if self._dirty and time.monotonic() >= retry_at:
                     if await self.publish():
                         backoff, retry_at = 1.0, 0.0
@@ -306,7 +362,23 @@ class Worker:
             await self.close()
         return 0
 
+    async def _update_node_once(self, timeout_s: float = 120.0) -> bool:
+        """-oneshot in masterless mode: one pass over the node, then exit."""
+        await self.sync_node_updater()
+        if self.node_updater is None:
+            return False
+        deadline = time.monotonic() + timeout_s
+        while self.node_updater.processed == 0:
+            if time.monotonic() > deadline:
+                log.error("node %s not updated within %.0fs", self.node_name, timeout_s)
+                return False
+            await asyncio.sleep(0.1)
+        return True
+
     async def close(self) -> None:
+        if self.node_updater is not None:
+            await self.node_updater.stop()
+            self.node_updater = None
         if self.api is not None:
             try:
                 await self.api.close()

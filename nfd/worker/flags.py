@@ -25,6 +25,11 @@ class Flags:
     version: bool
     skip_headers: bool | None = None
     add_dir_header: bool | None = None
+    # masterless mode (ours, see docs/masterless.md)
+    enable_node_update: bool | None = None
+    master_config: str = ""
+    instance: str = ""
+    feature_gates: str | None = None
 
 
 def _list(v: str | None) -> list[str] | None:
@@ -49,7 +54,12 @@ def parse_flags(argv: list[str]) -> Flags:
     p.add_flag("no-publish-features", default=None, help="comma-separated feature keys not to publish")
     p.add_flag("owner-refs", default=None, help="owner references of the NodeFeature: node,pod,ds")
     p.add_bool("no-owner-refs", default=False, help="deprecated: no owner references")
-    p.add_flag("feature-gates", default=None, help="accepted for compatibility")
+    p.add_flag("feature-gates", default=None, help="feature gates of the node update (DisableAutoPrefix)")
+    p.add_bool("enable-node-update", default=None, help="update this node's labels, annotations, extended "
+               "resources and taints from NodeFeatureRules here, without nfd-master (core.enableNodeUpdate)")
+    p.add_flag("master-config", default="/etc/kubernetes/node-feature-discovery/nfd-master.conf",
+               help="with -enable-node-update: nfd-master's config file (extraLabelNs, restrictions, ...)")
+    p.add_flag("instance", default="", help="with -enable-node-update: instance name, as nfd-master's -instance")
     p.add_flag("host-root", default=None, help="read the host from DIR (also $NFD_HOST_ROOT)")
     p.add_bool("version", default=False, help="print the version and exit")
     for name in ("metrics", "grpc-health"):  # deprecated upstream, accepted and ignored
@@ -73,4 +83,8 @@ def parse_flags(argv: list[str]) -> Flags:
         version=ns.version,
         skip_headers=ns.skip_headers,
         add_dir_header=ns.add_dir_header,
+        enable_node_update=ns.enable_node_update,
+        master_config=ns.master_config,
+        instance=ns.instance,
+        feature_gates=ns.feature_gates,
     )

@@ -1,0 +1,139 @@
+"""Masterless mode (``-enable-node-update`` / ``core.enableNodeUpdate``): the worker updates its
+own Node.
+
+This is nfd-master's pipeline, unchanged, narrowed to one node (``MasterOptions.only_node``):
+the NodeFeatureRules of the cluster, the NodeFeatures labelled for this node (its own and
+third-party ones) and this Node, each a watch; the same merge, rule engine, policy, planner,
+bookkeeping annotations and evidence model. So a cluster can move between the modes without a
+label flapping: both read and write the same annotations the same way. The policy settings
+(extraLabelNs, denyLabelNs, labelWhiteList, enableTaints, restrictions, resyncPeriod, noPublish)
+come from the master's config file, so both modes share one ConfigMap.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from typing import Any
+
+from nfd.k8s.client import ApiClient
+
+log = logging.getLogger("nfd.worker")
+
+
+class NodeUpdateConfigError(ValueError):
+    """The master config file (or -feature-gates) is invalid; the message names the field."""
+
+
+def load_master_config(path: str) -> tuple[Any, str | None]:
+    """The policy settings from nfd-master's config file (missing file: defaults, as nfd-master)."""
+    from nfd.master.__main__ import read_config
+    from nfd.master.config import ConfigError, FlagOverrides
+
+    try:
+        cfg, warnings, text = read_config(path, "", FlagOverrides())
+    except ConfigError as e:
+        raise NodeUpdateConfigError(str(e)) from None
+    for w in warnings:
+        log.warning("node update config: %s", w)
+    return cfg, text
+
+
+def parse_gates(value: str | None) -> dict[str, bool]:
+    from nfd.master.__main__ import parse_feature_gates
+
+    try:
+        return parse_feature_gates(value or "")
+    except ValueError as e:
+        raise NodeUpdateConfigError(str(e)) from None
+
+
+class NodeUpdater:
+    """Runs the scoped master for one node inside the worker's event loop."""
+
+    def __init__(
+        self,
+        api: ApiClient,
+        *,
+        node_name: str,
+        namespace: str,
+        master_config_path: str,
+        instance: str = "",
+        feature_gates: dict[str, bool] | None = None,
+        delete_grace_s: float = 5.0,
+        batch_s: float = 1.0,
+    ) -> None:
+        from nfd.master.master import MasterOptions, NfdMaster
+
+        self.path = master_config_path
+        cfg, self._text = load_master_config(master_config_path)
+        self._sig = _signature(master_config_path)
+        opts = MasterOptions(
+            namespace=namespace,
+            node_name=node_name,
+            instance=instance,
+            feature_gates=dict(feature_gates or {}),
+            delete_grace_s=delete_grace_s,
+            batch_s=batch_s,
+            only_node=node_name,
+        )
+        # nfdApiParallelism: one node needs one updater
+        self.master = NfdMaster(api, config=cfg, options=opts)
+        self.master.config = _one_updater(cfg)
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def node_name(self) -> str:
+        return self.master.opts.only_node
+
+    def start(self) -> None:
+        log.info("node update enabled: this worker updates node %s itself (masterless mode)", self.node_name)
+        self._task = asyncio.create_task(self.master.run())
+
+    @property
+    def processed(self) -> int:
+        """Passes over the node that finished (written or found right)."""
+        return self.master.counts["written"] + self.master.counts["noop"]
+
+    def reload_config(self) -> None:
+        """Re-read the master config file when it changed; an invalid one keeps the previous."""
+        sig = _signature(self.path)
+        if sig == self._sig:
+            return
+        self._sig = sig
+        try:
+            cfg, text = load_master_config(self.path)
+        except NodeUpdateConfigError as e:
+            log.error("invalid node update config, keeping the previous one: %s", e)
+            return
+        if text == self._text:
+            return
+        self._text = text
+        cfg = _one_updater(cfg)
+        if cfg != self.master.config:
+            log.info("node update config reloaded from %s", self.path)
+            self.master.set_config(cfg)
+
+    async def stop(self) -> None:
+        await self.master.stop()
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, Exception):
+                pass
+
+
+def _one_updater(cfg: Any) -> Any:
+    from dataclasses import replace
+
+    return replace(cfg, nfd_api_parallelism=1)
+
+
+def _signature(path: str) -> tuple[int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
