@@ -133,6 +133,8 @@ class Compiler:
         raise CelSyntaxError(n.pos, f"undeclared reference to '{name}' (variables: {', '.join(VARIABLES)})")
 
     def _select(self, n: Select) -> _C:
+        if n.optional:
+            raise CelSyntaxError(n.pos, _NO_OPTIONALS)
         o = self.compile(n.operand)
         field = n.field
         top = self._is_top(n.operand)
@@ -158,6 +160,8 @@ class Compiler:
         raise CelSyntaxError(n.pos, f"type '{fmt(o.t)}' does not support field selection ('.{field}')")
 
     def _index(self, n: Index) -> _C:
+        if n.optional:
+            raise CelSyntaxError(n.pos, _NO_OPTIONALS)
         o = self.compile(n.operand)
         k = self.compile(n.index)
         of, kf = o.fn, k.fn
@@ -197,6 +201,8 @@ class Compiler:
     # -- literals -------------------------------------------------------------------------------
 
     def _list(self, n: ListLit) -> _C:
+        if n.optional_indices:
+            raise CelSyntaxError(n.items[n.optional_indices[0]].pos, _NO_OPTIONALS)
         items = [self.compile(i) for i in n.items]
         t: Type = items[0].t if items else DYN
         for i in items[1:]:
@@ -208,6 +214,8 @@ class Compiler:
         return _C(lt, lambda a: [f(a) for f in fns], f"[{', '.join(i.py for i in items)}]")
 
     def _map(self, n: MapLit) -> _C:
+        if n.optional_indices:
+            raise CelSyntaxError(n.entries[n.optional_indices[0]][0].pos, _NO_OPTIONALS)
         entries = [(self.compile(k), self.compile(v)) for k, v in n.entries]
         kt: Type = entries[0][0].t if entries else DYN
         vt: Type = entries[0][1].t if entries else DYN
@@ -529,6 +537,10 @@ class Compiler:
             return None  # e.g. nesting beyond the Python parser's limit: closures only
         return ns["_fast"]  # type: ignore[no-any-return]
 
+
+# The parser reads the optional syntax (Select/Index.optional, List/MapLit.optional_indices);
+# until optional values exist, the checker refuses it here.
+_NO_OPTIONALS = "optional syntax (a.?b, a[?k], [?x], {?k: v}) is not supported"
 
 _OP_NAMES = {"_+_": "+", "_-_": "-", "_*_": "*", "_/_": "/", "_%_": "%", "-_": "-", "!_": "!",
              "_<_": "<", "_<=_": "<=", "_>_": ">", "_>=_": ">="}
