@@ -9,10 +9,19 @@ import (
 	"text/template"
 
 	"github.com/Masterminds/sprig/v3"
+
+	"nfd.test/gotemplate-oracle/nodefeaturerule"
 )
 
-// Reads JSON lines {"tpl":..., "data":...}; prints JSON lines {"out":..., "err":..., "perr":...}
+// Reads JSON lines {"tpl":..., "data":..., "nfd": bool} ("nfd": data is NFD's matched features, typed as upstream's); prints JSON lines {"out":..., "err":..., "perr":...}
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "extract" {
+		if err := extract(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
 	fm := sprig.TxtFuncMap()
 	delete(fm, "env")
 	delete(fm, "expandenv")
@@ -24,6 +33,7 @@ func main() {
 		var c struct {
 			Tpl  string      `json:"tpl"`
 			Data interface{} `json:"data"`
+			NFD  bool        `json:"nfd"`
 		}
 		res := map[string]string{}
 		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
@@ -40,6 +50,9 @@ func main() {
 			continue
 		}
 		c.Data = fix(c.Data)
+		if c.NFD {
+			c.Data = nodefeaturerule.FromJSON(c.Data)
+		}
 		var buf bytes.Buffer
 		func() {
 			defer func() {
