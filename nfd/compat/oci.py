@@ -19,6 +19,7 @@ import datetime
 import hashlib
 import json
 import logging
+import os
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -227,8 +228,12 @@ class Client:
         elif self.creds.username and self.creds.password:
             reg.auth.set_basic_auth(self.creds.username, self.creds.password)
         else:
-            try:  # the Docker config file's entry for this registry, if any
-                reg.auth.load_configs(self._container)
+            # the Docker config file's entry for this registry, if any ($DOCKER_CONFIG as the
+            # docker CLI reads it; the SDK itself only looks at ~/.docker/config.json)
+            env_dir = os.environ.get("DOCKER_CONFIG")
+            configs = [os.path.join(env_dir, "config.json")] if env_dir else None
+            try:
+                reg.auth.load_configs(self._container, configs=configs)
             except (OSError, ValueError) as e:
                 raise OciError(f"cannot read the Docker config file: {e}") from None
         self.base = f"{self.scheme}://{ref.registry}/v2/{ref.repository}"
