@@ -227,9 +227,9 @@ def print_result(statuses: list[Any], *, color: bool = False) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from nfd.compat.oci import OciError
-
     import logging
+
+    from nfd.compat.oci import OciError
 
     logging.basicConfig(level=logging.CRITICAL, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     raw = list(sys.argv[1:] if argv is None else argv)
