@@ -297,15 +297,26 @@ def render(filename: str) -> str:
 
 
 # The Helm chart carries copies (real files, so `helm package` or a copied chart keeps them).
-CHART_CRDS = HERE.parent / "deploy" / "helm" / "node-feature-discovery" / "crds"
+# The NodeResourceTopology CRD is a template behind topologyUpdater.createCRDs, as upstream's:
+# an upstream release that templated it keeps it on `helm upgrade` to this chart.
+CHART = HERE.parent / "deploy" / "helm" / "node-feature-discovery"
+CHART_CRDS = CHART / "crds"
+CHART_TEMPLATED = {"noderesourcetopologies.yaml": CHART / "templates" / "topologyupdater-crds.yaml"}
+TEMPLATE_GUARD = "{{- if and .Values.topologyUpdater.enable .Values.topologyUpdater.createCRDs }}\n"
+
+
+def chart_copy(name: str) -> tuple[Path, str]:
+    """Where the chart keeps CRD file `name`, and its text there."""
+    if name in CHART_TEMPLATED:
+        return CHART_TEMPLATED[name], TEMPLATE_GUARD + render(name) + "{{- end }}\n"
+    return CHART_CRDS / name, render(name)
 
 
 def main(argv: list[str]) -> int:
     check = "--check" in argv
     stale = []
     for name in FILES:
-        text = render(name)
-        for path in (HERE / name, CHART_CRDS / name):
+        for path, text in ((HERE / name, render(name)), chart_copy(name)):
             if check:
                 if path.is_symlink() or not path.exists() or path.read_text() != text:
                     stale.append(str(path.relative_to(HERE.parent)))

@@ -171,8 +171,16 @@ def test_service_account_names_as_upstream(helm_bin: Path, tmp_path: Path) -> No
 
 
 def test_chart_crds_are_the_repository_crds(helm_bin: Path, tmp_path: Path) -> None:
-    rendered = [o for o in helm_template(helm_bin, include_crds=True, tmpdir=tmp_path)
+    """crds/ holds the NFD CRDs; the NodeResourceTopology CRD is templated behind
+    topologyUpdater.createCRDs, as upstream's (an upstream release that templated it keeps it
+    on upgrade)."""
+    values = {"topologyUpdater": {"enable": True, "createCRDs": True}}
+    rendered = [o for o in helm_template(helm_bin, include_crds=True, values=values, tmpdir=tmp_path)
                 if o["kind"] == "CustomResourceDefinition"]
+    plain = [o for o in helm_template(helm_bin, include_crds=True, values={"topologyUpdater": {"enable": True}},
+                                      tmpdir=tmp_path) if o["kind"] == "CustomResourceDefinition"]
+    assert len(plain) == 3 and "noderesourcetopologies.topology.node.k8s.io" not in \
+        {o["metadata"]["name"] for o in plain}
     repo: list[dict[str, Any]] = []
     for f in sorted((REPO_ROOT / "crds").glob("*.yaml")):
         repo += [d for d in yaml.safe_load_all(f.read_text())
@@ -180,8 +188,7 @@ def test_chart_crds_are_the_repository_crds(helm_bin: Path, tmp_path: Path) -> N
     key = lambda o: o["metadata"]["name"]  # noqa: E731
     assert sorted(rendered, key=key) == sorted(repo, key=key)
     assert len(rendered) == 4
-    assert {p.name for p in (CHART_DIR / "crds").iterdir()} == \
-        {p.name for p in (REPO_ROOT / "crds").glob("*.yaml") if p.name != "kustomization.yaml"}
+    assert {p.name for p in (CHART_DIR / "crds").iterdir()} == {"nfd-api-crds.yaml"}
 
 
 def _console_scripts() -> set[str]:
@@ -278,8 +285,7 @@ def test_packaged_chart_carries_the_crds(helm_bin: Path, tmp_path: Path) -> None
     (pkg,) = tmp_path.glob("node-feature-discovery-*.tgz")
     with tarfile.open(pkg) as tar:
         members = {m.name: m for m in tar.getmembers() if "/crds/" in m.name}
-        assert set(members) == {f"node-feature-discovery/crds/{n}"
-                                for n in ("nfd-api-crds.yaml", "noderesourcetopologies.yaml")}
+        assert set(members) == {"node-feature-discovery/crds/nfd-api-crds.yaml"}
         for name, m in members.items():
             assert m.isfile()
             f = tar.extractfile(m)
@@ -377,7 +383,8 @@ def test_per_component_helm_values_take_effect(helm_bin: Path, tmp_path: Path, i
     assert mp["containers"][0]["startupProbe"]["failureThreshold"] == 60
     assert master["spec"]["template"]["metadata"]["labels"]["team"] == "infra"
     assert gp["hostUsers"] is False and mp["initContainers"] == [{"name": "i", "image": "busybox"}]
-    assert mp["imagePullSecrets"] == [{"name": "top"}, {"name": "glob"}] == gp["imagePullSecrets"]
+    # imagePullSecrets wins over global.imagePullSecrets, as upstream
+    assert mp["imagePullSecrets"] == [{"name": "top"}] == gp["imagePullSecrets"]
     assert mp["containers"][0]["livenessProbe"] == {"httpGet": {"path": "/healthz", "port": "http"}, "periodSeconds": 7}
     assert mp["hostNetwork"] is True and mp["dnsPolicy"] == "Default" and mp["securityContext"]["fsGroup"] == 2000
     assert mp["priorityClassName"] == "global-pc" and wp["priorityClassName"] == "worker-pc"
@@ -386,7 +393,7 @@ def test_per_component_helm_values_take_effect(helm_bin: Path, tmp_path: Path, i
     assert worker["metadata"]["annotations"] == {"ds/a": "w"} and worker["spec"]["revisionHistoryLimit"] == 4
     assert worker["spec"]["template"]["metadata"]["annotations"]["pod/a"] == "w"
     assert wp["containers"][0]["readinessProbe"]["failureThreshold"] == 20 and wp["securityContext"] == {"fsGroup": 3000}
-    assert "-list-size=100" in gp["containers"][0]["args"] and gp["containers"][0]["env"] == env
+    assert "-list-size=100" in gp["containers"][0]["args"] and gp["containers"][0]["env"][1:] == env
     assert gp["securityContext"] == {"runAsUser": 1234} and gc["metadata"]["annotations"] == {"dep/a": "g"}
     assert gp["containers"][0]["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert {"name": "EXTRA", "value": "1"} in tp["containers"][0]["env"]

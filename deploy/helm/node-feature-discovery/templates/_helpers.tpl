@@ -67,8 +67,8 @@ dnsPolicy: {{ .v.dnsPolicy | default "ClusterFirstWithHostNet" }}
 {{- if kindIs "bool" .v.hostUsers }}
 hostUsers: {{ .v.hostUsers }}
 {{- end }}
-{{- $secrets := concat (.root.Values.imagePullSecrets | default list) (((.root.Values.global | default dict).imagePullSecrets) | default list) }}
-{{- with $secrets }}
+{{- /* imagePullSecrets wins over global.imagePullSecrets (the subchart fallback), as upstream */}}
+{{- with (.root.Values.imagePullSecrets | default ((.root.Values.global | default dict).imagePullSecrets)) }}
 imagePullSecrets: {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- with .v.initContainers }}
