@@ -8,7 +8,8 @@ Interface agreed with the rule engine::
 Expressions are parsed with celpy's grammar and compiled by ``nfd.lang.cel`` into generated
 Python (the fast path, a few µs per node) backed by closures with CEL's exact error semantics
 (run only when the fast path hits an error); celpy's own evaluators take milliseconds.
-Variables: ``flags``, ``attributes``, ``instances`` (the node's features) and ``node.name``.
+Variables: ``flags``, ``attributes``, ``instances`` (the node's features), ``node.name`` and
+``devices`` (the node's DRA devices, typed as the DRA scheduler's ``device``; docs/dra.md).
 See docs/cel.md.
 """
 
@@ -28,6 +29,7 @@ from nfd.lang.cel import (
     compile_program,
     type_name,
 )
+from nfd.rules.devices import NODE_DEVICES
 
 __all__ = ["CelEvalError", "CelMatcher", "compile_expressions"]
 
@@ -55,7 +57,7 @@ class CelMatcher:
 
         Evaluation stops at the first false expression, like ``matchFeatures`` terms.
         """
-        act = Act(features, {"name": node_name}, self.step_limit)
+        act = Act(features, {"name": node_name}, self.step_limit, NODE_DEVICES.get())
         for i, (src, fast, fn) in enumerate(self._programs):
             r = self._run(i, src, fast, fn, act)
             if r is not True:

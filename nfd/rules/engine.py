@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Generator, Iterable, Mapping
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -35,6 +35,7 @@ from nfd.api.nodefeaturerule import (
     parse_rule,
     unknown_fields,
 )
+from nfd.rules.devices import NODE_DEVICES
 from nfd.rules.expression import Expr, Matcher, RuleError, Term, go_quote
 
 RULE_BACKREF_FEATURE = "rule.matched"
@@ -562,6 +563,7 @@ def iter_process_rule_sets(
     explain: bool = True,
     budget: EvalBudget | None = None,
     previous: Mapping[tuple[str, str], RuleOutput] | None = None,
+    devices: Sequence[dict[str, Any]] = (),
 ) -> Generator[None, None, ProcessResult]:
     """process_rule_sets, pausing (yielding) after each rule so a caller can serve other work.
 
@@ -569,6 +571,7 @@ def iter_process_rule_sets(
     ``previous``: the outputs of the rules that matched in this node's last evaluation, by
     (rule set, rule): a rule that fails now contributes those instead of nothing (a runtime
     error is not evidence that the node changed). Its error is still reported.
+    ``devices``: the node's DRA devices, the ``devices`` variable of ``matchCEL`` (nfd.dra).
     """
     view = features_view(features)
     backref = BackrefWriter(view)
@@ -589,9 +592,11 @@ def iter_process_rule_sets(
             else:
                 t0 = time.perf_counter()
                 token = _node_template_steps.set(steps_box)
+                dev_token = NODE_DEVICES.set(devices)
                 try:
                     res = evaluate_rule(rule, view, node_name=node_name, explain=explain)
                 finally:
+                    NODE_DEVICES.reset(dev_token)
                     _node_template_steps.reset(token)
                 took = time.perf_counter() - t0
                 spent += took

@@ -53,6 +53,8 @@ VARIABLES: dict[str, Type] = {
     "attributes": map_of(STRING, map_of(STRING, STRING)),
     "instances": map_of(STRING, list_of(map_of(STRING, STRING))),
     "node": map_of(STRING, STRING),
+    # DRA devices as the DRA scheduler's `device` (driver, attributes, capacity, ...)
+    "devices": list_of(map_of(STRING, DYN)),
 }
 _EMPTY: dict[str, Any] = {"flags": frozenset(), "attributes": {}, "instances": ()}
 
@@ -72,6 +74,8 @@ class _C(NamedTuple):
 def _top_var(name: str) -> Fn:
     if name == "node":
         return lambda a: a.node
+    if name == "devices":
+        return lambda a: a.devices
     if name == "flags":
         return lambda a: a.f.flags
     if name == "attributes":
@@ -118,7 +122,7 @@ class Compiler:
     # -- names and member access ----------------------------------------------------------------
 
     def _is_top(self, n: Node) -> str | None:
-        if isinstance(n, Ident) and n.name in VARIABLES and n.name not in self.scope and n.name != "node":
+        if isinstance(n, Ident) and n.name in VARIABLES and n.name not in self.scope and n.name not in ("node", "devices"):
             return n.name
         return None
 
@@ -632,4 +636,5 @@ def _apply(impl: Callable[..., Any], args: list[_C]) -> Fn:
 
 
 _INF = float("inf")
-_TOP_PY = {"flags": "F.flags", "attributes": "F.attributes", "instances": "F.instances", "node": "N"}
+_TOP_PY = {"flags": "F.flags", "attributes": "F.attributes", "instances": "F.instances", "node": "N",
+           "devices": "A.devices"}

@@ -120,6 +120,9 @@ def map_get(m: dict[Any, Any], k: Any) -> Any:
 
 
 def map_has(m: dict[Any, Any], k: Any) -> bool:
+    if type(m) is not dict and type(k) is str:
+        # a map whose reads default (DRA's device.attributes, nfd.dra.slices.DomainMap): presence
+        return dict.__contains__(m, k)
     return _map_find(m, k) is not _MISSING
 
 

@@ -12,15 +12,16 @@ from nfd.lang.cel.values import CelError, CostLimitExceeded, UInt, type_name
 
 
 class Act:
-    """The per-node activation: features, node map, macro variables and step budget."""
+    """The per-node activation: features, node map, DRA devices, macro variables and step budget."""
 
-    __slots__ = ("f", "node", "v", "budget")
+    __slots__ = ("f", "node", "v", "budget", "devices")
 
-    def __init__(self, features: Any, node: dict[str, str], budget: int) -> None:
+    def __init__(self, features: Any, node: dict[str, str], budget: int, devices: Any = ()) -> None:
         self.f = features
         self.node = node
         self.v: dict[str, Any] = {}
         self.budget = budget
+        self.devices = devices  # the node's DRA devices (nfd.dra), the `devices` variable
 
 
 Fn = Callable[[Act], Any]
