@@ -210,8 +210,6 @@ def print_result(statuses: list[Any], *, color: bool = False) -> None:
         for r in cs.rules:
             verdict = " OK " if r.is_match else " FAIL "
             title = f"RULE: {r.name}".upper() + f" - {verdict}"
-            if r.error:
-                title += f" (error: {r.error})"
             groups: list[list[list[str]]] = []
             idx = 0
             for g in [r.matched_expressions, *r.matched_any]:
@@ -223,6 +221,8 @@ def print_result(statuses: list[Any], *, color: bool = False) -> None:
                                  "OK" if m.is_match else "FAIL"])
                 groups.append(rows)
             w(_table(title, ["", "Feature", "Expression", "Matcher Type", "Status"], groups) + "\n")
+            if r.error:  # ours: upstream aborts the whole run instead
+                w(f"Error in rule {r.name!r}: {r.error}\n")
         w("\n")
 
 
