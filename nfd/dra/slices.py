@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from nfd.lang.cel import values as _values
-from nfd.lang.cel.values import CelError, Quantity, Version
+from nfd.lang.cel import CelError, construct
 
 FEATURE = "dra.device"
 # Keys of a dra.device element that are not attributes; an unqualified attribute id with one
@@ -38,14 +37,14 @@ NodePredicate = Callable[[str, dict[str, str]], bool]  # (node name, node labels
 def version_value(text: str) -> Any:
     """The CEL value of a DRA version attribute (the one place that types versions).
 
-    The DRA scheduler gives ``semver`` values (Kubernetes' CEL semver library). Until
-    nfd.lang.cel has that type, versions are nfd's ``version`` values (major.minor.patch
-    compared numerically; see docs/dra.md): switch here when it lands.
+    The DRA scheduler gives ``semver`` values (Kubernetes' CEL semver library); where
+    nfd.lang.cel has no ``semver()`` yet, versions are nfd's ``version`` values (major.minor.patch
+    compared numerically; see docs/dra.md).
     """
-    semver = getattr(_values, "Semver", None)
-    if semver is not None:
-        return semver.parse(text)
-    return Version.parse(text)
+    try:
+        return construct("semver", text)
+    except KeyError:
+        return construct("version", text)
 
 
 class DomainMap(dict[str, Any]):
@@ -233,12 +232,12 @@ def _attribute(raw: Any) -> tuple[Any, str]:
         raise ValueError(str(e)) from None
 
 
-def _capacity(raw: Any) -> tuple[Quantity, str]:
+def _capacity(raw: Any) -> tuple[Any, str]:
     if not isinstance(raw, dict) or not isinstance(raw.get("value"), str | int):
         raise ValueError("must be an object with a quantity 'value'")
     text = str(raw["value"])
     try:
-        q = Quantity.parse(text)
+        q: Any = construct("quantity", text)
     except CelError:
         raise ValueError(f"invalid quantity {text!r}") from None
     v: Fraction = q.value

@@ -12,7 +12,7 @@ from functools import lru_cache
 from nfd.lang.cel.compiler import VARIABLES, Compiler
 from nfd.lang.cel.runtime import Act, Fn
 from nfd.lang.cel.syntax import Call, CelSyntaxError, Index, ListLit, MapLit, Node, Select, parse
-from nfd.lang.cel.types import BOOL, DYN, Type, fmt
+from nfd.lang.cel.types import BOOL, DYN, STRING, Type, fmt
 from nfd.lang.cel.values import CelError, CostLimitExceeded, type_name
 
 # Limits, in the spirit of Kubernetes' CEL cost limits: a rule cannot stall the master.
@@ -33,8 +33,21 @@ __all__ = [
     "Fn",
     "Program",
     "compile_program",
+    "construct",
     "type_name",
 ]
+
+
+def construct(function: str, text: str) -> object:
+    """The value ``function(text)`` gives in an expression (``quantity``, ``version``, ``semver``):
+    for hosts that type their own inputs as the language does. KeyError when the library has
+    no such function; CelError when ``text`` is not valid for it."""
+    from nfd.lang.cel.library import FUNCTIONS
+
+    for o in FUNCTIONS[function]:
+        if o.receiver is None and o.params == (STRING,):
+            return o.impl(text)
+    raise KeyError(function)
 
 
 @dataclass(frozen=True, slots=True)
