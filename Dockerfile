@@ -1,11 +1,12 @@
-# One image with every entry point: nfd, nfd-worker, nfd-master, nfd-topology-updater, nfd-gc.
+# One image with every entry point: nfd (with nfd compat), kubectl-nfd, nfd-worker, nfd-master,
+# nfd-topology-updater, nfd-gc.
 # Host paths are expected under /host-* (as upstream's image), see docs/install.md.
 FROM python:3.11-slim AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY nfd ./nfd
 COPY crds ./crds
-RUN pip install --no-cache-dir --prefix=/install .
+RUN pip install --no-cache-dir --prefix=/install ".[compat]"
 
 FROM python:3.11-slim
 COPY --from=build /install /usr/local

@@ -162,3 +162,21 @@ def test_reference_and_platform_parsing() -> None:
     assert parse_platform("") is None
     with pytest.raises(ValueError, match="expected format"):
         parse_platform("a/b/c/d")
+
+
+def test_docs_sample_spec_is_valid() -> None:
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[3] / "docs" / "examples" / "image-compatibility.yaml"
+    spec = parse_spec(path.read_bytes(), source=str(path))
+    assert [c.tag for c in spec.compatibilities] == ["sriov", "gpu"]
+
+
+def test_pflag_booleans_and_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    from nfd.cli.compat import _pflag_bools, main
+
+    assert _pflag_bools(["--plain-http=true", "--output-json=false", "--image=x"]) == ["--plain-http", "--image=x"]
+    assert main(["validate-node", "--image", "reg/app:v1", "--plain-http=maybe"]) == 1
+    assert "invalid argument" in capsys.readouterr().err
+    assert main(["validate-node", "--image", "reg/app:v1", "--platform", "a/b/c/d"]) == 1
+    assert "expected format" in capsys.readouterr().err
