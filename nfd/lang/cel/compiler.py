@@ -86,9 +86,14 @@ def _top_var(name: str) -> Fn:
 class Compiler:
     """One compiler per expression; ``scope`` maps macro variables in reach to their types."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, declared: dict[str, Type] | None = None, checked: bool = True) -> None:
         self.scope: dict[str, Type] = {}
         self.ns: dict[str, Any] = {}  # objects the generated Python source refers to
+        # Extra variables, read from ``act.v`` (conformance tests and other embedders).
+        self.declared: dict[str, Type] = dict(declared or {})
+        # False: cel-go's unchecked mode. Every static type is dyn, so overloads are picked at
+        # run time, and undeclared names or functions are errors at run time, not here.
+        self.checked = checked
 
     def k(self, obj: Any) -> str:
         """A name for ``obj`` in the generated source (literals of plain types inline)."""
@@ -103,6 +108,12 @@ class Compiler:
         return _C(t, lambda a: v, self.k(v), v)
 
     def compile(self, n: Node) -> _C:
+        c = self._compile(n)
+        if not self.checked and c.t != DYN:
+            return c._replace(t=DYN)
+        return c
+
+    def _compile(self, n: Node) -> _C:
         if isinstance(n, Lit):
             return self.const(n.value, _lit_type(n.value))
         if isinstance(n, Ident):
@@ -130,11 +141,25 @@ class Compiler:
         name = n.name
         if name in self.scope:
             return _C(self.scope[name], lambda a: a.v[name], f"v_{name}")
+        if name in self.declared:
+            return _C(self.declared[name], lambda a: a.v[name], f"v_{name}")
         if name in VARIABLES:
             return _C(VARIABLES[name], _top_var(name), _TOP_PY[name])
         if name in ("int", "uint", "double", "string", "bool", "bytes", "list", "map", "null_type"):
-            raise CelSyntaxError(n.pos, "type values are not supported")
-        raise CelSyntaxError(n.pos, f"undeclared reference to '{name}' (variables: {', '.join(VARIABLES)})")
+            msg = "type values are not supported"
+        else:
+            msg = f"undeclared reference to '{name}' (variables: {', '.join(VARIABLES)})"
+        if not self.checked:
+            return self._fails(msg)
+        raise CelSyntaxError(n.pos, msg)
+
+    def _fails(self, msg: str) -> _C:
+        """Unchecked mode: what the checker would refuse is an error when evaluated."""
+
+        def fail(a: Act) -> Any:
+            raise CelError(msg)
+
+        return _C(DYN, fail, f"{self.k(fail)}(A)")
 
     def _select(self, n: Select) -> _C:
         if n.optional:
@@ -208,9 +233,9 @@ class Compiler:
         if n.optional_indices:
             raise CelSyntaxError(n.items[n.optional_indices[0]].pos, _NO_OPTIONALS)
         items = [self.compile(i) for i in n.items]
-        t: Type = items[0].t if items else DYN
+        t: Type = items[0].t if items else FREE
         for i in items[1:]:
-            t = join(t, i.t)
+            t = unify(t, i.t)
         lt = list_of(t)
         if all(i.const is not _NC for i in items):
             return self.const([i.const for i in items], lt)
@@ -221,14 +246,14 @@ class Compiler:
         if n.optional_indices:
             raise CelSyntaxError(n.entries[n.optional_indices[0]][0].pos, _NO_OPTIONALS)
         entries = [(self.compile(k), self.compile(v)) for k, v in n.entries]
-        kt: Type = entries[0][0].t if entries else DYN
-        vt: Type = entries[0][1].t if entries else DYN
+        kt: Type = entries[0][0].t if entries else FREE
+        vt: Type = entries[0][1].t if entries else FREE
         for (k, v), (kn, _) in zip(entries, n.entries, strict=True):
             if k.t not in (INT, UINT, STRING, BOOL, DYN):
                 raise CelSyntaxError(kn.pos, f"map keys must be int, uint, string or bool, not {fmt(k.t)}")
-            kt, vt = join(kt, k.t), join(vt, v.t)
+            kt, vt = unify(kt, k.t), unify(vt, v.t)
         mt = map_of(kt, vt)
-        if all(k.const is not _NC and v.const is not _NC for k, v in entries):
+        if all(k.const is not _NC and type(k.const) in _KEY_TYPES and v.const is not _NC for k, v in entries):
             out: dict[Any, Any] = {}
             for (k, v), (kn, _) in zip(entries, n.entries, strict=True):
                 if lib.map_has(out, k.const):
@@ -261,6 +286,8 @@ class Compiler:
         overloads = lib.FUNCTIONS.get(name)
         if overloads is None:
             what = "method" if n.target is not None else "function"
+            if not self.checked:
+                return self._fails(f"no such overload: undeclared {what} '{name}'")
             raise CelSyntaxError(n.pos, f"undeclared reference to {what} '{name}'")
         recv = self.compile(n.target) if n.target is not None else None
         args = [self.compile(x) for x in n.args]
@@ -359,7 +386,7 @@ class Compiler:
                 return ef(a)
             raise CelError(f"no matching overload for '_?_:_' applied to ({type_name(v)}, ...)")
 
-        return _C(join(t.t, e.t), cond, f"({t.py} if {self._bool_py(c)} else {e.py})")
+        return _C(unify(t.t, e.t), cond, f"({t.py} if {self._bool_py(c)} else {e.py})")
 
     def _eq(self, n: Call) -> _C:
         left, right = self.compile(n.args[0]), self.compile(n.args[1])
@@ -533,7 +560,8 @@ class Compiler:
         exact closures, which apply CEL's error absorption. Without an error both evaluate the
         same sub-expressions to the same values, so their results agree.
         """
-        code = f"def _fast(A):\n    F = A.f\n    N = A.node\n    return {root.py}\n"
+        bind = "".join(f"    v_{x} = A.v[{x!r}]\n" for x in self.declared)
+        code = f"def _fast(A):\n    F = A.f\n    N = A.node\n{bind}    return {root.py}\n"
         ns = dict(self.ns)
         try:
             exec(compile(code, "<cel>", "exec"), ns)  # noqa: S102 - our own generated source
@@ -545,6 +573,32 @@ class Compiler:
 # The parser reads the optional syntax (Select/Index.optional, List/MapLit.optional_indices);
 # until optional values exist, the checker refuses it here.
 _NO_OPTIONALS = "optional syntax (a.?b, a[?k], [?x], {?k: v}) is not supported"
+
+class _Free(str):
+    """The element type of an empty list or map literal: ``dyn`` everywhere (it compares equal),
+    but ``unify`` lets the other side decide, as cel-go's unbound type parameter does, so
+    ``[[], [1]]`` is a ``list(list(int))``. Sound because no value of that type exists."""
+
+    __slots__ = ()
+
+
+FREE: Type = _Free(DYN)
+
+
+def unify(a: Type, b: Type) -> Type:
+    """``join`` of the types of list elements, map keys/values or ternary branches."""
+    if type(a) is _Free:
+        return b
+    if type(b) is _Free:
+        return a
+    if is_list(a) and is_list(b):
+        return list_of(unify(a[1], b[1]))
+    if is_map(a) and is_map(b):
+        return map_of(unify(a[1], b[1]), unify(a[2], b[2]))
+    return join(a, b)
+
+
+_KEY_TYPES = (int, UInt, str, bool)  # unchecked mode: other constant keys fail when evaluated
 
 _OP_NAMES = {"_+_": "+", "_-_": "-", "_*_": "*", "_/_": "/", "_%_": "%", "-_": "-", "!_": "!",
              "_<_": "<", "_<=_": "<=", "_>_": ">", "_>=_": ">="}

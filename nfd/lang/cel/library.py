@@ -511,7 +511,13 @@ _ORDER_PAIRS = [(INT, INT), (INT, UINT), (INT, DOUBLE), (UINT, INT), (UINT, UINT
 
 
 def _relation(op: Callable[[Any, Any], bool]) -> list[Overload]:
-    return [_o(None, p, BOOL, op) for p in _ORDER_PAIRS]
+    return [_o(None, p, BOOL, _lossy(op) if DOUBLE in p and p[0] != p[1] else op) for p in _ORDER_PAIRS]
+
+
+def _lossy(op: Callable[[Any, Any], bool]) -> Callable[[Any, Any], bool]:
+    """int/uint against double compare as doubles, as cel-go (and the cel-spec tests):
+    ``9223372036854775807 < 9223372036854775808.0`` is false, both being 2^63 as doubles."""
+    return lambda a, b: op(float(a), float(b))
 
 
 FUNCTIONS: dict[str, list[Overload]] = {
