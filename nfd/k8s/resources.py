@@ -42,6 +42,7 @@ DAEMONSETS = Resource("apps", "v1", "daemonsets", "DaemonSet", True)
 NODEFEATURES = Resource("nfd.k8s-sigs.io", "v1alpha1", "nodefeatures", "NodeFeature", True)
 NODEFEATURERULES = Resource("nfd.k8s-sigs.io", "v1alpha1", "nodefeaturerules", "NodeFeatureRule", False)
 NODEFEATUREGROUPS = Resource("nfd.k8s-sigs.io", "v1alpha1", "nodefeaturegroups", "NodeFeatureGroup", True)
+RESOURCESLICES = Resource("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False)
 NODERESOURCETOPOLOGIES = Resource(
     "topology.node.k8s.io", "v1alpha2", "noderesourcetopologies", "NodeResourceTopology", False
 )

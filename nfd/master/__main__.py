@@ -61,7 +61,7 @@ def build_parser() -> GoFlagParser:
     opt("instance", default="", help="instance name, prefixes the bookkeeping annotations")
     flag("prune", "remove all NFD-managed node properties and exit")
     flag("enable-leader-election", "use a coordination.k8s.io Lease to elect one active replica")
-    opt("feature-gates", default="", help="Name=bool,... (NodeFeatureGroupAPI, DisableAutoPrefix)")
+    opt("feature-gates", default="", help="Name=bool,... (NodeFeatureGroupAPI, DisableAutoPrefix, DRAResourceSlices)")
     p.add_argument("-version", "--version", action="store_true", help="print version and exit")
     flag("no-publish", "do not write anything to nodes")
     opt("extra-label-ns", default=None, help="comma-separated extra label namespaces to allow")
@@ -90,7 +90,7 @@ def parse_feature_gates(value: str) -> dict[str, bool]:
         if not part:
             continue
         name, _, val = part.partition("=")
-        if name not in ("NodeFeatureAPI", "NodeFeatureGroupAPI", "DisableAutoPrefix"):
+        if name not in ("NodeFeatureAPI", "NodeFeatureGroupAPI", "DisableAutoPrefix", "DRAResourceSlices"):
             raise ValueError(f"-feature-gates: unknown feature gate {name!r}")
         try:
             gates[name] = parse_bool(val or "true")

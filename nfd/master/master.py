@@ -24,7 +24,14 @@ from nfd.k8s import errors as kerr
 from nfd.k8s.client import ApiClient
 from nfd.k8s.fetching import get
 from nfd.k8s.patching import patch
-from nfd.k8s.resources import NAMESPACES, NODEFEATUREGROUPS, NODEFEATURERULES, NODEFEATURES, NODES
+from nfd.k8s.resources import (
+    NAMESPACES,
+    NODEFEATUREGROUPS,
+    NODEFEATURERULES,
+    NODEFEATURES,
+    NODES,
+    RESOURCESLICES,
+)
 from nfd.k8s.watching import Informer
 from nfd.master import bookkeeping as bk
 from nfd.master.config import MasterConfig, selector_matches
@@ -74,6 +81,12 @@ class MasterOptions:
     @property
     def disable_auto_prefix(self) -> bool:
         return self.feature_gates.get("DisableAutoPrefix", False)
+
+    @property
+    def dra_resource_slices(self) -> bool:
+        """Ours, on by default: the ``dra`` feature source (docs/dra.md). It changes nothing on
+        a cluster without ResourceSlices or without rules that read ``dra.device``/``devices``."""
+        return self.feature_gates.get("DRAResourceSlices", True)
 
 
 @dataclass(slots=True)
@@ -173,6 +186,12 @@ class NfdMaster:
                 api, NODEFEATUREGROUPS, namespace=options.namespace, page_size=500
             )
         self.ns_informer: Informer | None = None
+        # The dra feature source (ResourceSlices); started in start_caches when the API serves
+        # resource.k8s.io/v1 and RBAC allows list and watch.
+        from nfd.dra.pools import DraIndex
+
+        self.dra = DraIndex()
+        self.dra_informer: Informer | None = None
 
         self.nf_informer.on_event(self._on_nf_event)
         self.nfr_informer.on_event(self._on_nfr_event)
@@ -335,6 +354,29 @@ class NfdMaster:
             else:
                 self.node_queue.add(name)
 
+    def _on_dra_event(self, etype: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        from nfd.dra.pools import ALL_NODES
+
+        name = (obj.get("metadata") or {}).get("name") or ""
+        if etype == "DELETED":
+            affected = self.dra.remove(name)
+        else:
+            affected = self.dra.upsert(obj["dra"])
+        if not self.ready or not affected:
+            return
+        if ALL_NODES in affected:
+            self.update_all_nodes(f"ResourceSlice {name} {etype.lower()}")
+        else:
+            for node in affected:
+                # drivers write their slices in bursts: one pass per node for the burst
+                self.node_queue.add_after(node, self.opts.batch_s)
+        self._all_groups()
+
+    def _node_labels(self, node: str) -> dict[str, str]:
+        obj = self.node_informer.get(node) if self.watch_nodes else None
+        labels: dict[str, str] = ((obj or {}).get("metadata") or {}).get("labels") or {}
+        return labels
+
     def _all_groups(self) -> None:
         if self.nfg_informer is None or not self.ready:
             return
@@ -410,13 +452,20 @@ class NfdMaster:
         )
         for err in merged.errors:
             log.error("node %s: %s", node, err)
+        if self.dra_informer is not None:
+            # The dra source, in the same pass: its instances append after the NodeFeatures'.
+            nd = self.dra.node_devices(node, self._node_labels(node))
+            if nd.instances:
+                merged.features.add_instances("dra.device", nd.instances)
+                merged.devices = nd.cel
         return merged
 
     def _desired_key(self, node: str) -> tuple[Any, ...]:
         keys = sorted(self.nf_index.get(node, ()))
         hashes = tuple((k, (self.nf_informer.cache.get(k) or {}).get("specHash")) for k in keys)
         rg = self.rulebook.generation if self.rulebook is not None else 0
-        return (hashes, rg, self.config_generation, self.ns_selector_gen)
+        dra = self.dra.node_devices(node, self._node_labels(node)).key if self.dra_informer is not None else ()
+        return (hashes, rg, self.config_generation, self.ns_selector_gen, dra)
 
     def _desired_key_gen(self) -> tuple[int, int]:
         return (self.rulebook.generation if self.rulebook is not None else 0, self.config_generation)
@@ -832,20 +881,45 @@ class NfdMaster:
             informers.append(self.nfg_informer)
         if self.ns_informer is not None:
             informers.append(self.ns_informer)
+        if self.opts.dra_resource_slices and await self._dra_available():
+            from nfd.dra.slices import compact_slice
+
+            self.dra_informer = Informer(self.api, RESOURCESLICES, page_size=500, transform=compact_slice)
+            self.dra_informer.on_event(self._on_dra_event)
+            informers.append(self.dra_informer)
         for inf in informers:
             await inf.start()
         t0 = time.monotonic()
         for inf in informers:
             await inf.wait_synced()
         log.info(
-            "informer caches synced in %.1fs: %d NodeFeatures, %d NodeFeatureRules, %d Nodes",
+            "informer caches synced in %.1fs: %d NodeFeatures, %d NodeFeatureRules, %d Nodes%s",
             time.monotonic() - t0,
             len(self.nf_informer.cache),
             len(self.nfr_informer.cache),
             len(self.node_informer.cache),
+            f", {len(self.dra_informer.cache)} ResourceSlices" if self.dra_informer is not None else "",
         )
         if self.on_synced is not None:
             self.on_synced()
+
+    async def _dra_available(self) -> bool:
+        """Whether the dra source can run: resource.k8s.io/v1 served, list and watch allowed.
+        Without them the master runs as upstream's, with one log line saying why."""
+        try:
+            await self.api.request("GET", "/apis/resource.k8s.io/v1")
+        except kerr.NotFound:
+            log.info("the API server does not serve resource.k8s.io/v1: the dra feature source is off")
+            return False
+        except (kerr.ApiError, kerr.ApiUnavailable) as e:
+            log.warning("cannot tell whether resource.k8s.io/v1 is served (%s): the dra feature source is off", e)
+            return False
+        for verb in ("list", "watch"):
+            if not await self._allowed(verb, "resourceslices", "resource.k8s.io"):
+                log.warning("RBAC does not allow %s on resourceslices.resource.k8s.io: the dra feature source is "
+                            "off (nfd-master's ClusterRole needs get/list/watch on them; docs/dra.md)", verb)
+                return False
+        return True
 
     async def _allowed(self, verb: str, resource: str, group: str = "") -> bool:
         """SelfSubjectAccessReview; an unanswerable question counts as allowed (the call will tell)."""
@@ -866,6 +940,8 @@ class NfdMaster:
     @property
     def synced(self) -> bool:
         infs = [self.nfr_informer, self.nf_informer] + ([self.node_informer] if self.watch_nodes else [])
+        if self.dra_informer is not None:
+            infs.append(self.dra_informer)
         return all(i.synced for i in infs)
 
     async def stop(self) -> None:
@@ -873,7 +949,8 @@ class NfdMaster:
         await self.step_down() if self.is_leader else None
         self.node_queue.shutdown()
         self.group_queue.shutdown()
-        for inf in (self.nf_informer, self.nfr_informer, self.node_informer, self.nfg_informer, self.ns_informer):
+        for inf in (self.nf_informer, self.nfr_informer, self.node_informer, self.nfg_informer, self.ns_informer,
+                    self.dra_informer):
             if inf is not None:
                 await inf.stop()
         for t in list(self._tasks):

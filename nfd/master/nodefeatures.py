@@ -80,6 +80,9 @@ class MergedNodeFeatures:
     # The objects merged, as namespace/name, for logs.
     sources: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    # The node's DRA devices (nfd.dra) as the CEL `devices` variable; their `dra.device`
+    # instances are in `features`.
+    devices: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def has_features(self) -> bool:

@@ -146,7 +146,7 @@ def compute_desired_steps(
     auto_prefix = not policy.disable_auto_prefix
     rules = iter_process_rule_sets(
         rule_sets, features, node_name=node_name, feed_back=True, auto_prefix=auto_prefix, explain=False,
-        budget=budget, previous=previous,
+        budget=budget, previous=previous, devices=merged.devices,
     )
     busy = 0.0  # time working, not paused
     t0 = time.perf_counter()
