@@ -9,7 +9,7 @@ from . import funcs as K
 from .errors import FuncError
 from .fmt import sprint, sprintf, sprintln
 from .funcs import Func
-from .values import TypedMap, Uint8, format_value, go_len, is_true, type_name
+from .values import GoObject, TypedMap, Uint8, format_value, go_len, is_true, type_name
 
 
 def _not(v: Any) -> bool:
@@ -109,6 +109,9 @@ def _eq(a: Any, *bs: Any) -> bool:
             if a is not None and b is not None:
                 raise FuncError(f"{_ERR_BAD_COMPARISON}: {type_name(a)} and {type_name(b)}")
             truth = False
+        elif ka == "other" and isinstance(a, GoObject) and type_name(a) == type_name(b):
+            # Comparable Go values: pointers (*semver.Version, *time.Location) by identity.
+            truth = a is b if type_name(a).startswith("*") else a.go_syntax() == b.go_syntax()
         elif ka == "other":
             if not isinstance(a, type(b)) and not isinstance(b, type(a)):
                 raise FuncError(

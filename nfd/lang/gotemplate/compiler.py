@@ -14,7 +14,7 @@ from . import funcs as K
 from .budget import BUDGETED, GUARDED, Budget, guarded
 from .builtins import call_named
 from .errors import BreakLoop, ContinueLoop, ExecError, FuncError, TemplateError
-from .funcs import GO_TYPE, Func
+from .funcs import GO_TYPE, Func, Method
 from .nodes import (
     ActionNode,
     BoolNode,
@@ -36,6 +36,7 @@ from .nodes import (
     TextNode,
     VariableNode,
 )
+from .gotime import Duration
 from .values import GoObject, TypedMap, is_true, print_value, sorted_keys, type_name
 
 # Output is measured at least every OUTPUT_CHECK_CHUNKS pieces written (see check_output).
@@ -105,17 +106,57 @@ def _field(recv: Value, name: str, node: Node, has_args: bool, recv_type: str) -
         except KeyError:
             raise ExecError(node, f'map has no entry for key "{name}"') from None
     if isinstance(recv, GoObject):
-        try:
-            value = recv.field(name)
-        except KeyError:
-            raise ExecError(node, f"can't evaluate field {name} in type {recv.type_name}") from None
-        if has_args:  # only argument-less methods are offered
-            raise ExecError(node, f"wrong number of args for {name}: want 0")
-        return value
+        m = recv.method(name)
+        if m is None:
+            raise ExecError(node, f"can't evaluate field {name} in type {recv.type_name}")
+        return _invoke(recv, name, m, [], node, node)
     rt = recv_type or type_name(recv)
     if recv is None:
         raise ExecError(node, f"nil pointer evaluating {rt}.{name}")
     raise ExecError(node, f"can't evaluate field {name} in type {rt}")
+
+
+def _invoke(recv: GoObject, name: str, m: Method, argv: list[Value], node: Node, call_node: Node) -> Value:
+    """Call a Go method: the argument count and signature are checked first (errors at the
+    receiver), a failing call is reported at the field or chain node, as Go's evalCall does."""
+    if len(argv) != len(m.params):
+        raise ExecError(node, f"wrong number of args for {name}: want {len(m.params)} got {len(argv)}")
+    if m.bad is not None:
+        raise ExecError(node, m.bad)
+    try:
+        return m.fn(recv, *argv)
+    except FuncError as e:
+        raise ExecError(call_node, f"error calling {name}: {e}") from None
+
+
+class _MethodArgs:
+    """Arguments of a field call (`.Compare (semver "1.0")`): the parameter types are known
+    only once the receiver is, so each argument is compiled for every method parameter kind."""
+
+    __slots__ = ("evals", "n")
+
+    def __init__(self, compiler: Compiler, nodes: list[Node]) -> None:
+        self.n = len(nodes)
+        self.evals = [{k: compiler.arg(a, k) for k in K.METHOD_KINDS} for a in nodes]
+
+    def call(self, st: State, dot: Value, recv: Value, names: list[str], node: Node, recv_type: str,
+             final: Value, call_node: Node) -> Value:
+        if len(names) > 1:
+            recv = _field_chain(recv, names[:-1], node, False, recv_type)
+            recv_type = "interface {}"
+        name = names[-1]
+        m = recv.method(name) if isinstance(recv, GoObject) else None
+        if m is None:
+            return _field(recv, name, node, True, recv_type)
+        nin = self.n + (final is not MISSING)
+        if nin != len(m.params):
+            raise ExecError(node, f"wrong number of args for {name}: want {len(m.params)} got {nin}")
+        if m.bad is not None:
+            raise ExecError(node, m.bad)
+        argv = [ev[k](st, dot) for ev, k in zip(self.evals, m.params, strict=False)]
+        if final is not MISSING:
+            argv.append(_validate(final, m.params[-1], node))
+        return _invoke(recv, name, m, argv, node, call_node)
 
 
 def _field_chain(recv: Value, names: list[str], node: Node, has_args: bool, recv_type: str) -> Value:
@@ -144,7 +185,7 @@ def _validate(value: Value, kind: str, node: Node, *, from_data: bool = False) -
     if value is None:
         if from_data:
             raise ExecError(node, f"wrong type for value; expected {GO_TYPE[kind]}; got interface {{}}")
-        if kind in (K.LIST, K.MAP, K.STRS):
+        if kind in (K.LIST, K.MAP, K.STRS, K.VERSION, K.LOCATION):
             return value
         raise ExecError(node, f"invalid value; expected {GO_TYPE[kind]}")
     ok: bool
@@ -162,8 +203,8 @@ def _validate(value: Value, kind: str, node: Node, *, from_data: bool = False) -
         ok = isinstance(value, dict) and not isinstance(value, TypedMap)
     elif kind == K.STRS:
         ok = isinstance(value, (list, tuple)) and all(isinstance(x, str) for x in value)
-    else:  # pragma: no cover - registry bug
-        ok = False
+    else:  # Go types of Sprig results (*semver.Version, time.Time, time.Duration...)
+        ok = type_name(value) == kind
     if not ok:
         raise ExecError(node, f"wrong type for value; expected {GO_TYPE[kind]}; got {type_name(value)}")
     return value
@@ -553,9 +594,10 @@ class Compiler:
         if isinstance(first, FieldNode):
             # With arguments or a piped value (first_command compiles a field without either).
             names = first.ident
+            margs = _MethodArgs(self, cmd.args[1:])
 
             def eval_field_args(st: State, dot: Value, final: Value) -> Value:
-                return _field_chain(dot, names, first, has_args, dot_type)
+                return margs.call(st, dot, dot, names, first, dot_type, final, first)
 
             return eval_field_args
         if isinstance(first, ChainNode):
@@ -564,10 +606,20 @@ class Compiler:
             base_is_call = isinstance(first.node, (IdentifierNode, PipeNode))
             at = _last_visited(first.node)
 
+            if has_args:
+                cargs = _MethodArgs(self, cmd.args[1:])
+
+                def eval_chain_args(st: State, dot: Value, final: Value) -> Value:
+                    recv = base(st, dot)
+                    rtype = type_name(recv) if base_is_call else "interface {}"
+                    return cargs.call(st, dot, recv, fields, _at(st, at), rtype, final, first)
+
+                return eval_chain_args
+
             def eval_chain(st: State, dot: Value, final: Value) -> Value:
                 recv = base(st, dot)
                 rtype = type_name(recv) if base_is_call else "interface {}"
-                return _field_chain(recv, fields, _at(st, at), has_args, rtype)
+                return _field_chain(recv, fields, _at(st, at), False, rtype)
 
             return eval_chain
         if isinstance(first, IdentifierNode):
@@ -589,9 +641,16 @@ class Compiler:
                 return eval_var
 
             var_type = "interface {}" if name in self.elem_vars else ""
+            if has_args:
+                vargs = _MethodArgs(self, cmd.args[1:])
+
+                def eval_var_args(st: State, dot: Value, final: Value) -> Value:
+                    return vargs.call(st, dot, _var_value(st, name, first), rest, first, var_type, final, first)
+
+                return eval_var_args
 
             def eval_var_chain(st: State, dot: Value, final: Value) -> Value:
-                return _field_chain(_var_value(st, name, first), rest, first, has_args, var_type)
+                return _field_chain(_var_value(st, name, first), rest, first, False, var_type)
 
             return eval_var_chain
         err = self._not_a_function(cmd, has_args)
@@ -627,7 +686,7 @@ class Compiler:
                 return lambda st, dot: dot
             return lambda st, dot: _validate(dot, kind, n)
         if isinstance(n, NilNode):
-            if kind in (K.ANY, K.LIST, K.MAP, K.STRS):
+            if kind in (K.ANY, K.LIST, K.MAP, K.STRS, K.VERSION, K.LOCATION):
                 return lambda st, dot: None
             return _raiser2(n, f"cannot assign nil to {GO_TYPE[kind]}")
         if isinstance(n, (FieldNode, VariableNode, PipeNode, IdentifierNode, ChainNode)):
@@ -658,6 +717,11 @@ class Compiler:
             if isinstance(n, NumberNode) and n.is_int:
                 i = n.int_val
                 return lambda st, dot: i
+            return _raiser2(n, f"expected integer; found {n}")
+        elif kind == K.DURATION:
+            if isinstance(n, NumberNode) and n.is_int:
+                d = Duration(n.int_val)
+                return lambda st, dot: d
             return _raiser2(n, f"expected integer; found {n}")
         elif kind == K.FLOAT:
             if isinstance(n, NumberNode) and n.is_float:
@@ -836,6 +900,8 @@ def _last_visited(n: Node) -> Node:
     while True:
         if isinstance(n, PipeNode) and n.cmds:
             n = n.cmds[-1]
+        elif isinstance(n, ChainNode):
+            n = n.node  # a chain's fields are evaluated without moving the position
         elif isinstance(n, CommandNode) and n.args:
             first = n.args[0]
             if isinstance(first, IdentifierNode) and first.name in ("and", "or"):

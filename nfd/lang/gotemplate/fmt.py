@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .values import format_float_g, format_value, go_quote, sorted_keys, type_name
+from .values import GoObject, format_float_g, format_value, go_quote, sorted_keys, type_name
 
 
 def sprint(*args: Any) -> str:
@@ -242,6 +242,18 @@ def format_verb(v: Any, sp: _Spec, depth: int = 0) -> str:
         if verb in ("t", "v"):
             return _pad("true" if v else "false", sp)
         return _bad(sp, v)
+    if isinstance(v, GoObject):
+        # Go calls String() for %v %s %q %x %X (GoString-like %#v for the struct form).
+        if verb == "v" and sp.sharp:
+            return _pad(v.go_syntax(), sp)
+        if verb in "vsqxX":
+            plain = _Spec()
+            for attr in _Spec.__slots__:
+                setattr(plain, attr, getattr(sp, attr))
+            plain.sharp = sp.sharp and verb != "v"
+            return _fmt_str(v.go_string(), plain)
+        if not isinstance(v, int):
+            return _bad(sp, v)
     if isinstance(v, int):
         return _fmt_int(v, sp)
     if isinstance(v, float):
@@ -421,6 +433,8 @@ def sprintf(fmt: str, *args: Any) -> str:
         if not good_index:
             out.append(f"%!{verb}(BADINDEX)")
             continue
+        if verb == "v" and sp.plus:
+            sp.plus = False  # %+v is Go's plusV (struct field names), never a sign
         if argn >= nargs:
             out.append(f"%!{verb}(MISSING)")
             continue

@@ -15,6 +15,12 @@ BOOL = "bool"
 LIST = "list"  # []interface{} (any Python list is accepted)
 MAP = "map"  # map[string]interface{} (any dict is accepted)
 STRS = "strs"  # []string
+# Parameter types of the Go methods templates can call on Sprig results.
+VERSION = "*semver.Version"
+TIME = "time.Time"
+DURATION = "time.Duration"  # an int64 kind: integer constants convert, an int value does not
+LOCATION = "*time.Location"
+METHOD_KINDS = (ANY, STR, INT, BOOL, VERSION, TIME, DURATION, LOCATION)
 
 GO_TYPE = {
     ANY: "interface {}",
@@ -25,6 +31,10 @@ GO_TYPE = {
     LIST: "[]interface {}",
     MAP: "map[string]interface {}",
     STRS: "[]string",
+    VERSION: VERSION,
+    TIME: TIME,
+    DURATION: DURATION,
+    LOCATION: LOCATION,
 }
 
 
@@ -36,3 +46,15 @@ class Func:
     params: tuple[str, ...] = ()
     variadic: str | None = None
     builtin: bool = False
+
+
+@dataclass(frozen=True)
+class Method:
+    """A Go method a template can call on a value (the receiver is passed first).
+
+    `bad`: Go's goodFunc complaint for a signature a template cannot call (two results
+    whose second is not an error, three results), raised after the argument count check."""
+
+    fn: Callable[..., Any]
+    params: tuple[str, ...] = ()
+    bad: str | None = None

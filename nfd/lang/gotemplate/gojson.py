@@ -85,21 +85,54 @@ def marshal(v: Any, *, escape_html: bool = True, indent: str = "", _level: int =
             for k in sorted_keys(v)
         ]
         return "{" + nl + ("," + nl).join(items) + end + "}"
-    if isinstance(v, GoObject):  # e.g. *semver.Version marshals as its string form
-        return _string(v.go_string(), escape_html)
+    if isinstance(v, GoObject):  # *semver.Version marshals as its string form, time.Time as RFC 3339
+        return _string(v.go_json() if hasattr(v, "go_json") else v.go_string(), escape_html)
     if isinstance(v, complex):
         raise FuncError("json: unsupported type: complex128")
     raise FuncError(f"json: unsupported type: {type(v).__name__}")
 
 
+class UnmarshalError(FuncError):
+    """A number out of float64 range: Go stores nil there, decodes the rest and fails."""
+
+    def __init__(self, message: str, partial: Any) -> None:
+        super().__init__(message)
+        self.partial = partial
+
+
 def unmarshal(s: str) -> Any:
-    """json.Unmarshal into interface{}: every number becomes float64."""
+    """json.Unmarshal into interface{}: every number becomes float64, invalid surrogate escapes
+    become U+FFFD."""
+    overflow: list[str] = []
+
+    def number(text: str) -> Any:
+        f = float(text)
+        if math.isinf(f):
+            overflow.append(text)
+            return None
+        return f
+
     try:
-        return json.loads(s, parse_int=float, parse_constant=_bad_constant)
+        v = json.loads(s, parse_int=number, parse_float=number, parse_constant=_bad_constant)
     except ValueError as e:
         raise FuncError(_go_json_error(s, e)) from None
     except RecursionError:
         raise FuncError("exceeded max depth") from None
+    if "\\u" in s or "\\U" in s:
+        v = _fix_surrogates(v)
+    if overflow:
+        raise UnmarshalError(f"json: cannot unmarshal number {overflow[0]} into Go value of type float64", v)
+    return v
+
+
+def _fix_surrogates(v: Any) -> Any:
+    if isinstance(v, str):
+        return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in v) if not v.isascii() else v
+    if isinstance(v, list):
+        return [_fix_surrogates(x) for x in v]
+    if isinstance(v, dict):
+        return {_fix_surrogates(k): _fix_surrogates(x) for k, x in v.items()}
+    return v
 
 
 def _bad_constant(name: str) -> Any:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from . import funcs as K
 from .errors import FuncError
-from .values import GoObject
+from .funcs import Method
+from .values import GoObject, Uint64, go_quote
 
 _SEMVER = r"v?([0-9]+)(\.[0-9]+)?(\.[0-9]+)?(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?"
 _VERSION_RE = re.compile("^" + _SEMVER + r"\Z")
@@ -21,7 +23,11 @@ _U64 = (1 << 64) - 1
 
 
 class Version(GoObject):
+    """A *semver.Version; `Version.value` (IncMajor... results) is the semver.Version struct,
+    which offers only the value-receiver methods (no Original, Compare, LessThan...)."""
+
     type_name = "*semver.Version"
+    is_value = False
 
     def __init__(self, major: int, minor: int, patch: int, pre: str, meta: str, original: str) -> None:
         self.major, self.minor, self.patch = major, minor, patch
@@ -35,20 +41,29 @@ class Version(GoObject):
             s += "+" + self.meta
         return s
 
+    def go_syntax(self) -> str:
+        """%#v: the struct's fields, uint64s in hex."""
+        body = (f"semver.Version{{major:{self.major:#x}, minor:{self.minor:#x}, patch:{self.patch:#x}, "
+                f"pre:{go_quote(self.pre)}, metadata:{go_quote(self.meta)}, original:{go_quote(self.original)}}}")
+        return body if self.is_value else "&" + body
+
+    def _next(self, major: int, minor: int, patch: int, pre: str, meta: str) -> Version:
+        v = VersionValue(major, minor, patch, pre, meta, "")
+        prefix = "v" if self.original[:1] == "v" else ""
+        v.original = prefix + v.go_string()
+        return v
+
+    def method(self, name: str) -> Method | None:
+        m = _VALUE_METHODS.get(name)
+        if m is None and not self.is_value:
+            m = _PTR_METHODS.get(name)
+        return m
+
     def field(self, name: str) -> Any:
-        getters = {
-            "Major": lambda: self.major,
-            "Minor": lambda: self.minor,
-            "Patch": lambda: self.patch,
-            "Prerelease": lambda: self.pre,
-            "Metadata": lambda: self.meta,
-            "Original": lambda: self.original,
-            "String": self.go_string,
-        }
-        g = getters.get(name)
-        if g is None:
+        m = self.method(name)
+        if m is None or m.params:
             raise KeyError(name)
-        return g()
+        return m.fn(self)
 
     def compare(self, o: Version) -> int:
         for a, b in ((self.major, o.major), (self.minor, o.minor), (self.patch, o.patch)):
@@ -61,6 +76,70 @@ class Version(GoObject):
         if not o.pre:
             return -1
         return _compare_pre(self.pre, o.pre)
+
+
+class VersionValue(Version):
+    type_name = "semver.Version"
+    is_value = True
+
+
+def _set_pre(v: Version, pre: str) -> Version:
+    if pre:
+        _validate_pre(pre)
+    return v._next(v.major, v.minor, v.patch, pre, v.meta)
+
+
+def _set_meta(v: Version, meta: str) -> Version:
+    if meta and any(not p or not set(p) <= _ALLOWED for p in meta.split(".")):
+        raise FuncError("invalid metadata string")
+    return v._next(v.major, v.minor, v.patch, v.pre, meta)
+
+
+def _inc_patch(v: Version) -> Version:
+    return v._next(v.major, v.minor, v.patch if v.pre else v.patch + 1, "", "")
+
+
+def _validate_pre(pre: str) -> None:
+    for p in pre.split("."):
+        if not p:
+            raise FuncError("invalid prerelease string")
+        if p.isdigit() and p.isascii():
+            if len(p) > 1 and p[0] == "0":
+                raise FuncError("version segment starts with 0")
+        elif not set(p) <= _ALLOWED:
+            raise FuncError("invalid prerelease string")
+
+
+def _other(o: Any) -> Version:
+    if o is None:  # a nil *Version argument: Go dereferences it
+        raise FuncError("runtime error: invalid memory address or nil pointer dereference")
+    return o  # type: ignore[no-any-return]
+
+
+_V = K.VERSION
+# Methods a template can call (time/semver methods with Go's parameter types and results).
+_VALUE_METHODS: dict[str, Method] = {
+    "String": Method(lambda v: v.go_string()),
+    "Major": Method(lambda v: Uint64(v.major)),
+    "Minor": Method(lambda v: Uint64(v.minor)),
+    "Patch": Method(lambda v: Uint64(v.patch)),
+    "Prerelease": Method(lambda v: v.pre),
+    "Metadata": Method(lambda v: v.meta),
+    "IncPatch": Method(_inc_patch),
+    "IncMinor": Method(lambda v: v._next(v.major, v.minor + 1, 0, "", "")),
+    "IncMajor": Method(lambda v: v._next(v.major + 1, 0, 0, "", "")),
+    "SetPrerelease": Method(_set_pre, (K.STR,)),
+    "SetMetadata": Method(_set_meta, (K.STR,)),
+}
+_PTR_METHODS: dict[str, Method] = {
+    "Original": Method(lambda v: v.original),
+    "Compare": Method(lambda v, o: v.compare(_other(o)), (_V,)),
+    "LessThan": Method(lambda v, o: v.compare(_other(o)) < 0, (_V,)),
+    "LessThanEqual": Method(lambda v, o: v.compare(_other(o)) <= 0, (_V,)),
+    "GreaterThan": Method(lambda v, o: v.compare(_other(o)) > 0, (_V,)),
+    "GreaterThanEqual": Method(lambda v, o: v.compare(_other(o)) >= 0, (_V,)),
+    "Equal": Method(lambda v, o: v is o or (o is not None and v.compare(o) == 0), (_V,)),
+}
 
 
 def _compare_pre(a: str, b: str) -> int:
@@ -94,7 +173,7 @@ def _compare_part(s: str, o: str) -> int:
 def new_version(v: str) -> Version:
     m = _VERSION_RE.match(v)
     if m is None:
-        raise FuncError("Invalid Semantic Version")
+        raise FuncError("invalid semantic version")
     nums = []
     for g in (m.group(1), m.group(2), m.group(3)):
         if not g:
@@ -102,15 +181,11 @@ def new_version(v: str) -> Version:
             continue
         x = int(g.lstrip("."))
         if x > _U64:
-            raise FuncError(f'Error parsing version segment: strconv.ParseUint: parsing "{g.lstrip(".")}": value out of range')
+            raise FuncError(f'error parsing version segment: strconv.ParseUint: parsing "{g.lstrip(".")}": value out of range')
         nums.append(x)
     pre, meta = m.group(5) or "", m.group(8) or ""
-    for p in pre.split(".") if pre else []:
-        if p.isdigit():
-            if len(p) > 1 and p[0] == "0":
-                raise FuncError("Version segment starts with 0")
-        elif not set(p) <= _ALLOWED:
-            raise FuncError("Invalid Prerelease string")
+    if pre:
+        _validate_pre(pre)
     return Version(nums[0], nums[1], nums[2], pre, meta, v)
 
 
@@ -142,15 +217,14 @@ def _parse_constraint(c: str) -> _Constraint:
     try:
         con = new_version(ver)
     except FuncError:
-        raise FuncError("constraint Parser Error") from None
+        raise FuncError("constraint parser error") from None
     return _Constraint(op, orig, con, dirty, minor_dirty, patch_dirty)
 
 
 def _check(v: Version, c: _Constraint) -> bool:
     op, k = c.op, c.con
-    # A prerelease version only satisfies constraints that name a prerelease, except that
-    # an exact `!=` (not wildcarded) compares normally, as in Masterminds/semver.
-    if v.pre and not k.pre and not (op == "!=" and not c.dirty):
+    # A prerelease version only satisfies constraints that name a prerelease (semver v3.4).
+    if v.pre and not k.pre:
         return False
     if op in ("", "="):
         return _tilde(v, c) if c.dirty else v.compare(k) == 0

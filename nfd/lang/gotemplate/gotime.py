@@ -7,8 +7,10 @@ import time as _time
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from typing import Any
 
+from . import funcs as K
 from .errors import FuncError
-from .values import GoObject, Int64
+from .funcs import Method
+from .values import GoObject, Int64, go_quote
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _START = _time.monotonic()
@@ -69,33 +71,241 @@ class GoTime(GoObject):
         total = self.nanos + ns
         return GoTime(self.dt + timedelta(seconds=total // 10**9), total % 10**9)
 
+    def go_json(self) -> str:
+        """time.Time.MarshalJSON (RFC 3339 with nanoseconds)."""
+        return format_time(self, "2006-01-02T15:04:05.999999999Z07:00")
+
+    def go_syntax(self) -> str:
+        """time.Time.GoString."""
+        dt = self.dt
+        s = f"time.Date({dt.year}, time.{_MONTHS[dt.month - 1]}, {dt.day}, {dt.hour}, {dt.minute}, {dt.second}, {self.nanos}, "
+        loc = self.location()
+        if loc.name == "UTC":
+            return s + "time.UTC)"
+        if loc.name == "Local":
+            return s + "time.Local)"
+        return s + f"time.Location({go_quote(loc.name)}))"
+
     def go_string(self) -> str:
         s = format_time(self, "2006-01-02 15:04:05.999999999 -0700 MST")
         if self.mono is not None:
             s += f" m=+{self.mono:.9f}"
         return s
 
+    def method(self, name: str) -> Method | None:
+        return _TIME_METHODS.get(name)
+
     def field(self, name: str) -> Any:
-        getters = {
-            "Year": lambda: self.dt.year,
-            "Day": lambda: self.dt.day,
-            "Hour": lambda: self.dt.hour,
-            "Minute": lambda: self.dt.minute,
-            "Second": lambda: self.dt.second,
-            "Nanosecond": lambda: self.nanos,
-            "YearDay": lambda: self.dt.timetuple().tm_yday,
-            "Unix": lambda: Int64(self.unix()),
-            "UnixNano": lambda: Int64(self.unix_nano()),
-            "UnixMilli": lambda: Int64(self.unix_nano() // 10**6),
-            "String": self.go_string,
-            "UTC": lambda: self.in_zone(UTC),
-            "Local": lambda: self.in_zone(local_zone()),
-            "IsZero": lambda: self.unix() == _ZERO_UNIX and self.nanos == 0,
-        }
-        g = getters.get(name)
-        if g is None:
+        m = self.method(name)
+        if m is None or m.params or m.bad:
             raise KeyError(name)
-        return g()
+        return m.fn(self)
+
+    def location(self) -> Location:
+        tz = self.dt.tzinfo
+        if tz is UTC:
+            return Location("UTC", UTC)
+        key = getattr(tz, "key", None)
+        if isinstance(key, str):
+            return Location(key, tz)
+        if tz is local_zone() or tz == local_zone():
+            return Location("Local", tz)
+        return Location("", tz)  # a fixed zone from a parsed offset
+
+
+class Location(GoObject):
+    """*time.Location: printed as its name ("" for a zone parsed from an offset)."""
+
+    type_name = "*time.Location"
+
+    def __init__(self, name: str, tz: tzinfo) -> None:
+        self.name, self.tz = name, tz
+
+    def go_string(self) -> str:
+        return self.name
+
+    def method(self, name: str) -> Method | None:
+        return _LOCATION_METHODS.get(name)
+
+    def field(self, name: str) -> Any:
+        if name != "String":
+            raise KeyError(name)
+        return self.name
+
+
+class _Named(int, GoObject):
+    """A Go integer type with a String method (time.Month, time.Weekday, time.Duration)."""
+
+    go_type = "int"
+    go_kind = "int"
+    type_name = "int"
+
+    def go_string(self) -> str:
+        return str(int(self))
+
+    def go_syntax(self) -> str:
+        return str(int(self))
+
+    def method(self, name: str) -> Method | None:
+        return _STRINGER if name == "String" else None
+
+    def field(self, name: str) -> Any:
+        if name != "String":
+            raise KeyError(name)
+        return self.go_string()
+
+
+class Month(_Named):
+    go_type = type_name = "time.Month"
+
+    def go_string(self) -> str:
+        return _MONTHS[self - 1] if 1 <= self <= 12 else f"%!Month({int(self)})"
+
+
+class Weekday(_Named):
+    go_type = type_name = "time.Weekday"
+
+    def go_string(self) -> str:
+        return ["Sunday", *_DAYS[:6]][self] if 0 <= self <= 6 else f"%!Weekday({int(self)})"
+
+
+class Duration(_Named):
+    go_type = type_name = "time.Duration"
+    go_kind = "int64"
+
+    def go_string(self) -> str:
+        return format_duration(int(self))
+
+    def method(self, name: str) -> Method | None:
+        return _DURATION_METHODS.get(name)
+
+    def field(self, name: str) -> Any:
+        m = self.method(name)
+        if m is None or m.params:
+            raise KeyError(name)
+        return m.fn(self)
+
+
+_STRINGER = Method(lambda v: v.go_string())
+_I64 = (1 << 63) - 1
+
+
+def _dur(ns: int) -> Duration:
+    return Duration(max(-_I64 - 1, min(_I64, ns)))
+
+
+def _round_dur(d: int, m: int, *, trunc: bool) -> Duration:
+    """Duration.Round/Truncate (halfway values away from zero)."""
+    if m <= 0:
+        return Duration(d)
+    r = abs(d) % m
+    if trunc:
+        return Duration(d - (r if d >= 0 else -r))
+    if d < 0:
+        r = -r
+        return _dur(d - r - m) if -r + -r >= m else Duration(d - r)
+    return _dur(d + m - r) if r + r >= m else Duration(d - r)
+
+
+def _time_round(t: GoTime, d: int, *, trunc: bool) -> GoTime:
+    """Time.Round/Truncate: relative to the zero time, ignoring the zone."""
+    if d <= 0:
+        return GoTime(t.dt, t.nanos)
+    since_zero = (t.unix() - _ZERO_UNIX) * 10**9 + t.nanos
+    r = since_zero % d
+    if trunc or r + r < d:
+        return t.add_ns(-r)
+    return t.add_ns(d - r)
+
+
+def _add_date(t: GoTime, years: int, months: int, days: int) -> GoTime:
+    """Time.AddDate: normalizes like time.Date (Oct 31 + 1 month = Dec 1)."""
+    dt = t.dt
+    y, m = dt.year + years, dt.month - 1 + months
+    y += m // 12
+    m = m % 12 + 1
+    base = datetime(y, m, 1, dt.hour, dt.minute, dt.second, tzinfo=dt.tzinfo)
+    out = base + timedelta(days=dt.day - 1 + days)
+    # Wall clock kept in the zone (time.Date semantics), not elapsed time.
+    out = out.replace(tzinfo=None).replace(tzinfo=dt.tzinfo)
+    return GoTime(out, t.nanos)
+
+
+def _sub(a: GoTime, b: GoTime) -> Duration:
+    return _dur(a.unix_nano() - b.unix_nano())
+
+
+def _cmp(a: GoTime, b: GoTime) -> int:
+    x, y = a.unix_nano(), b.unix_nano()
+    return (x > y) - (x < y)
+
+
+def _bad2(name: str, second: str) -> Method:
+    return Method(lambda t: None, (), f"invalid function signature for {name}: second return value should be error; is {second}")
+
+
+def _bad3(name: str, n: int) -> Method:
+    return Method(lambda t: None, (), f"function {name} has {n} return values; should be 1 or 2")
+
+
+_T, _D = K.TIME, K.DURATION
+_TIME_METHODS: dict[str, Method] = {
+    "Year": Method(lambda t: t.dt.year),
+    "Month": Method(lambda t: Month(t.dt.month)),
+    "Day": Method(lambda t: t.dt.day),
+    "Weekday": Method(lambda t: Weekday((t.dt.weekday() + 1) % 7)),
+    "Hour": Method(lambda t: t.dt.hour),
+    "Minute": Method(lambda t: t.dt.minute),
+    "Second": Method(lambda t: t.dt.second),
+    "Nanosecond": Method(lambda t: t.nanos),
+    "YearDay": Method(lambda t: t.dt.timetuple().tm_yday),
+    "Unix": Method(lambda t: Int64(t.unix())),
+    "UnixNano": Method(lambda t: Int64(t.unix_nano())),
+    "UnixMilli": Method(lambda t: Int64(t.unix_nano() // 10**6)),
+    "UnixMicro": Method(lambda t: Int64(t.unix_nano() // 10**3)),
+    "String": Method(lambda t: t.go_string()),
+    "GoString": Method(lambda t: t.go_syntax()),
+    "UTC": Method(lambda t: t.in_zone(UTC)),
+    "Local": Method(lambda t: t.in_zone(local_zone())),
+    "IsZero": Method(lambda t: t.unix() == _ZERO_UNIX and t.nanos == 0),
+    "IsDST": Method(lambda t: bool(t.dt.dst())),
+    "Location": Method(lambda t: t.location()),
+    "Format": Method(lambda t, layout: format_time(t, layout), (K.STR,)),
+    "Add": Method(lambda t, d: t.add_ns(d), (_D,)),
+    "AddDate": Method(_add_date, (K.INT, K.INT, K.INT)),
+    "Sub": Method(_sub, (_T,)),
+    "After": Method(lambda t, u: _cmp(t, u) > 0, (_T,)),
+    "Before": Method(lambda t, u: _cmp(t, u) < 0, (_T,)),
+    "Equal": Method(lambda t, u: _cmp(t, u) == 0, (_T,)),
+    "Compare": Method(_cmp, (_T,)),
+    "In": Method(lambda t, loc: t.in_zone(_loc(loc)), (K.LOCATION,)),
+    "Truncate": Method(lambda t, d: _time_round(t, d, trunc=True), (_D,)),
+    "Round": Method(lambda t, d: _time_round(t, d, trunc=False), (_D,)),
+    "Zone": _bad2("Zone", "int"),
+    "ISOWeek": _bad2("ISOWeek", "int"),
+    "ZoneBounds": _bad2("ZoneBounds", "time.Time"),
+    "Date": _bad3("Date", 3),
+    "Clock": _bad3("Clock", 3),
+}
+_DURATION_METHODS: dict[str, Method] = {
+    "String": _STRINGER,
+    "Hours": Method(lambda d: int(d) / 3.6e12),
+    "Minutes": Method(lambda d: int(d) / 6e10),
+    "Seconds": Method(lambda d: int(d) / 1e9),
+    "Milliseconds": Method(lambda d: Int64(int(d / 10**6) if d >= 0 else -(-d // 10**6))),
+    "Microseconds": Method(lambda d: Int64(int(d / 10**3) if d >= 0 else -(-d // 10**3))),
+    "Nanoseconds": Method(lambda d: Int64(d)),
+    "Abs": Method(lambda d: _dur(abs(int(d)))),
+    "Round": Method(lambda d, m: _round_dur(d, m, trunc=False), (_D,)),
+    "Truncate": Method(lambda d, m: _round_dur(d, m, trunc=True), (_D,)),
+}
+_LOCATION_METHODS: dict[str, Method] = {"String": Method(lambda loc: loc.name)}
+
+
+def _loc(loc: Any) -> tzinfo:
+    if loc is None:
+        raise FuncError("time: missing Location in call to Time.In")
+    return loc.tz  # type: ignore[no-any-return]
 
 
 _ZERO_UNIX = -62135596800  # 0001-01-01T00:00:00Z

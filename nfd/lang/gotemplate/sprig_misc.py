@@ -12,7 +12,7 @@ from .budget import charge_string
 from .conv import deep_equal
 from .errors import FuncError
 from .funcs import Func
-from .gojson import marshal, unmarshal
+from .gojson import UnmarshalError, marshal, unmarshal
 from .values import is_true, kind_name, type_name
 
 
@@ -40,6 +40,8 @@ def ternary(vt: Any, vf: Any, cond: bool) -> Any:
 def from_json(s: str) -> Any:
     try:
         return unmarshal(s)
+    except UnmarshalError as e:
+        return e.partial
     except FuncError:
         return None
 

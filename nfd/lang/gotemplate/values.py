@@ -22,6 +22,14 @@ class GoObject:
     def field(self, name: str) -> Any:
         raise KeyError(name)
 
+    def method(self, name: str) -> Any:
+        """The funcs.Method called `name`, or None (Go: can't evaluate field)."""
+        return None
+
+    def go_syntax(self) -> str:
+        """fmt's %#v."""
+        return self.go_string()
+
 
 class TypedList(list):  # type: ignore[type-arg]
     """A list that remembers the Go slice type a function returned ([]string, []int)."""
@@ -67,6 +75,12 @@ class Int64(int):
     """An int64 result (Sprig arithmetic); behaves as an int."""
 
     go_type = "int64"
+
+
+class Uint64(int):
+    """A uint64 result (semver's Major/Minor/Patch)."""
+
+    go_type = "uint64"
 
 
 class Uint8(int):
@@ -122,7 +136,7 @@ def kind_name(v: Any) -> str:
     if isinstance(v, bool):
         return "bool"
     if isinstance(v, int):
-        return getattr(v, "go_type", "int")
+        return getattr(v, "go_kind", None) or getattr(v, "go_type", "int")
     if isinstance(v, float):
         return "float64"
     if isinstance(v, complex):
@@ -189,7 +203,7 @@ def format_value(v: Any) -> str:
     if v is False:
         return "false"
     if isinstance(v, int):
-        return str(v)
+        return v.go_string() if isinstance(v, GoObject) else str(v)  # time.Month... are Stringers
     if isinstance(v, float):
         return format_float_g(v)
     if isinstance(v, complex):
