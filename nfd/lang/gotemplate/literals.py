@@ -170,6 +170,7 @@ def parse_float(text: str) -> float | None:
                 return None  # Go requires the p exponent in hex floats
             sign = -1.0 if s.startswith("-") else 1.0
             return sign * float.fromhex(s.lstrip("+-"))
-        return float(s)
+        f = float(s)
     except (ValueError, OverflowError):
         return None
+    return None if f in (float("inf"), float("-inf")) else f  # ErrRange: illegal number syntax

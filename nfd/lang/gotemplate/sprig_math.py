@@ -91,12 +91,12 @@ def minf(a: Any, *vs: Any) -> float:
 
 def floor(a: Any) -> float:
     f = to_float64(a)
-    return float(math.floor(f)) if math.isfinite(f) else f
+    return math.copysign(float(math.floor(f)), f) if math.isfinite(f) else f  # keeps -0
 
 
 def ceil(a: Any) -> float:
     f = to_float64(a)
-    return float(math.ceil(f)) if math.isfinite(f) else f
+    return math.copysign(float(math.ceil(f)), f) if math.isfinite(f) else f  # ceil(-0.5) is -0
 
 
 def round_(a: Any, p: int, *opt: float) -> float:
