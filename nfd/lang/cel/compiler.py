@@ -295,14 +295,7 @@ class Compiler:
 
     def _overload(self, n: Call, name: str, overloads: list[lib.Overload], recv: _C | None,
                   args: list[_C]) -> _C:
-        arg_ts = [a.t for a in args]
-        cands = [
-            o for o in overloads
-            if (o.receiver is None) == (recv is None)
-            and len(o.params) == len(args)
-            and (recv is None or assignable(o.receiver, recv.t))
-            and all(assignable(p, t) for p, t in zip(o.params, arg_ts, strict=True))
-        ]
+        cands = _candidates(name, overloads, recv.t if recv is not None else None, tuple(a.t for a in args))
         all_args = ([recv] if recv is not None else []) + args
         if not cands:
             shown = ", ".join(fmt(a.t) for a in all_args)
@@ -591,11 +584,33 @@ def unify(a: Type, b: Type) -> Type:
         return b
     if type(b) is _Free:
         return a
-    if is_list(a) and is_list(b):
-        return list_of(unify(a[1], b[1]))
-    if is_map(a) and is_map(b):
-        return map_of(unify(a[1], b[1]), unify(a[2], b[2]))
+    if isinstance(a, tuple) and isinstance(b, tuple) and a[0] == b[0] and len(a) == len(b):
+        return (a[0], *(unify(x, y) for x, y in zip(a[1:], b[1:], strict=True)))  # list, map, optional
     return join(a, b)
+
+
+_CANDIDATES: dict[tuple[Any, ...], tuple[list[lib.Overload], list[lib.Overload]]] = {}
+
+
+def _candidates(name: str, overloads: list[lib.Overload], recv_t: Type | None,
+                arg_ts: tuple[Type, ...]) -> list[lib.Overload]:
+    """The overloads that accept these static types; memoized, as the same few signatures
+    recur in every rule and scanning the overload table was most of the checker's time."""
+    key = (name, recv_t, arg_ts)
+    hit = _CANDIDATES.get(key)
+    if hit is not None and hit[0] is overloads:
+        return hit[1]
+    cands = [
+        o for o in overloads
+        if (o.receiver is None) == (recv_t is None)
+        and len(o.params) == len(arg_ts)
+        and (recv_t is None or assignable(o.receiver, recv_t))
+        and all(assignable(p, t) for p, t in zip(o.params, arg_ts, strict=True))
+    ]
+    if len(_CANDIDATES) >= 4096:  # signatures are few; nested user types could make more
+        _CANDIDATES.clear()
+    _CANDIDATES[key] = (overloads, cands)
+    return cands
 
 
 _KEY_TYPES = (int, UInt, str, bool)  # unchecked mode: other constant keys fail when evaluated

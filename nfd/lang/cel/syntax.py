@@ -104,15 +104,15 @@ _STRING = (
     r"""|"(?:\\[\s\S]|[^"\\\r\n])*"|'(?:\\[\s\S]|[^'\\\r\n])*')"""
 )
 _TOKEN = re.compile(
-    r"(?P<ws>(?:[ \t\n\r\f]+|//[^\r\n]*)+)"
-    r"|(?P<float>\d+\.\d+(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|\.\d+(?:[eE][+-]?\d+)?)"
+    r"(?:[ \t\n\r\f]+|//[^\r\n]*)*"  # whitespace and comments before each token
+    r"(?:(?P<float>\d+\.\d+(?:[eE][+-]?\d+)?|\d+[eE][+-]?\d+|\.\d+(?:[eE][+-]?\d+)?)"
     r"|(?P<hex>0x[0-9a-fA-F]+[uU]?)"
     r"|(?P<int>\d+[uU]?)"
     rf"|(?P<str>{_STRING})"
     r"|(?P<ident>[A-Za-z_][A-Za-z0-9_]*)"
     r"|(?P<esc>`[A-Za-z0-9_.\-/ ]+`)"
     r"|(?P<op>==|!=|<=|>=|&&|\|\||[<>!+\-*/%?:.,\[\](){}])"
-    r"|(?P<err>[\s\S])"
+    r"|(?P<err>[\s\S])|(?P<end>\Z))"
 )
 _KEYWORD_LITERALS = {"true": True, "false": False, "null": None}
 # cel-go's reservedIds: refused as identifiers and function names, allowed after a dot.
@@ -134,10 +134,10 @@ def _lex(src: str, at: Any) -> tuple[list[str], list[Any], list[int]]:
     offs: list[int] = []
     for m in _TOKEN.finditer(src):
         kind = m.lastgroup
-        text = m.group()
-        if kind == "ws":
-            continue
-        start = m.start()
+        if kind == "end":
+            break
+        text = m.group(kind)  # type: ignore[arg-type]
+        start = m.start(kind)  # type: ignore[arg-type]
         if kind == "op":
             kinds.append(text)
             vals.append(text)

@@ -72,6 +72,14 @@ FEATURES = [
 ]
 
 
+# Cases where we follow Kubernetes' CEL library on purpose, not cel-spec's extension of the same
+# name; each must keep failing the corpus expectation (so the list stays true).
+DEVIATIONS = {
+    ("network_ext", "ipv4_equals_ipv6"): "Kubernetes' ip() refuses IPv4-mapped IPv6 addresses",
+    ("network_ext", "ipv4_not_equals_ipv6"): "Kubernetes' ip() refuses IPv4-mapped IPv6 addresses",
+}
+
+
 def _compiles(src: str) -> bool:
     try:
         Compiler().compile(parse(src))
@@ -125,6 +133,8 @@ def value(v: dict[str, Any]) -> Any:
 def ctype(t: Any) -> Any:
     """A TYPE of cases.json as the checker's type."""
     if isinstance(t, list):
+        if t[0] == "abstract" and t[1] == "optional_type":
+            return ("optional", *(ctype(e) for e in t[2:]))
         return (t[0], *(ctype(e) for e in t[1:]))
     return t
 
@@ -211,7 +221,10 @@ def test_celspec_file(file: str) -> None:
     failures = []
     for case in cases:
         problem = run_case(case)
-        if problem is not None:
+        deviation = DEVIATIONS.get((case["file"], case["name"]))
+        if deviation is not None and problem is None:
+            failures.append(f"{case['section']}/{case['name']}: listed as a deviation ({deviation}) but passes")
+        elif problem is not None and deviation is None:
             failures.append(f"{case['section']}/{case['name']}: {case['expr']!r}: {problem}")
     assert not failures, f"{len(failures)} of {len(cases)} cases fail:\n" + "\n".join(failures)
 
