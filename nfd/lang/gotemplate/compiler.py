@@ -15,6 +15,7 @@ from .budget import BUDGETED, GUARDED, Budget, guarded
 from .builtins import call_named
 from .errors import BreakLoop, ContinueLoop, ExecError, FuncError, TemplateError
 from .funcs import GO_TYPE, Func, Method
+from .gotime import Duration
 from .nodes import (
     ActionNode,
     BoolNode,
@@ -36,7 +37,6 @@ from .nodes import (
     TextNode,
     VariableNode,
 )
-from .gotime import Duration
 from .values import GoObject, TypedMap, is_true, print_value, sorted_keys, type_name
 
 # Output is measured at least every OUTPUT_CHECK_CHUNKS pieces written (see check_output).

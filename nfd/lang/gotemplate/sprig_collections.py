@@ -11,7 +11,18 @@ from .budget import charge_items, charge_work
 from .conv import deep_equal, strval, to_int64
 from .errors import FuncError
 from .funcs import Func
-from .values import IntList, StringList, is_true, kind_name, sorted_keys, typed_list
+from .values import (
+    GoObject,
+    IntList,
+    StringList,
+    TypedList,
+    TypedMap,
+    is_true,
+    kind_name,
+    sorted_keys,
+    type_name,
+    typed_list,
+)
 
 _NIL_DEREF = "runtime error: invalid memory address or nil pointer dereference"
 
@@ -32,6 +43,10 @@ def prepend(lst: Any, v: Any) -> list[Any]:
     return [v] + _as_list(lst, "prepend on")
 
 
+class _Chunks(TypedList):
+    go_type = "[][]interface {}"
+
+
 def chunk(size: int, lst: Any) -> list[list[Any]]:
     items = _as_list(lst, "chunk")
     if size == 0:
@@ -40,9 +55,9 @@ def chunk(size: int, lst: Any) -> list[list[Any]]:
         # Sprig sizes the result as floor((len-1)/size)+1: zero chunks (an empty result) when
         # 1 < len <= 1-size; otherwise a negative length or a negative chunk size panics.
         if math.floor((len(items) - 1) / size) + 1 == 0:
-            return []
+            return _Chunks()
         raise FuncError("runtime error: makeslice: len out of range")
-    return [items[i : i + size] for i in range(0, len(items), size)]
+    return _Chunks(items[i : i + size] for i in range(0, len(items), size))
 
 
 def first(lst: Any) -> Any:
@@ -226,18 +241,37 @@ def omit(d: Any, *ks: str) -> dict[str, Any]:
     return {k: v for k, v in _d(d).items() if k not in om}
 
 
+def _empty(v: Any) -> bool:
+    """mergo's isEmptyValue (dereferencing interfaces)."""
+    if v is None or v is False:
+        return True
+    if isinstance(v, (int, float)) and not isinstance(v, GoObject):
+        return v == 0
+    if isinstance(v, (str, list, tuple, dict)):
+        return len(v) == 0
+    return False
+
+
 def _merge_into(dst: dict[str, Any], src: dict[str, Any], overwrite: bool) -> None:
-    """mergo.Merge / MergeWithOverwrite on map[string]interface{}: nested maps merge recursively."""
+    """mergo.Merge / MergeWithOverwrite (v1.0.1) of a map[string]interface{} into another, key
+    by key as mergo's deepMerge does: nested maps merge into the destination's map, a nil
+    source value is copied only when overwriting, and a slice replaces the destination's
+    value when overwriting or when the destination map is empty."""
     for k, sv in src.items():
+        had = k in dst
         dv = dst.get(k)
-        if isinstance(sv, dict) and isinstance(dv, dict):
-            _merge_into(dv, sv, overwrite)
+        if sv is None:
+            if overwrite:
+                dst[k] = None
             continue
-        if k in dst and is_true(dv) and isinstance(sv, (dict, list, tuple)):
+        if isinstance(sv, dict):
+            if isinstance(dv, dict):
+                _merge_into(dv, sv, overwrite)
+        elif isinstance(sv, (list, tuple)) and (overwrite or not dst):
+            dst[k] = sv
+        if had and not _empty(dv) and (isinstance(sv, (list, tuple)) or (isinstance(sv, dict) and isinstance(dv, dict))):
             continue
-        if sv is None and k in dst:
-            continue
-        if overwrite or k not in dst or not is_true(dv):
+        if overwrite or not had or _empty(dv):
             dst[k] = sv
 
 
@@ -257,26 +291,36 @@ def merge_overwrite(dst: Any, *srcs: Any) -> Any:
     return dst
 
 
+def _assert_map(v: Any) -> dict[str, Any]:
+    """Go's v.(map[string]interface{}): a typed map (NFD's MatchedElement) does not convert."""
+    if isinstance(v, dict) and not isinstance(v, TypedMap):
+        return v
+    shown = "nil" if v is None else type_name(v)
+    raise FuncError(f"interface conversion: interface {{}} is {shown}, not map[string]interface {{}}")
+
+
 def dig(*ps: Any) -> Any:
     if len(ps) < 3:
         raise FuncError("dig needs at least three arguments")
-    d = ps[-1]
+    d = _assert_map(ps[-1])
     default = ps[-2]
     ks = ps[:-2]
-    for i, k in enumerate(ks):
+    for k in ks:
         if not isinstance(k, str):
-            raise FuncError(f"interface conversion: interface {{}} is {kind_name(k)}, not string")
-        if not isinstance(d, dict):
-            raise FuncError("interface conversion: interface {} is not map[string]interface {}")
+            shown = "nil" if k is None else type_name(k)
+            raise FuncError(f"interface conversion: interface {{}} is {shown}, not string")
+    for i, k in enumerate(ks):
         if k not in d:
             return default
-        d = d[k]
         if i == len(ks) - 1:
-            return d
+            return d[k]
+        d = _assert_map(d[k])
     return d
 
 
 def deep_copy(v: Any) -> Any:
+    if v is None:  # copystructure reflects on the nil interface and panics
+        raise FuncError("reflect: call of reflect.Value.Type on zero Value")
     return copy.deepcopy(v)
 
 
