@@ -18,6 +18,7 @@ from .budget import charge_string
 from .conv import byte_slice, strval
 from .errors import FuncError
 from .funcs import Func
+from .gocase import is_lower, is_title, is_upper, to_lower, to_title, to_upper
 from .values import StringList, TypedMap, go_len, go_quote
 
 # unicode.IsSpace (Python's isspace() also counts \x1c-\x1f, Go does not).
@@ -35,8 +36,7 @@ def _map_case(s: str, upper: bool) -> str:
         return s.upper() if upper else s.lower()
     out = []
     for c in s:
-        m = c.upper() if upper else c.lower()
-        out.append(m if len(m) == 1 else c)
+        out.append(to_upper(c) if upper else to_lower(c))
     return "".join(out)
 
 
@@ -49,8 +49,7 @@ def lower(s: str) -> str:
 
 
 def _to_title(c: str) -> str:
-    t = c.title()
-    return t if len(t) == 1 else c
+    return to_title(c)
 
 
 def _title_separator(c: str) -> bool:
@@ -80,8 +79,7 @@ def untitle(s: str) -> str:
             nxt = True
             out.append(c)
         elif nxt:
-            m = c.lower()
-            out.append(m if len(m) == 1 else c)
+            out.append(to_lower(c))
             nxt = False
         else:
             out.append(c)
@@ -93,20 +91,16 @@ def swapcase(s: str) -> str:
     out = []
     ws = True
     for c in s:
-        if c.isupper() or c.istitle() and not c.islower():
-            out.append(_single(c.lower(), c))
+        if is_upper(c) or is_title(c):
+            out.append(to_lower(c))
             ws = False
-        elif c.islower():
-            out.append(_to_title(c) if ws else _single(c.upper(), c))
+        elif is_lower(c):
+            out.append(to_title(c) if ws else to_upper(c))
             ws = False
         else:
             out.append(c)
             ws = is_space(c)
     return "".join(out)
-
-
-def _single(m: str, c: str) -> str:
-    return m if len(m) == 1 else c
 
 
 def abbreviate_full(s: str, offset: int, width: int) -> str:
@@ -462,25 +456,25 @@ def _next_word(s: str, i: int) -> tuple[int, int]:
         while j < n and _is_punct(s[j]):
             j += 1
         return _PUNCT, j
-    if c.isupper():
+    if is_upper(c):
         if j >= n:
             return _UPPER, j
         d = s[j]
-        if d.isupper():
+        if is_upper(d):
             k = j
-            while k < n and s[k].isupper():
+            while k < n and is_upper(s[k]):
                 k += 1
             # "HTTPServer": the last capital starts the next word.
             if k < n and _is_alpha(s[k]):
                 k -= 1
             return _UPPER, k
         if _is_alpha(d):
-            while j < n and _is_alpha(s[j]) and not s[j].isupper():
+            while j < n and _is_alpha(s[j]) and not is_upper(s[j]):
                 j += 1
             return _UPPER, j
         return _UPPER, j
     if _is_alpha(c):
-        while j < n and _is_alpha(s[j]) and not s[j].isupper():
+        while j < n and _is_alpha(s[j]) and not is_upper(s[j]):
             j += 1
         return _ALPHA, j
     if _is_number(c):
@@ -505,7 +499,7 @@ def _words(s: str) -> list[tuple[int, str]]:
 def _lower_word(t: int, w: str, conn: str) -> str:
     if t != _UPPER and t != _CONNECTOR:
         return w
-    return "".join(conn if _is_connector(c) else (_single(c.lower(), c) if c.isupper() else c) for c in w)
+    return "".join(conn if _is_connector(c) else (to_lower(c) if is_upper(c) else c) for c in w)
 
 
 def _case_join(s: str, conn: str) -> str:
@@ -587,8 +581,8 @@ def camelcase(s: str) -> str:
         r0 = chars[i]
         i += 1
         if not _is_connector(r0):
-            first_upper = r0.isupper()
-            r0 = _single(r0.upper(), r0)
+            first_upper = is_upper(r0)
+            r0 = to_upper(r0)
             break
         out.append(r0)
     else:
@@ -602,12 +596,12 @@ def camelcase(s: str) -> str:
             out.append(r1)
             continue
         if _is_connector(r1):
-            first_upper = r0.isupper()
-            r0 = _single(r0.upper(), r0)
+            first_upper = is_upper(r0)
+            r0 = to_upper(r0)
         else:
             if first_upper:
-                if r0.isupper():
-                    r0 = _single(r0.lower(), r0)
+                if is_upper(r0):
+                    r0 = to_lower(r0)
                 else:
                     first_upper = False
             out.append(r1)

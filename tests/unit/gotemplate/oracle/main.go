@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"text/template"
+	"unicode"
 
 	"github.com/Masterminds/sprig/v3"
 
@@ -20,6 +21,10 @@ func main() {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "unicode" {
+		caseTable()
 		return
 	}
 	fm := sprig.TxtFuncMap()
@@ -89,4 +94,17 @@ func fix(v interface{}) interface{} {
 		return x
 	}
 	return v
+}
+
+// caseTable prints Go's simple case mappings: one JSON line [rune, upper, lower, title] for
+// every rune that any of them changes (../gen_gocase.py compares them with Python's).
+func caseTable() {
+	w := bufio.NewWriter(os.Stdout)
+	defer w.Flush()
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		u, l, t := unicode.ToUpper(r), unicode.ToLower(r), unicode.ToTitle(r)
+		if u != r || l != r || t != r {
+			fmt.Fprintf(w, "[%d,%d,%d,%d]\n", r, u, l, t)
+		}
+	}
 }
