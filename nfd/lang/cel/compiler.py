@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from nfd.lang.cel import k8scalls
 from nfd.lang.cel import library as lib
 from nfd.lang.cel import runtime as rt
 from nfd.lang.cel.runtime import Act, Fn
@@ -39,6 +40,7 @@ from nfd.lang.cel.types import (
     fmt,
     is_list,
     is_map,
+    is_optional,
     join,
     list_of,
     map_of,
@@ -162,9 +164,9 @@ class Compiler:
         return _C(DYN, fail, f"{self.k(fail)}(A)")
 
     def _select(self, n: Select) -> _C:
-        if n.optional:
-            raise CelSyntaxError(n.pos, _NO_OPTIONALS)
         o = self.compile(n.operand)
+        if n.optional or is_optional(o.t):
+            return k8scalls.optional_select(self, n, o)
         field = n.field
         top = self._is_top(n.operand)
         if top is not None:
@@ -189,9 +191,9 @@ class Compiler:
         raise CelSyntaxError(n.pos, f"type '{fmt(o.t)}' does not support field selection ('.{field}')")
 
     def _index(self, n: Index) -> _C:
-        if n.optional:
-            raise CelSyntaxError(n.pos, _NO_OPTIONALS)
         o = self.compile(n.operand)
+        if n.optional or is_optional(o.t):
+            return k8scalls.optional_index(self, n, o)
         k = self.compile(n.index)
         of, kf = o.fn, k.fn
         top = self._is_top(n.operand)
@@ -231,7 +233,7 @@ class Compiler:
 
     def _list(self, n: ListLit) -> _C:
         if n.optional_indices:
-            raise CelSyntaxError(n.items[n.optional_indices[0]].pos, _NO_OPTIONALS)
+            return k8scalls.optional_list(self, n)
         items = [self.compile(i) for i in n.items]
         t: Type = items[0].t if items else FREE
         for i in items[1:]:
@@ -244,7 +246,7 @@ class Compiler:
 
     def _map(self, n: MapLit) -> _C:
         if n.optional_indices:
-            raise CelSyntaxError(n.entries[n.optional_indices[0]][0].pos, _NO_OPTIONALS)
+            return k8scalls.optional_map(self, n)
         entries = [(self.compile(k), self.compile(v)) for k, v in n.entries]
         kt: Type = entries[0][0].t if entries else FREE
         vt: Type = entries[0][1].t if entries else FREE
@@ -268,6 +270,9 @@ class Compiler:
 
     def _call(self, n: Call) -> _C:
         name = n.name
+        special = k8scalls.call(self, n)  # Kubernetes' library: namespaces, cel.bind, optionals
+        if special is not None:
+            return special
         if n.target is None:
             if name == "_&&_" or name == "_||_":
                 return self._logic(n)
@@ -430,7 +435,7 @@ class Compiler:
             raise CelSyntaxError(n.pos, "has() takes a field selection like has(node.name)")
         sel = n.args[0]
         o = self.compile(sel.operand)
-        if not (is_map(o.t) or o.t == DYN):
+        if not (is_map(o.t) or o.t == DYN or is_optional(o.t)):
             raise CelSyntaxError(sel.pos, f"has() does not apply to type '{fmt(o.t)}'")
         of, field = o.fn, sel.field
         return _C(BOOL, lambda a: rt.has_field(of(a), field), f"{self.k(rt.has_field)}({o.py}, {field!r})")
@@ -584,6 +589,8 @@ def unify(a: Type, b: Type) -> Type:
         return b
     if type(b) is _Free:
         return a
+    if NULL in (a, b) and (is_optional(a) or is_optional(b)):  # null is assignable to optional(T)
+        return b if a == NULL else a
     if isinstance(a, tuple) and isinstance(b, tuple) and a[0] == b[0] and len(a) == len(b):
         return (a[0], *(unify(x, y) for x, y in zip(a[1:], b[1:], strict=True)))  # list, map, optional
     return join(a, b)

@@ -14,6 +14,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any, NamedTuple
 
+from nfd.lang.cel import gourl
 from nfd.lang.cel.types import (
     BOOL,
     BYTES,
@@ -66,8 +67,10 @@ _LISTS = (list, tuple, set, frozenset)
 def cel_eq(a: Any, b: Any) -> bool:
     """Heterogeneous equality (as cel-go and Kubernetes): numbers by value, other type mixes false."""
     ta, tb = type(a), type(b)
-    if ta is tb and ta in (str, int, bool, float, bytes, UInt, Version, Quantity):
+    if ta is tb and ta in _PLAIN_EQ:
         return bool(a == b)
+    if ta is tb is Optional:
+        return a.has_value == b.has_value and (not a.has_value or cel_eq(a.value, b.value))
     if ta in _NUM and tb in _NUM:
         return bool(a == b)
     if isinstance(a, _LISTS) and isinstance(b, _LISTS):
@@ -90,6 +93,7 @@ def cel_eq(a: Any, b: Any) -> bool:
 
 
 _MISSING = object()
+_PLAIN_EQ: tuple[type, ...] = (str, int, bool, float, bytes, UInt, Version, Quantity)
 
 
 def _map_find(m: dict[Any, Any], k: Any) -> Any:
@@ -603,3 +607,362 @@ MACROS = {"all", "exists", "exists_one", "existsOne", "map", "filter", "transfor
 # Kubernetes' two-variable comprehensions: (index, element) for lists, (key, value) for maps
 MACROS2 = {"all", "exists", "exists_one", "existsOne", "transformList", "transformMap"}
 
+
+
+# -- Kubernetes' CEL libraries ----------------------------------------------------------------------
+# Names and semantics of k8s.io/apiserver/pkg/cel/library (semver, lists, regex, ip, cidr, urls)
+# and of the cel-go extensions Kubernetes enables (sets, strings.format, optional types),
+# checked against the real thing by tests/unit/cel/test_k8s_library.py.
+
+from nfd.lang.cel import strformat  # noqa: E402 - the format clauses need format_double above
+from nfd.lang.cel.types import (  # noqa: E402
+    CIDR_T,
+    IP_T,
+    SEMVER,
+    URL_T,
+    optional_of,
+)
+from nfd.lang.cel.values import (  # noqa: E402
+    CIDR,
+    IP,
+    OPTIONAL_NONE,
+    URL,
+    Optional,
+    Semver,
+)
+from nfd.lang.goregex import find as _go_find  # noqa: E402
+from nfd.lang.goregex import find_all as _go_find_all  # noqa: E402
+
+
+def _as_int64(v: int) -> int:
+    """Go's ``types.Int(uint64)``: a number above int64 wraps around, as in Kubernetes."""
+    return v - (1 << 64) if v > INT64_MAX else v
+
+
+def _is_semver(s: str, normalize: bool = False) -> bool:
+    try:
+        Semver.parse(s, normalize)
+    except CelError:
+        return False
+    return True
+
+
+# lists -----------------------------------------------------------------------------------------
+
+_SUMMABLE = {INT: (0, _add_int), UINT: (UInt(0), _add_uint), DOUBLE: (0.0, operator.add)}
+_COMPARABLE = (INT, UINT, DOUBLE, BOOL, STRING, BYTES)
+
+
+def _list_sum(zero: Any, add: Callable[[Any, Any], Any]) -> Callable[[Any], Any]:
+    def total(lst: Any) -> Any:
+        acc = zero
+        for x in as_list(lst):
+            if type(x) is not type(zero):
+                raise CelError(f"no such overload: {type_name(acc)} + {type_name(x)}")
+            acc = add(acc, x)
+        return acc
+
+    return total
+
+
+def _ordered(x: Any, y: Any) -> int:
+    """cel-go's Compare between two list elements (numbers compare across types)."""
+    if not (type(x) is type(y) or (type(x) in _NUM and type(y) in _NUM and type(x) is not bool
+                                   and type(y) is not bool)):
+        raise CelError(f"no such overload: compare {type_name(x)} with {type_name(y)}")
+    return -1 if x < y else (1 if x > y else 0)
+
+
+def _is_sorted(lst: Any) -> bool:
+    items = as_list(lst)
+    return all(_ordered(items[i - 1], items[i]) != 1 for i in range(1, len(items)))
+
+
+def _list_pick(name: str, prefer: int) -> Callable[[Any], Any]:
+    def pick(lst: Any) -> Any:
+        items = as_list(lst)
+        if not items:
+            raise CelError(f"{name} called on empty list")
+        best = items[0]
+        for x in items[1:]:
+            if _ordered(best, x) == prefer:
+                best = x
+        return best
+
+    return pick
+
+
+def _list_index_of(lst: Any, item: Any) -> int:
+    for i, x in enumerate(as_list(lst)):
+        if cel_eq(x, item):
+            return i
+    return -1
+
+
+def _list_last_index_of(lst: Any, item: Any) -> int:
+    items = as_list(lst)
+    for i in range(len(items) - 1, -1, -1):
+        if cel_eq(items[i], item):
+            return i
+    return -1
+
+
+# regex -----------------------------------------------------------------------------------------
+
+
+def compile_find_regex(pattern: str) -> GoRegexp:
+    """``find``/``findAll`` patterns: Go regexps on RE2, with Kubernetes' error text."""
+    try:
+        return compile_go(pattern)
+    except GoRegexError as e:
+        raise CelError(f"Illegal regex: {e}") from None
+
+
+def _find(s: str, pattern: str) -> str:
+    return _go_find(compile_find_regex(pattern), s)
+
+
+def _find_all(s: str, pattern: str, n: int = -1) -> list[str]:
+    return _go_find_all(compile_find_regex(pattern), s, n)
+
+
+# sets ------------------------------------------------------------------------------------------
+
+
+def _sets_contains(a: Any, b: Any) -> bool:
+    items = as_list(a)
+    return all(any(cel_eq(x, y) for x in items) for y in as_list(b))
+
+
+def _sets_equivalent(a: Any, b: Any) -> bool:
+    return _sets_contains(a, b) and _sets_contains(b, a)
+
+
+def _sets_intersects(a: Any, b: Any) -> bool:
+    items = as_list(a)
+    return any(any(cel_eq(x, y) for x in items) for y in as_list(b))
+
+
+# ip and cidr -----------------------------------------------------------------------------------
+
+
+def _is_ip(s: str) -> bool:
+    try:
+        IP.parse(s)
+    except CelError:
+        return False
+    return True
+
+
+def _ip_is_canonical(s: str) -> bool:
+    return str(IP.parse(s)) == s
+
+
+def _is_cidr(s: str) -> bool:
+    try:
+        CIDR.parse(s)
+    except CelError:
+        return False
+    return True
+
+
+def _family(ip: IP) -> int:
+    return ip.addr.version
+
+
+def _is_loopback(ip: IP) -> bool:
+    return ip.addr.is_loopback
+
+
+def _is_unspecified(ip: IP) -> bool:
+    return ip.addr.is_unspecified
+
+
+def _is_link_local_multicast(ip: IP) -> bool:
+    a = ip.addr
+    if a.version == 4:
+        return a.packed[:3] == b"\xe0\x00\x00"  # 224.0.0.0/24
+    return a.packed[0] == 0xFF and a.packed[1] & 0x0F == 0x02  # ff02::/16 (any flags)
+
+
+def _is_link_local_unicast(ip: IP) -> bool:
+    a = ip.addr
+    if a.version == 4:
+        return a.packed[:2] == b"\xa9\xfe"  # 169.254.0.0/16
+    return a.packed[0] == 0xFE and a.packed[1] & 0xC0 == 0x80  # fe80::/10
+
+
+def _is_global_unicast(ip: IP) -> bool:
+    """Go's netip IsGlobalUnicast: private ranges count as global, as in Go."""
+    a = ip.addr
+    if a.version == 4 and a.packed == b"\xff\xff\xff\xff":
+        return False
+    multicast = a.packed[0] >= 0xE0 and a.packed[0] < 0xF0 if a.version == 4 else a.packed[0] == 0xFF
+    return not (a.is_unspecified or a.is_loopback or multicast or _is_link_local_unicast(ip))
+
+
+def _contains_ip(c: CIDR, ip: Any) -> bool:
+    return c.contains_ip(ip if isinstance(ip, IP) else IP.parse(ip))
+
+
+def _contains_cidr(c: CIDR, other: Any) -> bool:
+    return c.contains_cidr(other if isinstance(other, CIDR) else CIDR.parse(other))
+
+
+# urls ------------------------------------------------------------------------------------------
+
+
+def _is_url(s: str) -> bool:
+    try:
+        gourl.parse_request_uri(s)
+    except gourl.URLError:
+        return False
+    return True
+
+
+def _url_text(b: bytes) -> str:
+    return b.decode(errors="replace")
+
+
+# optional --------------------------------------------------------------------------------------
+
+
+def is_zero_value(v: Any) -> bool:
+    """cel-go's IsZeroValue, for ``optional.ofNonZeroValue``."""
+    if v is None:
+        return True
+    if type(v) in (bool, int, UInt, float, str, bytes):
+        return not v
+    if isinstance(v, list | tuple | set | frozenset | dict):
+        return len(v) == 0
+    return False
+
+
+def _opt_of(v: Any) -> Optional:
+    return Optional(v)
+
+
+def _opt_of_non_zero(v: Any) -> Optional:
+    return OPTIONAL_NONE if is_zero_value(v) else Optional(v)
+
+
+def _opt_none() -> Optional:
+    return OPTIONAL_NONE
+
+
+def opt_value(o: Optional) -> Any:
+    if not o.has_value:
+        raise CelError("optional.none() dereference")
+    return o.value
+
+
+def _opt_has_value(o: Optional) -> bool:
+    return o.has_value
+
+
+def _opt_or(o: Optional, other: Optional) -> Optional:
+    return o if o.has_value else other
+
+
+def _opt_or_value(o: Optional, other: Any) -> Any:
+    return o.value if o.has_value else other
+
+
+def _opt_unwrap(lst: Any) -> list[Any]:
+    return [o.value for o in as_list(lst) if o.has_value]
+
+
+def _quote(s: str) -> str:
+    """``strings.quote``: a CEL string literal for ``s``."""
+    out = ['"']
+    for ch in s:
+        if ch in _QUOTE_ESC:
+            out.append(_QUOTE_ESC[ch])
+        elif ch.isprintable() or ch == " ":
+            out.append(ch)
+        else:
+            c = ord(ch)
+            out.append(f"\\u{c:04x}" if c < 0x10000 else f"\\U{c:08x}")
+    out.append('"')
+    return "".join(out)
+
+
+_QUOTE_ESC = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v",
+              "\\": "\\\\", '"': '\\"'}
+
+
+def _semver_major(v: Semver) -> int:
+    return _as_int64(v.major)
+
+
+def _semver_minor(v: Semver) -> int:
+    return _as_int64(v.minor)
+
+
+def _semver_patch(v: Semver) -> int:
+    return _as_int64(v.patch)
+
+
+_K8S: dict[str, list[Overload]] = {
+    "semver": [_o(None, (STRING,), SEMVER, Semver.parse), _o(None, (STRING, BOOL), SEMVER, Semver.parse)],
+    "isSemver": [_o(None, (STRING,), BOOL, _is_semver), _o(None, (STRING, BOOL), BOOL, _is_semver)],
+    "major": [_o(SEMVER, (), INT, _semver_major)],
+    "minor": [_o(SEMVER, (), INT, _semver_minor)],
+    "patch": [_o(SEMVER, (), INT, _semver_patch)],
+    "isGreaterThan": [_o(SEMVER, (SEMVER,), BOOL, lambda a, b: a.compare(b) == 1)],
+    "isLessThan": [_o(SEMVER, (SEMVER,), BOOL, lambda a, b: a.compare(b) == -1)],
+    "compareTo": [_o(SEMVER, (SEMVER,), INT, lambda a, b: a.compare(b))],
+    "isSorted": [_o(list_of(t), (), BOOL, _is_sorted) for t in _COMPARABLE],
+    "sum": [_o(list_of(t), (), t, _list_sum(*_SUMMABLE[t])) for t in _SUMMABLE],
+    "min": [_o(list_of(t), (), t, _list_pick("min", 1)) for t in _COMPARABLE],
+    "max": [_o(list_of(t), (), t, _list_pick("max", -1)) for t in _COMPARABLE],
+    "indexOf": [_o(LIST_DYN, (DYN,), INT, _list_index_of)],
+    "lastIndexOf": [_o(LIST_DYN, (DYN,), INT, _list_last_index_of)],
+    "find": [_o(STRING, (STRING,), STRING, _find, _matches_cost)],
+    "findAll": [_o(STRING, (STRING,), LIST_STRING, _find_all, _matches_cost),
+                _o(STRING, (STRING, INT), LIST_STRING, _find_all, _matches_cost)],
+    "sets.contains": [_o(None, (LIST_DYN, LIST_DYN), BOOL, _sets_contains)],
+    "sets.equivalent": [_o(None, (LIST_DYN, LIST_DYN), BOOL, _sets_equivalent)],
+    "sets.intersects": [_o(None, (LIST_DYN, LIST_DYN), BOOL, _sets_intersects)],
+    "ip": [_o(None, (STRING,), IP_T, IP.parse), _o(CIDR_T, (), IP_T, lambda c: IP(c.addr))],
+    "isIP": [_o(None, (STRING,), BOOL, _is_ip)],
+    "ip.isCanonical": [_o(None, (STRING,), BOOL, _ip_is_canonical)],
+    "family": [_o(IP_T, (), INT, _family)],
+    "isUnspecified": [_o(IP_T, (), BOOL, _is_unspecified)],
+    "isLoopback": [_o(IP_T, (), BOOL, _is_loopback)],
+    "isLinkLocalMulticast": [_o(IP_T, (), BOOL, _is_link_local_multicast)],
+    "isLinkLocalUnicast": [_o(IP_T, (), BOOL, _is_link_local_unicast)],
+    "isGlobalUnicast": [_o(IP_T, (), BOOL, _is_global_unicast)],
+    "cidr": [_o(None, (STRING,), CIDR_T, CIDR.parse)],
+    "isCIDR": [_o(None, (STRING,), BOOL, _is_cidr)],
+    "containsIP": [_o(CIDR_T, (STRING,), BOOL, _contains_ip), _o(CIDR_T, (IP_T,), BOOL, _contains_ip)],
+    "containsCIDR": [_o(CIDR_T, (STRING,), BOOL, _contains_cidr), _o(CIDR_T, (CIDR_T,), BOOL, _contains_cidr)],
+    "prefixLength": [_o(CIDR_T, (), INT, lambda c: c.bits)],
+    "masked": [_o(CIDR_T, (), CIDR_T, CIDR.masked)],
+    "string": [_o(None, (IP_T,), STRING, str), _o(None, (CIDR_T,), STRING, str)],
+    "url": [_o(None, (STRING,), URL_T, URL.parse)],
+    "isURL": [_o(None, (STRING,), BOOL, _is_url)],
+    "getScheme": [_o(URL_T, (), STRING, lambda u: _url_text(u.u.scheme))],
+    "getHost": [_o(URL_T, (), STRING, lambda u: _url_text(u.u.host))],
+    "getHostname": [_o(URL_T, (), STRING, lambda u: _url_text(u.u.hostname()))],
+    "getPort": [_o(URL_T, (), STRING, lambda u: _url_text(u.u.port()))],
+    "getEscapedPath": [_o(URL_T, (), STRING, lambda u: _url_text(u.u.escaped_path()))],
+    "getQuery": [_o(URL_T, (), map_of(STRING, LIST_STRING), lambda u: u.u.query())],
+    "format": [_o(STRING, (LIST_DYN,), STRING, strformat.format_string)],
+    "strings.quote": [_o(None, (STRING,), STRING, _quote)],
+    # optional types: the compiler (nfd/lang/cel/k8scalls.py) gives these their element types
+    "optional.of": [_o(None, (DYN,), optional_of(DYN), _opt_of)],
+    "optional.ofNonZeroValue": [_o(None, (DYN,), optional_of(DYN), _opt_of_non_zero)],
+    "optional.none": [_o(None, (), optional_of(DYN), _opt_none)],
+    "optional.unwrap": [_o(None, (list_of(optional_of(DYN)),), LIST_DYN, _opt_unwrap)],
+    "hasValue": [_o(optional_of(DYN), (), BOOL, _opt_has_value)],
+    "value": [_o(optional_of(DYN), (), DYN, opt_value)],
+    "or": [_o(optional_of(DYN), (optional_of(DYN),), optional_of(DYN), _opt_or)],
+    "orValue": [_o(optional_of(DYN), (DYN,), DYN, _opt_or_value)],
+}
+_PLAIN_EQ += (Semver, IP, CIDR, URL)
+for _name, _overloads in _K8S.items():
+    FUNCTIONS.setdefault(_name, []).extend(_overloads)
+
+# names with a dot that are functions, not a field selection on a variable
+NAMESPACED = frozenset(n for n in FUNCTIONS if "." in n) | {"cel.bind"}

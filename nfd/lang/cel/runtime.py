@@ -8,7 +8,7 @@ from typing import Any
 
 from nfd.lang.cel import library as lib
 from nfd.lang.cel.library import as_list
-from nfd.lang.cel.values import CelError, CostLimitExceeded, UInt, type_name
+from nfd.lang.cel.values import CelError, CostLimitExceeded, Optional, UInt, type_name
 
 
 class Act:
@@ -140,6 +140,8 @@ def as_bool(v: Any) -> bool:
 def has_field(m: Any, field: str) -> bool:
     if isinstance(m, dict):
         return field in m
+    if type(m) is Optional:  # has() through an optional chain: false when none
+        return m.has_value and has_field(m.value, field)
     raise CelError(f"has() does not apply to type '{type_name(m)}'")
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nfd.lang.cel.values import Quantity, UInt, Version
+from nfd.lang.cel.values import CIDR, IP, URL, Optional, Quantity, Semver, UInt, Version
 
 Type = Any  # str | tuple
 
@@ -22,6 +22,11 @@ BOOL = "bool"
 NULL = "null_type"
 VERSION = "version"
 QUANTITY = "quantity"
+# Kubernetes' CEL library types, by their cel-go names
+SEMVER = "kubernetes.Semver"
+IP_T = "net.IP"
+CIDR_T = "net.CIDR"
+URL_T = "kubernetes.URL"
 NUMERIC = (INT, UINT, DOUBLE)
 
 
@@ -31,6 +36,14 @@ def list_of(elem: Type) -> Type:
 
 def map_of(key: Type, value: Type) -> Type:
     return ("map", key, value)
+
+
+def optional_of(elem: Type) -> Type:
+    return ("optional", elem)
+
+
+def is_optional(t: Type) -> bool:
+    return isinstance(t, tuple) and t[0] == "optional"
 
 
 def is_list(t: Type) -> bool:
@@ -46,6 +59,8 @@ def fmt(t: Type) -> str:
         return f"list({fmt(t[1])})"
     if is_map(t):
         return f"map({fmt(t[1])}, {fmt(t[2])})"
+    if is_optional(t):
+        return f"optional_type({fmt(t[1])})"
     return str(t)
 
 
@@ -57,6 +72,8 @@ def assignable(param: Type, arg: Type) -> bool:
         return assignable(param[1], arg[1])
     if is_map(param) and is_map(arg):
         return assignable(param[1], arg[1]) and assignable(param[2], arg[2])
+    if is_optional(param) and is_optional(arg):
+        return assignable(param[1], arg[1])
     return False
 
 
@@ -68,6 +85,8 @@ def join(a: Type, b: Type) -> Type:
         return list_of(join(a[1], b[1]))
     if is_map(a) and is_map(b):
         return map_of(join(a[1], b[1]), join(a[2], b[2]))
+    if is_optional(a) and is_optional(b):
+        return optional_of(join(a[1], b[1]))
     return DYN
 
 
@@ -81,6 +100,8 @@ def comparable_eq(a: Type, b: Type) -> bool:
         return comparable_eq(a[1], b[1])
     if is_map(a) and is_map(b):
         return comparable_eq(a[1], b[1]) and comparable_eq(a[2], b[2])
+    if is_optional(a) and is_optional(b):
+        return comparable_eq(a[1], b[1])
     return bool(a == b)
 
 
@@ -91,11 +112,13 @@ def runtime_is(v: Any, t: Type) -> bool:
     if isinstance(t, tuple):
         if t[0] == "list":
             return isinstance(v, list | tuple | set | frozenset)
+        if t[0] == "optional":
+            return type(v) is Optional
         return isinstance(v, dict)
     return type(v) is _PY.get(t) or (t == NULL and v is None)
 
 
 _PY: dict[str, type] = {
     INT: int, UINT: UInt, DOUBLE: float, STRING: str, BYTES: bytes, BOOL: bool,
-    VERSION: Version, QUANTITY: Quantity,
+    VERSION: Version, QUANTITY: Quantity, SEMVER: Semver, IP_T: IP, CIDR_T: CIDR, URL_T: URL,
 }

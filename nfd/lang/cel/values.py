@@ -7,10 +7,12 @@ sets so ``in`` is O(1)), dict (map), plus the two extension types ``Version`` an
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from fractions import Fraction
 from typing import Any
 
+from nfd.lang.cel import gourl
 from nfd.rules.version import parse_version
 
 INT64_MIN = -(1 << 63)
@@ -173,4 +175,335 @@ def type_name(v: Any) -> str:
         return "version"
     if t is Quantity:
         return "quantity"
-    return t.__name__
+    return _TYPE_NAMES.get(t, t.__name__)
+
+
+
+# -- Kubernetes' CEL value types: Semver, IP, CIDR, URL ------------------------------------------
+
+_NUMBERS = frozenset("0123456789")
+_ALNUM = frozenset("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-")
+
+
+def _semver_number(s: str, what: str) -> int:
+    """One numeric part of a semantic version, with the errors of Go's blang/semver."""
+    if not set(s) <= _NUMBERS:
+        raise CelError(f"Invalid character(s) found in {what} number {go_quote(s)}")
+    if len(s) > 1 and s[0] == "0":
+        raise CelError(f"{what.capitalize()} number must not contain leading zeroes {go_quote(s)}")
+    return _parse_uint64(s)
+
+
+def _parse_uint64(s: str) -> int:
+    if not s:
+        raise CelError('strconv.ParseUint: parsing "": invalid syntax')
+    v = int(s)
+    if v > UINT64_MAX:
+        raise CelError(f"strconv.ParseUint: parsing {go_quote(s)}: value out of range")
+    return v
+
+
+class Semver:
+    """``semver(s)``: a semantic version 2.0.0 as Kubernetes' semver library (blang/semver v4)
+    reads it; unlike nfd's ``version()`` the pre-release counts (``1.0.0-rc.1 < 1.0.0``)."""
+
+    __slots__ = ("major", "minor", "patch", "pre", "build")
+
+    def __init__(self, major: int, minor: int, patch: int, pre: tuple[int | str, ...], build: tuple[str, ...]) -> None:
+        self.major, self.minor, self.patch, self.pre, self.build = major, minor, patch, pre, build
+
+    @classmethod
+    def parse(cls, s: str, normalize: bool = False) -> Semver:
+        if normalize:
+            s = _semver_normalize(s)
+        if not s:
+            raise CelError("Version string empty")
+        parts = s.split(".", 2)
+        if len(parts) != 3:
+            raise CelError("No Major.Minor.Patch elements found")
+        major = _semver_number(parts[0], "major")
+        minor = _semver_number(parts[1], "minor")
+        rest, _, build_text = parts[2].partition("+")
+        patch_text, dash, pre_text = rest.partition("-")
+        patch = _semver_number(patch_text, "patch")
+        pre: list[int | str] = []
+        for p in pre_text.split(".") if dash else []:
+            if not p:
+                raise CelError("Prerelease is empty")
+            if set(p) <= _NUMBERS:
+                if len(p) > 1 and p[0] == "0":
+                    raise CelError(f"Numeric PreRelease version must not contain leading zeroes {go_quote(p)}")
+                pre.append(_parse_uint64(p))
+            elif set(p) <= _ALNUM:
+                pre.append(p)
+            else:
+                raise CelError(f"Invalid character(s) found in prerelease {go_quote(p)}")
+        build: list[str] = []
+        for b in build_text.split(".") if "+" in parts[2] else []:
+            if not b:
+                raise CelError("Build meta data is empty")
+            if not set(b) <= _ALNUM:
+                raise CelError(f"Invalid character(s) found in build meta data {go_quote(b)}")
+            build.append(b)
+        return cls(major, minor, patch, tuple(pre), tuple(build))
+
+    def compare(self, other: Semver) -> int:
+        a, b = (self.major, self.minor, self.patch), (other.major, other.minor, other.patch)
+        if a != b:
+            return -1 if a < b else 1
+        if not self.pre or not other.pre:  # a release is newer than its pre-releases
+            return (not self.pre) - (not other.pre)
+        for x, y in zip(self.pre, other.pre, strict=False):
+            if x == y:
+                continue
+            if type(x) is not type(y):  # numeric identifiers sort before alphanumeric ones
+                return -1 if type(x) is int else 1
+            return -1 if x < y else 1  # type: ignore[operator]
+        return (len(self.pre) > len(other.pre)) - (len(self.pre) < len(other.pre))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Semver) and self.compare(other) == 0
+
+    def __hash__(self) -> int:
+        return hash((self.major, self.minor, self.patch, self.pre))
+
+    def __str__(self) -> str:
+        s = f"{self.major}.{self.minor}.{self.patch}"
+        if self.pre:
+            s += "-" + ".".join(map(str, self.pre))
+        if self.build:
+            s += "+" + ".".join(self.build)
+        return s
+
+    def __repr__(self) -> str:
+        return f"semver({str(self)!r})"
+
+
+def _semver_normalize(s: str) -> str:
+    """Kubernetes' normalizeAndParse: drop one leading ``v``, leading zeros of the numeric
+    parts, and fill a missing minor or patch with 0 (not allowed with pre-release or build)."""
+    s = s.removeprefix("v")
+    parts = s.split(".", 2)
+    for i, p in enumerate(parts):
+        if len(p) > 1:
+            p = p.lstrip("0")
+            if not p or p[0] not in _NUMBERS:
+                p = "0" + p
+            parts[i] = p
+    if len(parts) < 3:
+        if "+" in parts[-1] or "-" in parts[-1]:
+            raise CelError("short version cannot contain PreRelease/Build meta data")
+        parts += ["0"] * (3 - len(parts))
+    return ".".join(parts)
+
+
+def go_quote(s: str) -> str:
+    """Go's ``%q`` of a string (strconv.Quote), for error messages and ``format``."""
+    out = ['"']
+    for ch in s:
+        c = ord(ch)
+        if ch in ('"', "\\"):
+            out.append("\\" + ch)
+        elif ch in _GO_ESCAPES:
+            out.append(_GO_ESCAPES[ch])
+        elif ch.isprintable() or ch == " ":
+            out.append(ch)
+        elif c < 0x80:
+            out.append(f"\\x{c:02x}")
+        elif 0xD800 <= c <= 0xDFFF:
+            out.append("\\ufffd")
+        elif c < 0x10000:
+            out.append(f"\\u{c:04x}")
+        else:
+            out.append(f"\\U{c:08x}")
+    out.append('"')
+    return "".join(out)
+
+
+_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
+
+
+class IP:
+    """``ip(s)``: an IPv4 or IPv6 address, parsed strictly as Kubernetes does (Go's netip: no
+    leading zeros in IPv4, no zone, no IPv4-mapped IPv6)."""
+
+    __slots__ = ("addr",)
+
+    def __init__(self, addr: ipaddress.IPv4Address | ipaddress.IPv6Address) -> None:
+        self.addr = addr
+
+    @classmethod
+    def parse(cls, s: str) -> IP:
+        return cls(parse_ip(s))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, IP) and self.addr == other.addr
+
+    def __hash__(self) -> int:
+        return hash(self.addr)
+
+    def __str__(self) -> str:
+        return str(self.addr)
+
+    def __repr__(self) -> str:
+        return f"ip({str(self)!r})"
+
+
+class CIDR:
+    """``cidr(s)``: an address with a prefix length; the address keeps its host bits
+    (``cidr("10.1.2.3/8").ip()`` is 10.1.2.3), ``masked()`` clears them."""
+
+    __slots__ = ("addr", "bits")
+
+    def __init__(self, addr: ipaddress.IPv4Address | ipaddress.IPv6Address, bits: int) -> None:
+        self.addr = addr
+        self.bits = bits
+
+    @classmethod
+    def parse(cls, s: str) -> CIDR:
+        def fail(why: str) -> CelError:
+            return CelError("network address parse error during conversion from string: network address parse "
+                            f"error during conversion from string: netip.ParsePrefix({go_quote(s)}): {why}")
+
+        addr_text, slash, bits_text = s.rpartition("/")
+        if not slash:
+            raise fail("no '/'")
+        if "%" in addr_text:
+            raise fail("IPv6 zones cannot be present in a prefix")
+        try:
+            addr = _parse_addr(addr_text)
+        except ValueError as e:
+            raise fail(str(e)) from None
+        if not bits_text.isascii() or not bits_text.isdigit() or (len(bits_text) > 1 and bits_text[0] == "0"):
+            raise fail(f"bad bits after slash: {go_quote(bits_text)}")
+        bits = int(bits_text)
+        if bits > addr.max_prefixlen:
+            raise fail("prefix length out of range")
+        if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+            raise CelError("network address parse error during conversion from string: "
+                           f"IPv4-mapped IPv6 address {go_quote(s)} is not allowed")
+        return cls(addr, bits)
+
+    def masked(self) -> CIDR:
+        net = ipaddress.ip_network(f"{self.addr}/{self.bits}", strict=False)
+        return CIDR(net.network_address, self.bits)
+
+    def contains_ip(self, ip: IP) -> bool:
+        if ip.addr.version != self.addr.version:
+            return False
+        return ip.addr in ipaddress.ip_network(f"{self.addr}/{self.bits}", strict=False)
+
+    def contains_cidr(self, other: CIDR) -> bool:
+        return other.addr.version == self.addr.version and other.bits >= self.bits \
+            and self.contains_ip(IP(other.addr))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, CIDR) and (self.addr, self.bits) == (other.addr, other.bits)
+
+    def __hash__(self) -> int:
+        return hash((self.addr, self.bits))
+
+    def __str__(self) -> str:
+        return f"{self.addr}/{self.bits}"
+
+    def __repr__(self) -> str:
+        return f"cidr({str(self)!r})"
+
+
+def _parse_addr(s: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    """Go's netip.ParseAddr for addresses without a zone (ValueError with Go's reason)."""
+    if not s:
+        raise ValueError("unable to parse IP")
+    if not s.isascii():
+        raise ValueError("unexpected character")
+    if ":" not in s:
+        fields = s.split(".")
+        if len(fields) != 4 or any(not f or not f.isdigit() for f in fields):
+            raise ValueError("IPv4 address too short" if len(fields) < 4 else "unexpected character")
+        if any(len(f) > 1 and f[0] == "0" for f in fields):
+            raise ValueError("IPv4 field has octet with leading zero")
+        if any(int(f) > 255 for f in fields):
+            raise ValueError("IPv4 field has value >255")
+        return ipaddress.IPv4Address(s)
+    try:
+        return ipaddress.IPv6Address(s)
+    except ValueError:
+        raise ValueError("unexpected character") from None
+
+
+def parse_ip(s: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    """``ip(s)``/``isIP(s)``: CelError unless ``s`` is an address Kubernetes accepts."""
+    if "%" in s and ":" in s:
+        host, _, zone = s.partition("%")
+        try:
+            _parse_addr(host)
+        except ValueError as e:
+            raise CelError(f"IP Address {go_quote(s)} parse error during conversion from string: "
+                           f"ParseAddr({go_quote(s)}): {e}") from None
+        if not zone:
+            raise CelError(f"IP Address {go_quote(s)} parse error during conversion from string: "
+                           f"ParseAddr({go_quote(s)}): zone must be a non-empty string")
+        raise CelError(f"IP address {go_quote(s)} with zone value is not allowed")
+    try:
+        addr = _parse_addr(s)
+    except ValueError as e:
+        raise CelError(f"IP Address {go_quote(s)} parse error during conversion from string: "
+                       f"ParseAddr({go_quote(s)}): {e}") from None
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        raise CelError(f"IPv4-mapped IPv6 address {go_quote(s)} is not allowed")
+    return addr
+
+
+class Optional:
+    """A CEL ``optional(T)`` value: ``optional.of(x)`` or ``optional.none()``."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    @property
+    def has_value(self) -> bool:
+        return self.value is not _NONE_VALUE
+
+    def __repr__(self) -> str:
+        return f"optional.of({self.value!r})" if self.has_value else "optional.none()"
+
+
+_NONE_VALUE = object()
+OPTIONAL_NONE = Optional(_NONE_VALUE)
+
+
+class URL:
+    """``url(s)``: a URL Kubernetes accepts (Go's url.ParseRequestURI: an absolute URI or an
+    absolute path), read with Go's url.Parse; equal when their string forms are."""
+
+    __slots__ = ("u", "text")
+
+    def __init__(self, u: gourl.URL) -> None:
+        self.u = u
+        self.text = u.string()
+
+    @classmethod
+    def parse(cls, s: str) -> URL:
+        try:
+            gourl.parse_request_uri(s)
+            return cls(gourl.parse(s))
+        except gourl.URLError as e:
+            raise CelError(f"URL parse error during conversion from string: {e}") from None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, URL) and self.text == other.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return f"url({self.text!r})"
+
+
+_TYPE_NAMES: dict[type, str] = {Semver: "kubernetes.Semver", IP: "net.IP", CIDR: "net.CIDR", URL: "kubernetes.URL",
+                                Optional: "optional_type"}
