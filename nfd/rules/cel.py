@@ -5,9 +5,9 @@ Interface agreed with the rule engine::
     m = compile_expressions(exprs, path="spec.rules[0].matchCEL")  # ValidationError on bad input
     matched, failed = m.evaluate(features, node_name="node-1")       # CelEvalError on runtime error
 
-Expressions are parsed with celpy's grammar and compiled by ``nfd.lang.cel`` into generated
-Python (the fast path, a few µs per node) backed by closures with CEL's exact error semantics
-(run only when the fast path hits an error); celpy's own evaluators take milliseconds.
+Expressions are parsed and compiled by ``nfd.lang.cel`` into generated Python (the fast path,
+a few µs per node) backed by closures with CEL's exact error semantics (run only when the fast
+path hits an error); celpy's own evaluators take milliseconds.
 Variables: ``flags``, ``attributes``, ``instances`` (the node's features), ``node.name`` and
 ``devices`` (the node's DRA devices, typed as the DRA scheduler's ``device``; docs/dra.md).
 See docs/cel.md.

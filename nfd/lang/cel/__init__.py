@@ -1,4 +1,4 @@
-"""A CEL compiler for rule expressions: celpy's parser, our checker, Python closures at run time.
+"""A CEL compiler for rule expressions: our parser and checker, Python closures at run time.
 
 ``compile_program(source)`` parses, checks limits and types, and returns a ``Program`` whose
 ``fn(act)`` evaluates the expression for one node. See docs/cel.md for the language.
