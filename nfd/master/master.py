@@ -565,11 +565,20 @@ class NfdMaster:
                 log.warning("the API server ignored metadata in a nodes/status patch; using separate patches")
                 self.combine_status_writes = False
         elif plan.status_ops:
+            body = ops_to_strategic(plan.status_ops)
+            if self.opts.only_node and plan.taints_patch is not None and self.combine_status_writes:
+                # Masterless: the extended-resources record rides along with the resources (the
+                # node-update admission policy admits a resource only where the write records
+                # it); the taint write below repeats it unchanged.
+                key = bk.instance_annotation(bk.EXTENDED_RESOURCES, self.opts.instance)
+                anns = (plan.taints_patch.get("metadata") or {}).get("annotations") or {}
+                if key in anns:
+                    body["metadata"] = {"annotations": {key: anns[key]}}
             obj = await patch(
                 self.write_api,
                 NODES,
                 name=node.name,
-                body=ops_to_strategic(plan.status_ops),
+                body=body,
                 subresource="status",
                 patch_type="strategic",
             )

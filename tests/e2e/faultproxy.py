@@ -36,6 +36,8 @@ class FaultProxy:
         self.injected = 0
         self.forwarded = 0
         self.log: list[tuple[str, str]] = []
+        self._open: dict[int, tuple[str, http.client.HTTPSConnection]] = {}  # forwards in flight
+        self._lock = threading.Lock()
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -66,6 +68,8 @@ class FaultProxy:
                 proxy.forwarded += 1
                 conn = http.client.HTTPSConnection(proxy.host, proxy.port_up, context=proxy.ctx, timeout=600)
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+                with proxy._lock:
+                    proxy._open[id(conn)] = (u.path, conn)
                 try:
                     conn.request(self.command, self.path, body=body, headers=headers)
                     resp = conn.getresponse()
@@ -90,6 +94,8 @@ class FaultProxy:
                 except (OSError, http.client.HTTPException):
                     self.close_connection = True
                 finally:
+                    with proxy._lock:
+                        proxy._open.pop(id(conn), None)
                     conn.close()
 
             do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle  # noqa: N815
@@ -113,6 +119,21 @@ class FaultProxy:
             c["cluster"] = {"server": self.url}
         dest.write_text(yaml.safe_dump(doc))
         return str(dest)
+
+    def cut_streams(self, pred: Callable[[str], bool]) -> int:
+        """End the forwarded requests in flight (watches) whose path matches: the client sees
+        its stream end and must watch again. Returns how many were cut."""
+        import socket
+
+        with self._lock:
+            conns = [c for p, c in self._open.values() if pred(p)]
+        for c in conns:
+            try:
+                if c.sock is not None:
+                    c.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        return len(conns)
 
     def close(self) -> None:
         self.server.shutdown()
