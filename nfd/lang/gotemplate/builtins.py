@@ -9,7 +9,7 @@ from . import funcs as K
 from .errors import FuncError
 from .fmt import sprint, sprintf, sprintln
 from .funcs import Func
-from .values import GoObject, TypedMap, Uint8, format_value, go_len, is_true, type_name
+from .values import GoObject, TypedMap, Uint8, format_value, go_bytes, go_len, is_true, type_name
 
 
 def _not(v: Any) -> bool:
@@ -41,7 +41,7 @@ def _index(item: Any, *indexes: Any) -> Any:
             if ix == n:
                 raise FuncError("reflect: slice index out of range")
             if isinstance(item, str):
-                item = Uint8(item.encode("utf-8")[ix])  # Go indexes bytes
+                item = Uint8(go_bytes(item)[ix])  # Go indexes bytes
             else:
                 item = item[ix]
         elif isinstance(item, dict):

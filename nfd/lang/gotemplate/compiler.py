@@ -110,6 +110,8 @@ def _field(recv: Value, name: str, node: Node, has_args: bool, recv_type: str) -
         if m is None:
             raise ExecError(node, f"can't evaluate field {name} in type {recv.type_name}")
         return _invoke(recv, name, m, [], node, node)
+    if recv is None and not recv_type:
+        raise ExecError(node, f'nil data; no entry for key "{name}"')  # dot itself is nil
     rt = recv_type or type_name(recv)
     if recv is None:
         raise ExecError(node, f"nil pointer evaluating {rt}.{name}")
@@ -769,6 +771,12 @@ class Compiler:
 
             def fn(*a: Any) -> Any:
                 return call_named(callee, *a)
+
+        elif f.builtin and name == "call":  # {{ x | call }}: Go names the callee by reflect.Value.String
+
+            def fn(*a: Any) -> Any:
+                v = a[0] if a else None
+                return call_named(v if isinstance(v, str) else f"<{type_name(v)} Value>", *a)
 
         if f.builtin and name in ("and", "or"):
             evals = [self.arg(a, K.ANY) for a in args]

@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from .literals import parse_int
-from .values import format_value
+from .values import format_value, from_go_bytes, go_bytes
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
@@ -137,12 +137,12 @@ def byte_slice(s: str, start: int, end: int | None = None) -> str:
         if start < 0 or e > n or start > e:
             raise IndexError(f"runtime error: slice bounds out of range [{start}:{e}]")
         return s[start:e]
-    b = s.encode("utf-8")
+    b = go_bytes(s)
     n = len(b)
     e = n if end is None else end
     if start < 0 or e > n or start > e:
         raise IndexError(f"runtime error: slice bounds out of range [{start}:{e}]")
-    return b[start:e].decode("utf-8", "replace")
+    return from_go_bytes(b[start:e])
 
 
 def deep_equal(a: Any, b: Any) -> bool:

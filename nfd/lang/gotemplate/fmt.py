@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .values import GoObject, format_float_g, format_value, go_quote, sorted_keys, type_name
+from .values import GoObject, format_float_g, format_value, go_bytes, go_quote, sorted_keys, type_name
 
 
 def sprint(*args: Any) -> str:
@@ -215,7 +215,7 @@ def _fmt_str(v: str, sp: _Spec) -> str:
             return _pad("`" + s + "`", sp)
         return _pad(go_quote(s, ascii_only=sp.plus), sp)
     if verb in ("x", "X"):
-        b = v.encode("utf-8")
+        b = go_bytes(v)
         if sp.prec is not None:
             b = b[: sp.prec]
         if not b:

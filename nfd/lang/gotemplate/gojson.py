@@ -47,7 +47,7 @@ def _string(s: str, escape_html: bool) -> str:
         elif escape_html and ch in "<>&" or c in (0x2028, 0x2029):
             out.append(f"\\u{c:04x}")
         elif 0xD800 <= c <= 0xDFFF:
-            out.append("\ufffd")
+            out.append("\\ufffd")  # invalid UTF-8 (a raw byte) is written as the escape
         else:
             out.append(ch)
     out.append('"')

@@ -102,7 +102,7 @@ class GoTime(GoObject):
         return m.fn(self)
 
     def location(self) -> Location:
-        tz = self.dt.tzinfo
+        tz = self.dt.tzinfo or UTC
         if tz is UTC:
             return Location("UTC", UTC)
         key = getattr(tz, "key", None)

@@ -19,7 +19,7 @@ from .conv import byte_slice, strval
 from .errors import FuncError
 from .funcs import Func
 from .gocase import is_lower, is_title, is_upper, to_lower, to_title, to_upper
-from .values import StringList, TypedMap, go_len, go_quote
+from .values import StringList, TypedMap, from_go_bytes, go_bytes, go_len, go_quote
 
 # unicode.IsSpace (Python's isspace() also counts \x1c-\x1f, Go does not).
 GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
@@ -36,7 +36,10 @@ def _map_case(s: str, upper: bool) -> str:
         return s.upper() if upper else s.lower()
     out = []
     for c in s:
-        out.append(to_upper(c) if upper else to_lower(c))
+        if 0xD800 <= ord(c) <= 0xDFFF:
+            out.append("\ufffd")  # strings.Map turns invalid UTF-8 into U+FFFD
+        else:
+            out.append(to_upper(c) if upper else to_lower(c))
     return "".join(out)
 
 
@@ -179,7 +182,7 @@ _BYTE_SPACES = frozenset(ord(c) for c in GO_SPACE if ord(c) < 256)
 
 
 def nospace(s: str) -> str:
-    b = s.encode("utf-8")
+    b = go_bytes(s)
     kept = [c for c in b if c not in _BYTE_SPACES]
     if len(kept) == len(b):
         return s
@@ -189,7 +192,7 @@ def nospace(s: str) -> str:
 def initials(s: str) -> str:
     out = []
     gap = True
-    for c in s.encode("utf-8"):
+    for c in go_bytes(s):
         if c in _BYTE_SPACES:
             gap = True
         elif gap:
@@ -207,7 +210,7 @@ def wrap_custom(s: str, width: int, newline: str, wrap_long: bool) -> str:
     if width < 1:
         width = 1
     charge_string(len(s) + len(s) // width * len(newline))  # a newline per `width` bytes at most
-    src = s.encode("utf-8")  # Go measures and cuts in bytes
+    src = go_bytes(s)  # Go measures and cuts in bytes
     nl = newline.encode("utf-8")
     n = len(src)
     off = 0
@@ -343,7 +346,7 @@ def atoi(s: str) -> int:
 
 
 def b64enc(s: str) -> str:
-    return base64.b64encode(s.encode("utf-8")).decode("ascii")
+    return base64.b64encode(go_bytes(s)).decode("ascii")
 
 
 def _first_bad(data: str, alphabet: str) -> int:
@@ -360,7 +363,7 @@ def b64dec(s: str) -> str:
         raw = base64.b64decode(s.replace("\r", "").replace("\n", ""), validate=True)
     except (ValueError, binascii.Error):
         return f"illegal base64 data at input byte {_b64_bad_offset(s)}"
-    return raw.decode("utf-8", "replace")
+    return from_go_bytes(raw)
 
 
 def _b64_bad_offset(s: str) -> int:
@@ -376,7 +379,7 @@ def _b64_bad_offset(s: str) -> int:
 
 
 def b32enc(s: str) -> str:
-    return base64.b32encode(s.encode("utf-8")).decode("ascii")
+    return base64.b32encode(go_bytes(s)).decode("ascii")
 
 
 def b32dec(s: str) -> str:
@@ -384,18 +387,18 @@ def b32dec(s: str) -> str:
         raw = base64.b32decode(s.replace("\r", "").replace("\n", ""))
     except (ValueError, binascii.Error):
         return f"illegal base32 data at input byte {_first_bad(s, string.ascii_uppercase + '234567')}"
-    return raw.decode("utf-8", "replace")
+    return from_go_bytes(raw)
 
 
 def _hash(algo: str) -> Func:
     def h(s: str) -> str:
-        return hashlib.new(algo, s.encode("utf-8")).hexdigest()
+        return hashlib.new(algo, go_bytes(s)).hexdigest()
 
     return Func(h, (K.STR,))
 
 
 def adler32sum(s: str) -> str:
-    return str(zlib.adler32(s.encode("utf-8")))
+    return str(zlib.adler32(go_bytes(s)))
 
 
 _ALNUM = string.ascii_letters + string.digits

@@ -12,6 +12,7 @@ from .funcmap import FORBIDDEN, FUNCS
 from .funcs import Func
 from .nodes import ListNode, Node
 from .parser import parse_trees
+from .values import valid_text
 
 MAX_TEMPLATE_SIZE = 65536  # bytes; upstream NFD rejects larger templates
 
@@ -85,7 +86,7 @@ class Template:
                 budget.current.reset(token)
             if steps_used is not None:
                 steps_used.append(limits[0] - max(st.steps, 0))
-        text = "".join(st.out)
+        text = valid_text("".join(st.out))
         if len(text) > limits[1]:
             raise TemplateError(f"template: {self.name}: {st.output_message()}")
         return text

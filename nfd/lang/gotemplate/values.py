@@ -136,7 +136,7 @@ def kind_name(v: Any) -> str:
     if isinstance(v, bool):
         return "bool"
     if isinstance(v, int):
-        return getattr(v, "go_kind", None) or getattr(v, "go_type", "int")
+        return str(getattr(v, "go_kind", None) or getattr(v, "go_type", "int"))
     if isinstance(v, float):
         return "float64"
     if isinstance(v, complex):
@@ -258,8 +258,8 @@ def go_quote(s: str, *, ascii_only: bool = False) -> str:
             out.append("\\t")
         elif ch == "\v":
             out.append("\\v")
-        elif c < 0x20 or c == 0x7F:
-            out.append(f"\\x{c:02x}")
+        elif c < 0x20 or c == 0x7F or 0xDC80 <= c <= 0xDCFF:
+            out.append(f"\\x{c & 0xFF:02x}")  # a raw byte (see go_bytes)
         elif ascii_only and c >= 0x80 or not ch.isprintable() and c >= 0x80:
             if 0xD800 <= c <= 0xDFFF:
                 out.append("\\ufffd")
@@ -271,6 +271,27 @@ def go_quote(s: str, *, ascii_only: bool = False) -> str:
             out.append(ch)
     out.append('"')
     return "".join(out)
+
+
+def go_bytes(s: str) -> bytes:
+    """A Go string's bytes: a string holding raw bytes (b64dec of non-UTF-8 data) keeps them
+    as surrogate escapes (U+DC80..U+DCFF), as Python's "surrogateescape" does."""
+    try:
+        return s.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "replace")
+
+
+def from_go_bytes(b: bytes) -> str:
+    """A Go string from bytes: invalid UTF-8 is kept as surrogate escapes (see go_bytes)."""
+    return b.decode("utf-8", "surrogateescape")
+
+
+def valid_text(s: str) -> str:
+    """Output text: raw bytes become U+FFFD, as Go's JSON and any UTF-8 consumer see them."""
+    if s.isascii():
+        return s
+    return "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in s)
 
 
 def go_len(v: Any) -> int:

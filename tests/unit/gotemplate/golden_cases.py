@@ -466,6 +466,137 @@ _MORE = [
 ]
 
 
+# Issue 18: areas where nfd disagreed with Go, and their neighbours.
+_SV = '(semver "1.2.3")'
+_ISSUE18 = [
+    # Masterminds/semver v3 methods
+    '{{ (semver "1.2.3").Compare (semver "1.3.0") }}|{{ (semver "1.3.0").Compare (semver "1.2.3") }}|{{ (semver "1.2.3").Compare (semver "v1.2.3+meta") }}|{{ (semver "1.2.3-beta").Compare (semver "1.2.3") }}',
+    '{{ (semver "1.2.3").LessThan (semver "1.3.0") }}|{{ (semver "1.2.3").GreaterThan (semver "1.3.0") }}|{{ (semver "1.2.3").Equal (semver "1.2.3+x") }}|{{ (semver "1.2.3").LessThanEqual (semver "1.2.3") }}|{{ (semver "1.2.4").GreaterThanEqual (semver "1.2.3") }}',
+    '{{ (semver "1.2.3-beta.1+b").IncPatch }}|{{ (semver "1.2.3").IncPatch }}|{{ (semver "1.2.3-rc").IncMinor }}|{{ (semver "v1.2.3").IncMajor }}|{{ (semver "1.2.3+m").IncMinor }}',
+    '{{ typeOf ' + _SV + '.IncMajor }}|{{ (' + _SV + '.IncMajor).Major }}|{{ kindOf ' + _SV + '.IncMajor }}|{{ typeOf ' + _SV + ' }}|{{ kindOf ' + _SV + ' }}',
+    '{{ (' + _SV + '.IncMajor).Original }}',
+    '{{ (semver "v1.2").Original }}|{{ (semver "v1.2").String }}|{{ ' + _SV + '.Major }}|{{ typeOf ' + _SV + '.Major }}|{{ typeOf ' + _SV + '.Compare (semver "1.0.0") }}',
+    '{{ ' + _SV + '.SetPrerelease "rc.1" }}|{{ ' + _SV + '.SetMetadata "build.7" }}|{{ (semver "1.2.3-a+b").SetPrerelease "" }}',
+    '{{ ' + _SV + '.SetPrerelease "01" }}',
+    '{{ ' + _SV + '.SetMetadata "a..b" }}',
+    '{{ ' + _SV + '.Compare "1.2.3" }}',
+    '{{ ' + _SV + '.Compare }}',
+    '{{ ' + _SV + '.Compare (semver "1.0.0") (semver "2.0.0") }}',
+    '{{ ' + _SV + '.Major 1 }}',
+    '{{ ' + _SV + '.Compare ' + _SV + '.IncMajor }}',
+    '{{ ' + _SV + '.Nope }}',
+    '{{ $v := semver "2.0.0" }}{{ if $v.GreaterThan (semver "1.9.9") }}newer{{ end }}|{{ $v.Compare (semver .ver) }}|{{ (semver .ver).Compare $v }}',
+    '{{ printf "%v|%s|%T|%q|%x|%10v|%-8s|" ' + _SV + ' ' + _SV + ' ' + _SV + ' ' + _SV + ' ' + _SV + ' ' + _SV + ' ' + _SV + ' }}',
+    '{{ printf "%v|%s|%T" ' + _SV + '.IncMinor ' + _SV + '.IncMinor ' + _SV + '.IncMinor }}|{{ print ' + _SV + ' 1 }}|{{ println ' + _SV + ' }}',
+    '{{ list ' + _SV + ' (semver "2.0") }}|{{ dict "v" ' + _SV + ' }}|{{ toString ' + _SV + ' }}|{{ toJson ' + _SV + ' }}|{{ toJson ' + _SV + '.IncPatch }}|{{ toJson (list ' + _SV + ') }}',
+    '{{ eq ' + _SV + ' ' + _SV + ' }}|{{ $v := ' + _SV + ' }}{{ eq $v $v }}',
+    '{{ printf "%#v" ' + _SV + ' }}|{{ printf "%+v" ' + _SV + ' }}',
+    '{{ semverCompare ">=1.2.3" ' + _SV + '.String }}|{{ ' + _SV + ' | toString | semverCompare "^1" }}',
+    # time.Time and its methods
+    '{{ $t := toDate "2006-01-02" "2024-05-01" }}{{ $t.Weekday }}|{{ $t.Month }}|{{ $t.Format "Jan 2 06 Mon" }}|{{ $t.YearDay }}|{{ printf "%d %d %v %s" $t.Month $t.Weekday $t.Month $t.Weekday }}',
+    '{{ $t := toDate "2006-01-02T15:04:05Z07:00" "2024-05-01T10:20:30+02:00" }}{{ $t }}|{{ printf "%v" $t }}|{{ printf "%s|%T" $t $t }}|{{ $t.UTC }}|{{ $t.Unix }}|{{ $t.Location }}|{{ $t.UTC.Location }}',
+    '{{ $t := toDate "2006-01-02T15:04:05Z07:00" "2024-05-01T10:20:30Z" }}{{ $t.Add 5400000000000 }}|{{ $t.AddDate 0 1 -1 }}|{{ $t.Truncate 3600000000000 }}|{{ $t.Round 3600000000000 }}|{{ $t.IsZero }}|{{ $t.IsDST }}',
+    '{{ $a := toDate "2006-01-02" "2024-05-01" }}{{ $b := toDate "2006-01-02" "2024-04-01" }}{{ $a.Sub $b }}|{{ ($a.Sub $b).Hours }}|{{ typeOf ($a.Sub $b) }}|{{ $a.After $b }}|{{ $a.Before $b }}|{{ $a.Equal $a }}|{{ $a.Compare $b }}',
+    '{{ $t := toDate "2006-01-02" "2024-05-01" }}{{ $t.Format }}',
+    '{{ $t := toDate "2006-01-02" "2024-05-01" }}{{ $t.Format 1 }}',
+    '{{ $t := toDate "2006-01-02" "2024-05-01" }}{{ $t.Zone }}',
+    '{{ $t := toDate "2006-01-02" "2024-05-01" }}{{ $t.Date }}',
+    '{{ $t := toDate "2006-01-02" "2024-05-01" }}{{ $t.Add "1h" }}',
+    '{{ $t := toDate "2006-01-02" "2024-05-01" }}{{ $t.Sub 5 }}',
+    '{{ $t := toDate "2006-01-02" "2024-05-01" }}{{ $t.Nope }}',
+    '{{ $t := toDate "2006-01-02" "2024-05-01" }}{{ eq $t.Weekday 3 }}|{{ eq $t.Month 5 }}|{{ typeOf $t.Weekday }}|{{ typeOf $t.Month }}|{{ kindOf $t.Month }}|{{ $t.Month.String }}|{{ add $t.Day 1 }}',
+    '{{ $t := toDate "2006-01-02" "2024-05-01" }}{{ list $t.Weekday $t.Month }}|{{ toJson $t }}|{{ toString $t }}|{{ date "Monday" $t }}|{{ $t.In $t.Location }}|{{ $t.UnixMilli }}',
+    '{{ $t := toDate "2006-01-02" "2024-05-01" }}{{ printf "%#v" $t.Month }}|{{ printf "%q|%x|%5v|" $t.Month $t.Weekday $t.Month }}',
+    '{{ $d := (toDate "2006-01-02" "2024-05-02").Sub (toDate "2006-01-02" "2024-05-01") }}{{ $d }}|{{ $d.Minutes }}|{{ $d.Seconds }}|{{ $d.Milliseconds }}|{{ printf "%v %d %s" $d $d $d }}|{{ $d.Round 7200000000000 }}',
+    # date layouts without a year, and day-of-year
+    '{{ toDate "Jan 2" "May 1" }}|{{ (toDate "01/02" "05/01").Year }}|{{ toDate "15:04" "10:30" }}|{{ toDate "2006-002" "2024-060" }}|{{ toDate "2006 002" "2023 365" }}',
+    '{{ toDate "002" "045" }}|{{ toDate "Jan _2" "Feb  3" }}|{{ toDate "2006-01-02 002" "2024-03-01 061" }}',
+    '{{ toDate "2006-002" "2024-400" }}',
+    '{{ toDate "2006-01-02 002" "2024-03-01 062" }}',
+    '{{ dateInZone "002 __2 Jan _2" (toDate "2006-01-02" "2024-02-09") "UTC" }}|{{ date "002" (toDate "2006-01-02" "2024-12-31") }}',
+    # fmt: %+v and friends
+    '{{ printf "%+v|%+v|%+v|%+d|%+v|% v|%+v" 5 (list 1 -1) (dict "a" 1) (dict "a" 1) 1.5 5 (list (dict "n" 2)) }}',
+    '{{ printf "%+d|%+v|%+q|%#v|%+.1f" (list 1 2) (list 1.5 -2.5) "é" (dict "a" (list 1 "x")) 2.25 }}',
+    '{{ printf "%v|%d" (dict "a" 1 "b" (list 1 2)) (dict "a" 1 "b" (list 1 2)) }}|{{ printf "%x|%X|%o" (list 10 255) (dict "k" 255) (list 8) }}',
+    # number literals
+    '{{ 1e309 }}',
+    '{{ -1e309 }}',
+    '{{ 1e308 }}|{{ 1e-400 }}|{{ 0x1p-1074 }}|{{ 1.7976931348623157e308 }}',
+    '{{ 0x1p1024 }}',
+    '{{ printf "%v" 1e310 }}',
+    # Go's unicode case mapping (not Python's full mapping)
+    '{{ lower "İ" }}|{{ upper "ß" }}|{{ swapcase "ßİ" }}|{{ title "ǆemal" }}|{{ upper "ǆ" }}|{{ lower "ǅ" }}|{{ upper "ŉ" }}|{{ upper "ﬁ" }}|{{ lower "ẞ" }}',
+    '{{ swapcase "Ⅰⅰ ǅ ᾈ ﬀ" }}|{{ upper "ᾀ" }}|{{ title "ᾀ ß ﬁx" }}|{{ untitle "İstanbul" }}|{{ camelcase "ßa_ﬁb" }}|{{ snakecase "İÀ" }}|{{ kebabcase "ǅemo" }}',
+    '{{ upper "ΐ ǰ ẖ և" }}|{{ lower "ΣΑΣ" }}|{{ upper "ς" }}|{{ initials "ǆemal ßuper" }}|{{ swapcase "ǈ ǉ" }}|{{ upper "ı" }}|{{ lower "K Å" }}',
+    # cast/strconv number parsing (Sprig float64/int/atoi)
+    '{{ float64 "0x10" }}|{{ float64 "1_000.5" }}|{{ float64 "1e400" }}|{{ float64 "0x1p4" }}|{{ float64 "inf" }}|{{ float64 "-Infinity" }}|{{ float64 "nan" }}|{{ float64 ".5" }}|{{ float64 "1." }}',
+    '{{ float64 "+1.5" }}|{{ float64 "0b101" }}|{{ float64 "0o17" }}|{{ float64 "1e-400" }}|{{ float64 "1_0" }}|{{ float64 "0x_1p0" }}|{{ float64 "" }}|{{ float64 .t }}|{{ float64 .nil }}',
+    '{{ int "0x10" }}|{{ int "1_000" }}|{{ int "0b101" }}|{{ int "0o17" }}|{{ int "1e400" }}|{{ int "9223372036854775808" }}|{{ int64 "0x_10" }}|{{ atoi "1_000" }}|{{ atoi "+5" }}|{{ int "-0" }}',
+    '{{ toDecimal "1_0" }}|{{ toDecimal "0x10" }}|{{ toDecimal "-17" }}|{{ toDecimal 8 }}',
+    # math edge cases
+    '{{ ceil -0.5 }}|{{ floor -0.0 }}|{{ ceil 0.5 }}|{{ floor -0.5 }}|{{ round -0.4 0 }}|{{ round -0.5 0 }}|{{ ceil "-0.2" }}|{{ ceil -1e300 }}|{{ floor 1e300 }}',
+    '{{ round 1e300 2 }}|{{ round 2.675 2 }}|{{ divf 1 0 }}|{{ divf -1 0 }}|{{ mulf 0 -1 }}|{{ subf 0 0.0 }}|{{ printf "%v" (mulf -1 0) }}',
+    # fromJson edge cases
+    '{{ fromJson "1e400" }}|{{ fromJson "{\\"a\\": 1e400, \\"b\\": 2}" }}|{{ fromJson "[1, 1e400, 3]" }}|{{ typeOf (fromJson "1e400") }}',
+    '{{ mustFromJson "1e400" }}',
+    '{{ mustFromJson "{\\"a\\": [1e400]}" }}',
+    '{{ fromJson "\\"\\\\ud800\\"" | len }}|{{ fromJson "\\"\\\\ud800x\\"" }}|{{ fromJson "\\"\\\\ud83d\\\\ude00\\"" }}|{{ fromJson "\\"\\\\udc00\\\\ud800\\"" | len }}|{{ fromJson "\\"\\\\ud800\\\\u0041\\"" }}',
+    '{{ (fromJson "{\\"k\\": \\"\\\\ud800\\"}").k | printf "%q" }}|{{ fromJson "\\"\\\\u00e9\\"" }}|{{ fromJson "1.0" }}|{{ typeOf (fromJson "1") }}|{{ fromJson "-0" }}|{{ fromJson "1e2" }}|{{ fromJson "123456789012345678901234567890" }}',
+    '{{ fromJson "{\\"a\\":1,\\"a\\":2}" }}|{{ fromJson " [ ] " }}|{{ fromJson "nul" }}|{{ fromJson "[1,]" }}|{{ fromJson "\\"\\t\\"" }}|{{ fromJson "{}x" }}',
+    # typeOf of Sprig results
+    '{{ typeOf (chunk 2 .l) }}|{{ typeOf (chunk 2 .el) }}|{{ typeOf (index (chunk 2 .l) 0) }}|{{ kindOf (chunk 2 .l) }}|{{ typeOf (splitn "," 2 "a,b") }}|{{ typeOf (regexFindAll "a" "aa" -1) }}|{{ typeOf (keys .m) }}|{{ typeOf (values .m) }}',
+    '{{ typeOf (pluck "a" (dict "a" 1)) }}|{{ typeOf (uniq .l) }}|{{ typeOf (sortAlpha .l) }}|{{ typeOf (toStrings .nums) }}|{{ typeOf (list 1) }}|{{ typeOf (seq 3) }}|{{ typeOf (untilStep 0 3 1) }}|{{ typeOf (dict) }}|{{ typeOf (b64dec "YQ==") }}',
+    '{{ typeOf (merge (dict) (dict)) }}|{{ typeOf (mergeOverwrite (dict) (dict)) }}|{{ typeOf (deepCopy .m) }}|{{ typeOf (pick .m "a") }}|{{ typeOf (omit .m "a") }}|{{ typeOf (compact .l) }}|{{ typeOf (without .l "a") }}|{{ typeOf (reverse .l) }}',
+    '{{ typeOf (concat .l .nums) }}|{{ typeOf (append .l 1) }}|{{ typeOf (rest .l) }}|{{ typeOf (initial .l) }}|{{ typeOf (slice .l 1) }}|{{ typeOf (first .l) }}|{{ typeOf (regexSplit "a" "bab" -1) }}|{{ typeOf (splitList "," "a") }}|{{ typeOf (urlParse "http://x") }}',
+    # mergeOverwrite / merge with lists and nil
+    '{{ mergeOverwrite (dict "a" (list 1 2) "b" 1) (dict "a" (list 3) "b" .nil) }}|{{ mergeOverwrite (dict "a" 1) (dict "a" .nil) }}|{{ mergeOverwrite (dict "a" .nil) (dict "a" 2) }}',
+    '{{ mergeOverwrite (dict "a" (dict "x" 1)) (dict "a" (list 1)) }}|{{ mergeOverwrite (dict "a" (list 1)) (dict "a" (dict "x" 1)) }}|{{ mergeOverwrite (dict "a" (list)) (dict "a" (list 1)) }}|{{ mergeOverwrite (dict "a" (list 1)) (dict "a" (list)) }}',
+    '{{ mergeOverwrite (dict "a" "x") (dict "a" "") (dict "a" 0) }}|{{ mergeOverwrite (dict "a" 1) (dict "b" .nil) }}|{{ mergeOverwrite (dict "n" (dict "p" 1 "q" 2)) (dict "n" (dict "q" .nil "r" 3)) }}',
+    '{{ merge (dict "a" (list 1 2)) (dict "a" (list 3) "b" .nil) }}|{{ merge (dict "a" .nil) (dict "a" 2) }}|{{ merge (dict "a" "") (dict "a" "x") }}|{{ merge (dict "a" (list)) (dict "a" (list 1)) }}',
+    '{{ $d := dict "a" 1 }}{{ $_ := mergeOverwrite $d (dict "b" 2) }}{{ $d }}|{{ mustMergeOverwrite (dict "a" 1) (dict "a" 2) }}|{{ mergeOverwrite (dict "a" 1) }}',
+    # deepCopy
+    '{{ deepCopy nil }}',
+    '{{ mustDeepCopy nil }}|{{ deepCopy .nil }}',
+    '{{ deepCopy .m }}|{{ deepCopy 1 }}|{{ deepCopy "s" }}|{{ deepCopy .l }}|{{ deepCopy .el }}|{{ typeOf (deepCopy .el) }}|{{ deepCopy (list .nil) }}|{{ deepCopy .em }}',
+    # random values: only their shape is deterministic
+    '{{ randBytes 24 | b64dec | len }}|{{ randBytes 0 | b64dec | len }}|{{ randAlphaNum 10 | len }}|{{ randAlpha 3 | len }}|{{ randNumeric 4 | len }}|{{ randAscii 7 | len }}|{{ uuidv4 | len }}|{{ randInt 5 6 }}',
+    '{{ b64dec "/w==" | len }}|{{ b64dec "/w==" | printf "%q" }}|{{ b64dec "gA==" | printf "%x" }}|{{ b64dec "w6k=" }}|{{ b64dec "/w==" | b64enc }}|{{ b64dec "/w==" | toJson }}|{{ b32dec "74======" | len }}',
+    '{{ b64dec "/w==" | upper | len }}|{{ b64dec "/w==" | quote }}|{{ b64dec "/w==" | trunc 1 | len }}|{{ b64dec "gIE=" | substr 0 1 | len }}|{{ b64dec "gIE=" | nospace | len }}',
+    # urlParse / urlJoin
+    '{{ urlParse "http://a/b%20c?x=%41#f%20g" }}|{{ (urlParse "mailto:joe@example.com").opaque }}|{{ (urlParse "http://[::1]:80/x").hostname }}',
+    '{{ urlParse "http://[::1" }}',
+    '{{ urlParse "%zz" }}',
+    '{{ urlParse ":foo" }}',
+    '{{ urlParse "http://a b/" }}',
+    '{{ urlParse "http://x/\\x01" }}',
+    '{{ urlParse "http://h:port/" }}',
+    '{{ urlParse "a/b/../c?q#" }}|{{ urlParse "//host/p" }}|{{ urlParse "HTTP://u:p%40@H/%2F?" }}|{{ (urlParse "http://u@h").userinfo }}|{{ urlParse "" }}|{{ urlParse "x:/p" }}',
+    '{{ urlParse "http://a/%2Fb" }}|{{ (urlParse "http://a/é ü").path }}|{{ (urlParse "http://a/?q=é").query }}|{{ (urlParse "http://a#%zz").fragment }}',
+    '{{ urlJoin (dict "scheme" "http" "host" "h" "path" "/a b/é" "query" "x=1 2" "fragment" "f g") }}|{{ urlJoin (dict "scheme" "mailto" "opaque" "joe@x") }}|{{ urlJoin (dict "path" "a:b") }}|{{ urlJoin (dict "host" "h" "path" "p") }}',
+    '{{ urlJoin (dict "scheme" "https" "host" "h" "userinfo" "u:p" "path" "/") }}|{{ urlJoin (dict "scheme" "https" "host" "h" "userinfo" "us er" "path" "/") }}|{{ urlJoin (dict) }}|{{ urlJoin (dict "path" "/x?y#z") }}|{{ urlJoin (dict "fragment" "a#b" "query" "") }}',
+    '{{ urlJoin (urlParse "https://u:p@example.com:8080/a/b%20c?q=1#frag") }}|{{ urlJoin (urlParse "http://a/%2Fb") }}|{{ urlJoin (dict "scheme" "http" "host" "[::1]:80") }}|{{ urlJoin (dict "host" 5) }}',
+]
+
+# NFD's own template data, typed as upstream passes it (see oracle/nodefeaturerule).
+NFD_TYPED: list[str] = [
+    '{{ range .pci.device }}{{ dig "vendor" "none" . }}{{ end }}',
+    '{{ dig "pci" "device" "x" . }}',
+    '{{ range .pci.device }}{{ typeOf . }} {{ hasKey . "vendor" }} {{ get . "vendor" }}{{ end }}',
+    '{{ typeOf . }}|{{ typeOf .pci }}|{{ typeOf .pci.device }}|{{ typeOf .rule.matched }}|{{ index .pci "nosuch" }}|{{ toJson .rule.nothing }}',
+    '{{ range .pci.device }}{{ keys . | sortAlpha }}{{ end }}',
+    '{{ range .pci.device }}{{ .vendor }}:{{ index . "class" }}:{{ index . "missing" }};{{ end }}',
+    '{{ with index .pci.device 0 }}{{ toJson . }}|{{ printf "%v|%+v" . . }}{{ end }}',
+    '{{ range .pci.device }}{{ pick . "vendor" }}{{ end }}',
+    '{{ range .pci.device }}{{ deepCopy . }}{{ end }}',
+    '{{ mergeOverwrite (dict) (index .pci.device 0) }}',
+    '{{ len .pci.device }}|{{ first .pci.device }}|{{ typeOf (first .pci.device) }}|{{ last .pci.device | typeOf }}',
+]
+NFD_TYPED_DATA: dict[str, Any] = {
+    "pci": {"device": [{"class": "0300", "vendor": "10de"}, {"class": "0200", "vendor": "8086", "sriov_totalvfs": "64"}]},
+    "rule": {"matched": [{"Name": "x", "Value": "y"}], "nothing": []},
+}
+
+
 # Regression sets for Masterminds/semver constraints and xstrings case conversion.
 _SEMVER_PAIRS = [
     (c, v)
@@ -478,7 +609,7 @@ _CASE_WORDS = ["FirstName", "HTTPServer", "already_snake", "with space", "v2Beta
                "a", "A", "aB", "Ab1C", "hello.world", "ǅemo", "ÀÉÎ õ", "mIxEd_CaSe-Str1ng"]
 
 CASES: list[tuple[str, Any]] = (
-    [(t, NFD) for t in _NFD_TEMPLATES] + [(t, GEN) for t in _SYNTAX + _BUILTINS + _SPRIG + _MORE]
+    [(t, NFD) for t in _NFD_TEMPLATES] + [(t, GEN) for t in _SYNTAX + _BUILTINS + _SPRIG + _MORE + _ISSUE18]
     + [("{{ semverCompare .c .v }}", {"c": c, "v": v}) for c, v in _SEMVER_PAIRS]
     + [("{{ snakecase .s }}|{{ kebabcase .s }}|{{ camelcase .s }}|{{ swapcase .s }}|{{ title .s }}|{{ untitle .s }}", {"s": w}) for w in _CASE_WORDS]
 )
