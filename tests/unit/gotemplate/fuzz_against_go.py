@@ -1,5 +1,6 @@
 """Differential fuzzing against Go (not a pytest module): random templates are run through the
-Go oracle (oracle/README.md) and through nfd.lang.gotemplate, and differences are printed.
+Go oracle (oracle/README.md; `python3 tests/unit/gotemplate/oracle_build.py` builds it and prints
+its path) and through nfd.lang.gotemplate, and differences are printed.
 
     python tests/unit/gotemplate/fuzz_against_go.py /tmp/gt-oracle funcs 1 2000
     python tests/unit/gotemplate/fuzz_against_go.py /tmp/gt-oracle strings 1 3000
