@@ -157,6 +157,8 @@ def _bind(c: Compiler, n: Call) -> _C:
         else:
             c.scope[name] = saved
     inf, bf = init.fn, body.fn
+    if not _mentions(n.args[2], name):  # cel-go binds lazily: an unused init is never evaluated
+        return body
 
     def bind(a: Any) -> Any:
         v = a.v
@@ -171,6 +173,20 @@ def _bind(c: Compiler, n: Call) -> _C:
                 v[name] = old
 
     return _mk(body.t, bind, f"(lambda v_{name}: {body.py})({init.py})")
+
+
+def _mentions(n: Any, name: str) -> bool:
+    """Does the expression read the identifier ``name`` anywhere (shadowing ignored)?"""
+    stack = [n]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Ident) and x.name == name:
+            return True
+        if isinstance(x, Node):
+            stack.extend(getattr(x, f) for f in x.__dataclass_fields__ if f != "pos")
+        elif isinstance(x, list | tuple):
+            stack.extend(x)
+    return False
 
 
 def _optional_method(c: Compiler, n: Call) -> _C | None:

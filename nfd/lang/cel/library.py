@@ -726,6 +726,10 @@ def _find_all(s: str, pattern: str, n: int = -1) -> list[str]:
     return _go_find_all(compile_find_regex(pattern), s, n)
 
 
+def _find_all_cost(s: Any, pattern: Any, n: Any) -> int:
+    return _matches_cost(s, pattern)
+
+
 # sets ------------------------------------------------------------------------------------------
 
 
@@ -873,18 +877,8 @@ def _opt_unwrap(lst: Any) -> list[Any]:
 
 
 def _quote(s: str) -> str:
-    """``strings.quote``: a CEL string literal for ``s``."""
-    out = ['"']
-    for ch in s:
-        if ch in _QUOTE_ESC:
-            out.append(_QUOTE_ESC[ch])
-        elif ch.isprintable() or ch == " ":
-            out.append(ch)
-        else:
-            c = ord(ch)
-            out.append(f"\\u{c:04x}" if c < 0x10000 else f"\\U{c:08x}")
-    out.append('"')
-    return "".join(out)
+    """``strings.quote``: ``s`` in double quotes with cel-go's escapes (other characters as is)."""
+    return '"' + "".join(_QUOTE_ESC.get(ch, ch) for ch in s) + '"'
 
 
 _QUOTE_ESC = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v",
@@ -920,7 +914,7 @@ _K8S: dict[str, list[Overload]] = {
     "lastIndexOf": [_o(LIST_DYN, (DYN,), INT, _list_last_index_of)],
     "find": [_o(STRING, (STRING,), STRING, _find, _matches_cost)],
     "findAll": [_o(STRING, (STRING,), LIST_STRING, _find_all, _matches_cost),
-                _o(STRING, (STRING, INT), LIST_STRING, _find_all, _matches_cost)],
+                _o(STRING, (STRING, INT), LIST_STRING, _find_all, _find_all_cost)],
     "sets.contains": [_o(None, (LIST_DYN, LIST_DYN), BOOL, _sets_contains)],
     "sets.equivalent": [_o(None, (LIST_DYN, LIST_DYN), BOOL, _sets_equivalent)],
     "sets.intersects": [_o(None, (LIST_DYN, LIST_DYN), BOOL, _sets_intersects)],
@@ -949,6 +943,7 @@ _K8S: dict[str, list[Overload]] = {
     "getEscapedPath": [_o(URL_T, (), STRING, lambda u: _url_text(u.u.escaped_path()))],
     "getQuery": [_o(URL_T, (), map_of(STRING, LIST_STRING), lambda u: u.u.query())],
     "format": [_o(STRING, (LIST_DYN,), STRING, strformat.format_string)],
+    "sign": [_o(None, (QUANTITY,), INT, _q_sign)],  # Kubernetes' sign(q); q.sign() stays as nfd had it
     "strings.quote": [_o(None, (STRING,), STRING, _quote)],
     # optional types: the compiler (nfd/lang/cel/k8scalls.py) gives these their element types
     "optional.of": [_o(None, (DYN,), optional_of(DYN), _opt_of)],

@@ -201,7 +201,7 @@ func tag(v ref.Val) any {
 		items := []any{}
 		it := l.Iterator()
 		for it.HasNext() == types.True {
-			items = append(items, tag(l.Get(it.Next())))
+			items = append(items, tag(it.Next()))
 		}
 		return map[string]any{"list": items}
 	}
