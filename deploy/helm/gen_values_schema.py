@@ -62,6 +62,7 @@ SCHEMA: dict[str, Any] = {
         }),
         "worker": component({
             "ownerRefs": STRLIST, "mountUsrSrc": BOOL, "updateStrategy": OBJ, "daemonsetAnnotations": OBJ,
+            "enableNodeUpdate": BOOL,
         }),
         "topologyUpdater": component({
             "createCRDs": BOOL, "updateInterval": DURATION, "kubeletPodResourcesSockPath": STR,

@@ -29,6 +29,10 @@ from tests.e2e.harness import (
     RestClient,
     load_manifest_objects,
 )
+from tests.e2e.tools import helm_bin, helm_template
+
+__all__ = ["helm_bin"]  # fixture
+
 from tests.e2e.test_master import (
     EXTENDED_RESOURCES,
     FEATURE_ANNOTATIONS,
@@ -483,3 +487,35 @@ def test_nodefeature_delete_and_recreate_removes_nothing(env: MasterlessEnv) -> 
     finally:
         watch.stop()
     assert_no_removals(watch, nodes)
+
+
+def test_helm_value_renders_the_same_policy_and_the_mode(helm_bin: Path, tmp_path: Path,
+                                                         cluster: KubeCluster) -> None:
+    """worker.enableNodeUpdate: the worker runs the mode with master.config mounted, and the
+    policy is the component's with this release's names, enableTaints and instance (the two
+    copies cannot drift apart); the apiserver accepts the rendering."""
+    objs = helm_template(helm_bin, namespace="nfd-helm-ml", release="ml", tmpdir=tmp_path,
+                         values={"master": {"enable": False, "instance": "blue", "config": {"enableTaints": True}},
+                                 "worker": {"enableNodeUpdate": True}})
+    ds = next(o for o in objs if o["kind"] == "DaemonSet")
+    c = ds["spec"]["template"]["spec"]["containers"][0]
+    assert {"-enable-node-update", "-master-config=/etc/nfd-master/nfd-master.conf", "-instance=blue"} <= set(c["args"])
+    assert {"name": "nfd-node-update-conf", "mountPath": "/etc/nfd-master", "readOnly": True} in c["volumeMounts"]
+    cm = next(o for o in objs if o["kind"] == "ConfigMap" and o["metadata"]["name"].endswith("-node-update-conf"))
+    assert "enableTaints: true" in cm["data"]["nfd-master.conf"]
+    helm_pol = next(o for o in objs if o["kind"] == "ValidatingAdmissionPolicy" and "node-update" in o["metadata"]["name"])
+    kust_pol = next(o for o in load_manifest_objects([COMPONENT / "node-update-policy.yaml"])
+                    if o["kind"] == "ValidatingAdmissionPolicy")
+    assert helm_pol["spec"]["validations"] == kust_pol["spec"]["validations"]
+    templated = {"enableTaints", "labelsKey", "annotationsKey", "resourcesKey"}
+    hv = {v["name"]: v["expression"] for v in helm_pol["spec"]["variables"]}
+    kv = {v["name"]: v["expression"] for v in kust_pol["spec"]["variables"]}
+    assert {k: v for k, v in hv.items() if k not in templated} == {k: v for k, v in kv.items() if k not in templated}
+    assert hv["enableTaints"] == "true" and hv["labelsKey"] == "'blue.nfd.node.kubernetes.io/feature-labels'"
+    assert helm_pol["spec"]["matchConditions"][0]["expression"] == (
+        "request.userInfo.username == 'system:serviceaccount:nfd-helm-ml:ml-node-feature-discovery-worker'")
+    without = helm_template(helm_bin, namespace="nfd-helm-ml", release="ml", tmpdir=tmp_path / "off")
+    assert not [o for o in without if "node-update" in o["metadata"]["name"]]
+    cluster.create_namespace("nfd-helm-ml", exist_ok=True)
+    cluster.apply_objects([o for o in objs if o["kind"] in ("ValidatingAdmissionPolicy", "ClusterRole",
+                                                             "ConfigMap")], dry_run=True)

@@ -102,7 +102,7 @@ FORMAT_CASES = [
     "'%f'.format([double('inf')])", "'%f'.format([double('-inf')])", "'%f'.format([double('nan')])",
     "'%e'.format([1234.5])", "'%e'.format([0.00012])", "'%e'.format([-1.0])", "'%e'.format([0.0])",
     "'%.2e'.format([1234.5])", "'%e'.format([double('nan')])", "'%e'.format([double('inf')])",
-    "'%e'.format([double('-inf')])", "'%.10e'.format([double('nan')])", "'%e'.format([1e300])",
+    "'%e'.format([double('-inf')])", "'%.10e'.format([double('nan')])", "'%.20e'.format([1.0])", "'%e'.format([1e300])",
     "'%b'.format([5])", "'%b'.format([-5])", "'%b'.format([true])", "'%b'.format([false])", "'%b'.format([5u])",
     "'%b'.format(['a'])", "'%x'.format([255])", "'%X'.format([255])", "'%x'.format([-255])", "'%x'.format(['hello'])",
     "'%X'.format([b'\\x00\\xff'])", "'%x'.format([18446744073709551615u])", "'%x'.format([1.5])", "'%o'.format([8])",
