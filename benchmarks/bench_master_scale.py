@@ -12,7 +12,13 @@ taint), then starts nfd-master as its own process under its ServiceAccount and p
 - time to propagate a changed rule to every node;
 - a forced full resync with nothing changed: its duration and the writes it issued (must be 0).
 
-Run: ``python benchmarks/bench_master_scale.py [--nodes 1000] [--upstream-rbac] [--taints all|quarter|none]``
+With ``--dra`` every node also gets a ResourceSlice of 8 GPUs as the NVIDIA GPU DRA driver
+publishes them (tests/fixtures/dra) and the shipped DRA sample rules are added: compare its
+sync time, first reconcile and peak RSS with a run without it for what the dra source adds.
+It also prints, offline (this process, no API), the cost of indexing the slices, their memory
+and the per-node evaluation cost with and without the devices.
+
+Run: ``python benchmarks/bench_master_scale.py [--nodes 1000] [--upstream-rbac] [--taints all|quarter|none] [--dra]``
 (``--nodes 5000`` is supported; it needs a few minutes to create the objects).
 
 The taint rule matches every node by default (``--taints all``): each node then needs two
@@ -50,7 +56,7 @@ from nfd.k8s.client import ApiClient  # noqa: E402
 from nfd.k8s.creating import create  # noqa: E402
 from nfd.k8s.errors import AlreadyExists  # noqa: E402
 from nfd.k8s.patching import patch  # noqa: E402
-from nfd.k8s.resources import NODEFEATURERULES, NODEFEATURES, NODES  # noqa: E402
+from nfd.k8s.resources import NODEFEATURERULES, NODEFEATURES, NODES, RESOURCESLICES  # noqa: E402
 from tests.e2e.build import ensure_built  # noqa: E402
 from tests.e2e.harness import KubeCluster  # noqa: E402
 
@@ -161,7 +167,94 @@ def make_rules(version: str = "v1", *, taints: str = "all") -> list[dict[str, An
     ]
 
 
-def expected_annotations(rule_objs: list[dict[str, Any]], *, enable_taints: bool) -> dict[int, str]:
+DRA_FIXTURE = REPO / "tests" / "fixtures" / "dra" / "nvidia-gpu-h100x8.yaml"
+DRA_SAMPLES = ("dra-nvidia-gpu.yaml", "dra-dranet-nics.yaml")
+
+
+def dra_slice(node: str) -> dict[str, Any]:
+    import yaml
+
+    obj: dict[str, Any] = yaml.safe_load(DRA_FIXTURE.read_text().replace("NODE", node))
+    return obj
+
+
+def dra_rules() -> list[dict[str, Any]]:
+    import yaml
+
+    return [yaml.safe_load((REPO / "deploy" / "nodefeaturerule" / "samples" / f).read_text()) for f in DRA_SAMPLES]
+
+
+def dra_merged(p: int, *, with_dra: bool) -> Any:
+    from nfd.dra.pools import DraIndex
+    from nfd.dra.slices import parse_slice
+    from nfd.master.nodefeatures import compact_nodefeature, merge_node_features
+
+    merged = merge_node_features([compact_nodefeature(nodefeature("x", p))], node_name="x", master_namespace=NS)
+    if with_dra:
+        idx = DraIndex()
+        idx.upsert(parse_slice(dra_slice("x")))
+        nd = idx.node_devices("x", {})
+        merged.features.add_instances("dra.device", nd.instances)
+        merged.devices = nd.cel
+    return merged
+
+
+def dra_offline(n: int, rule_objs: list[dict[str, Any]]) -> None:
+    """What the dra source costs in the master's process, measured here without the API."""
+    import tracemalloc
+
+    from nfd.dra.pools import DraIndex
+    from nfd.dra.slices import compact_slice
+    from nfd.master.config import MasterConfig
+    from nfd.master.pipeline import RuleBook, compute_desired_steps, policy_config
+    from nfd.rules.engine import run_to_end
+
+    def build() -> tuple[DraIndex, list[Any]]:
+        idx, cache = DraIndex(), []
+        for i in range(n):
+            raw = json.loads(raw_text)  # a fresh decoded object per slice, as the informer has
+            raw["metadata"]["name"] = f"bench-{i:05d}-gpu.nvidia.com"
+            raw["metadata"]["resourceVersion"] = str(i + 1)
+            raw["spec"]["nodeName"] = raw["spec"]["pool"]["name"] = f"bench-{i:05d}"
+            entry = compact_slice(raw)
+            cache.append(entry)
+            idx.upsert(entry["dra"])
+        return idx, cache
+
+    raw_text = json.dumps(dra_slice("bench-00000"))
+    t0 = time.perf_counter()
+    idx, _ = build()
+    t_index = time.perf_counter() - t0
+    del idx, _
+    tracemalloc.start()
+    idx, cache = build()
+    mem = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    t0 = time.perf_counter()
+    for i in range(n):
+        idx.node_devices(f"bench-{i:05d}", {})
+    t_lookup = (time.perf_counter() - t0) / n
+    book = RuleBook()
+    for o in rule_objs:
+        assert book.upsert(o) is None
+    policy = policy_config(MasterConfig(enable_taints=True))
+    per: dict[bool, float] = {}
+    for with_dra in (False, True):
+        merged = dra_merged(0, with_dra=with_dra)
+        reps = 50
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            run_to_end(compute_desired_steps(merged, rule_sets=book.ordered(), policy=policy, node_name="x"))
+        per[with_dra] = (time.perf_counter() - t0) / reps
+    print(f"  dra, offline: {n} slices x 8 devices parsed and indexed in {t_index:.2f} s, "
+          f"{mem / 2**20:.1f} MiB held ({mem / max(n, 1) / 1024:.1f} kB per slice); "
+          f"node_devices() {t_lookup * 1e6:.1f} us per node")
+    print(f"  dra, offline: rules+policy per node {per[False] * 1e3:.2f} ms without devices, "
+          f"{per[True] * 1e3:.2f} ms with 8 devices and the DRA sample rules "
+          f"(+{(per[True] - per[False]) * 1e3:.2f} ms)")
+
+
+def expected_annotations(rule_objs: list[dict[str, Any]], *, enable_taints: bool, with_dra: bool = False) -> dict[int, str]:
     """Per profile: the feature-labels annotation the master must write (same engine, offline)."""
     from nfd.master.bookkeeping import encode_names
     from nfd.master.config import MasterConfig
@@ -176,6 +269,8 @@ def expected_annotations(rule_objs: list[dict[str, Any]], *, enable_taints: bool
     out = {}
     for p in range(PROFILES):
         merged = merge_node_features([compact_nodefeature(nodefeature("x", p))], node_name="x", master_namespace=NS)
+        if with_dra:
+            merged = dra_merged(p, with_dra=True)
         desired, _ = run_to_end(compute_desired_steps(merged, rule_sets=book.ordered(), policy=policy, node_name="x"))
         out[p] = encode_names(desired.labels)
     return out
@@ -197,7 +292,7 @@ async def bulk(coros: list[Any], *, parallel: int = 32, what: str = "") -> None:
     await asyncio.gather(*(one(c) for c in coros))
 
 
-async def populate(kube: KubeCluster, n: int, rule_objs: list[dict[str, Any]]) -> None:
+async def populate(kube: KubeCluster, n: int, rule_objs: list[dict[str, Any]], *, with_dra: bool = False) -> None:
     api = await ApiClient.from_kubeconfig(kube.kubeconfig, qps=0, burst=1)
 
     async def mk_node(i: int) -> None:
@@ -218,9 +313,17 @@ async def populate(kube: KubeCluster, n: int, rule_objs: list[dict[str, Any]]) -
         except AlreadyExists:
             pass
 
+    async def mk_slice(i: int) -> None:
+        try:
+            await create(api, RESOURCESLICES, body=dra_slice(f"bench-{i:05d}"))
+        except AlreadyExists:
+            pass
+
     t0 = time.monotonic()
     await bulk([mk_node(i) for i in range(n)], what="nodes")
     await bulk([mk_nf(i) for i in range(n)], what="NodeFeatures")
+    if with_dra:
+        await bulk([mk_slice(i) for i in range(n)], what="ResourceSlices")
     for o in rule_objs:
         try:
             await create(api, NODEFEATURERULES, body=o)
@@ -341,13 +444,15 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=900)
     ap.add_argument("--taints", choices=sorted(TAINT_MATCH), default="all",
                     help="nodes the taint rule matches (all: two writes per node on the first pass)")
+    ap.add_argument("--dra", action="store_true",
+                    help="a ResourceSlice of 8 GPUs per node and the DRA sample rules (the dra source's cost)")
     args = ap.parse_args()
     n = args.nodes
 
     from nfd.master.bookkeeping import FEATURE_LABELS
 
-    rule_objs = make_rules("v1", taints=args.taints)
-    expected = expected_annotations(rule_objs, enable_taints=True)
+    rule_objs = make_rules("v1", taints=args.taints) + (dra_rules() if args.dra else [])
+    expected = expected_annotations(rule_objs, enable_taints=True, with_dra=args.dra)
     tmp = Path(tempfile.mkdtemp(prefix="nfd-bench-master-"))
     print(f"starting kube-apiserver + etcd in {tmp}", flush=True)
     kube = KubeCluster.start(binary=ensure_built(), tmpdir=tmp)
@@ -363,7 +468,7 @@ def main() -> int:
                  "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "nfd-master-watch-nodes"},
                  "subjects": [{"kind": "ServiceAccount", "name": "nfd-master", "namespace": NS}]},
             ])
-        asyncio.run(populate(kube, n, rule_objs))
+        asyncio.run(populate(kube, n, rule_objs, with_dra=args.dra))
         conf = tmp / "nfd-master.conf"
         conf.write_text("enableTaints: true\nresyncPeriod: 0\n")
         kc = kube.serviceaccount_kubeconfig(NS, "nfd-master", expiration_s=86400)
@@ -432,7 +537,8 @@ def main() -> int:
 
         print()
         print(f"nfd-master scale benchmark: {n} nodes, 100 rules, parallelism {args.parallelism}, "
-              f"node watch {'off (upstream RBAC)' if args.upstream_rbac else 'on'}")
+              f"node watch {'off (upstream RBAC)' if args.upstream_rbac else 'on'}"
+              f"{', dra: a slice of 8 GPUs per node and the DRA sample rules' if args.dra else ''}")
         cores = os.cpu_count() or 1
         writes1 = sum(verbs1.get(v, 0) for v in ("PATCH", "UPDATE"))
         writes2 = sum(verbs2.get(v, 0) - api_before.get(v, 0) for v in ("PATCH", "UPDATE"))
@@ -456,6 +562,8 @@ def main() -> int:
         print(f"  forced no-op resync:                 {t_resync:8.1f} s, writes {writes} "
               f"(noop updates {int(m3.get('nfd_master_node_noop_updates_total', 0) - m2.get('nfd_master_node_noop_updates_total', 0))})")
         print(f"  master peak RSS:                     {max(rss1, rss3):8.1f} MiB")
+        if args.dra:
+            dra_offline(n, rule_objs)
         master.stop()
         return 0 if sum(writes.values()) == 0 else 1
     finally:

@@ -11,9 +11,11 @@ names the slice, device and attribute; the rest of the slice still counts.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 from nfd.lang.cel import CelError, construct
@@ -34,12 +36,14 @@ _SEMVER_RE = re.compile(
 NodePredicate = Callable[[str, dict[str, str]], bool]  # (node name, node labels) -> selected
 
 
+@lru_cache(maxsize=4096)
 def version_value(text: str) -> Any:
     """The CEL value of a DRA version attribute (the one place that types versions).
 
     The DRA scheduler gives ``semver`` values (Kubernetes' CEL semver library); where
     nfd.lang.cel has no ``semver()`` yet, versions are nfd's ``version`` values (major.minor.patch
-    compared numerically; see docs/dra.md).
+    compared numerically; see docs/dra.md). Values are immutable: cached, shared by every
+    device that has the same version.
     """
     try:
         return construct("semver", text)
@@ -223,6 +227,7 @@ def _attribute(raw: Any) -> tuple[Any, str]:
     if not isinstance(v, str):
         raise ValueError(f"{kind} value {v!r} is not a string")
     if kind == "string":
+        v = _intern(v)  # the same model/vendor strings on thousands of nodes: one copy
         return v, v
     if not _SEMVER_RE.fullmatch(v):
         raise ValueError(f"version value {v!r} is not a semantic version")
@@ -232,17 +237,25 @@ def _attribute(raw: Any) -> tuple[Any, str]:
         raise ValueError(str(e)) from None
 
 
-def _capacity(raw: Any) -> tuple[Any, str]:
-    if not isinstance(raw, dict) or not isinstance(raw.get("value"), str | int):
-        raise ValueError("must be an object with a quantity 'value'")
-    text = str(raw["value"])
+def _intern(s: str) -> str:
+    return sys.intern(s) if len(s) <= 256 else s
+
+
+@lru_cache(maxsize=4096)
+def _quantity(text: str) -> tuple[Any, str]:
     try:
         q: Any = construct("quantity", text)
     except CelError:
         raise ValueError(f"invalid quantity {text!r}") from None
     v: Fraction = q.value
     # integers in base units (bytes for memory), so Gt/Lt and templates can use them
-    return q, str(v.numerator) if v.denominator == 1 else text
+    return q, _intern(str(v.numerator) if v.denominator == 1 else text)
+
+
+def _capacity(raw: Any) -> tuple[Any, str]:
+    if not isinstance(raw, dict) or not isinstance(raw.get("value"), str | int):
+        raise ValueError("must be an object with a quantity 'value'")
+    return _quantity(str(raw["value"]))
 
 
 def _device(dev: Any, *, driver: str, pool: str, path: str, warnings: list[str],
@@ -252,7 +265,7 @@ def _device(dev: Any, *, driver: str, pool: str, path: str, warnings: list[str],
         return None
     name = dev["name"]
     dp = f"{path}[{name}]"
-    inst: dict[str, str] = {"driver": driver, "pool": pool, "device": name}
+    inst: dict[str, str] = {"driver": _intern(driver), "pool": pool, "device": name}
     attrs: dict[str, dict[str, Any]] = {}
     caps: dict[str, dict[str, Any]] = {}
     raw_attrs = dev.get("attributes") or {}
@@ -266,8 +279,9 @@ def _device(dev: Any, *, driver: str, pool: str, path: str, warnings: list[str],
             warnings.append(f"{dp}.attributes[{qname}]: {e}; attribute left out")
             continue
         domain, ident = _split_name(str(qname), driver)
+        domain, ident = _intern(domain), _intern(ident)
         attrs.setdefault(domain, {})[ident] = value
-        inst[f"{domain}/{ident}"] = text
+        inst[_intern(f"{domain}/{ident}")] = text
         if domain == driver and ident not in META_KEYS:
             inst[ident] = text
     raw_caps = dev.get("capacity") or {}
@@ -281,10 +295,11 @@ def _device(dev: Any, *, driver: str, pool: str, path: str, warnings: list[str],
             warnings.append(f"{dp}.capacity[{qname}]: {e}; capacity left out")
             continue
         domain, ident = _split_name(str(qname), driver)
+        domain, ident = _intern(domain), _intern(ident)
         caps.setdefault(domain, {})[ident] = q
-        inst[f"{CAPACITY_PREFIX}{domain}/{ident}"] = text
+        inst[_intern(f"{CAPACITY_PREFIX}{domain}/{ident}")] = text
         if domain == driver:
-            inst[f"{CAPACITY_PREFIX}{ident}"] = text
+            inst[_intern(f"{CAPACITY_PREFIX}{ident}")] = text
     cel = {
         "driver": driver,
         "allowMultipleAllocations": dev.get("allowMultipleAllocations") is True,
