@@ -83,27 +83,30 @@ def compile_program(source: str) -> Program:
     return Program(source, c.fn, compiler.source(c), c.t)
 
 
-def _children(n: Node) -> list[Node]:
-    if isinstance(n, Call):
-        return ([n.target] if n.target is not None else []) + n.args
-    if isinstance(n, Select):
-        return [n.operand]
-    if isinstance(n, Index):
-        return [n.operand, n.index]
-    if isinstance(n, ListLit):
-        return list(n.items)
-    if isinstance(n, MapLit):
-        return [x for kv in n.entries for x in kv]
-    return []
-
-
 def _measure(root: Node) -> tuple[int, int]:
-    """(node count, depth) without recursion, so a pathological tree cannot blow the stack."""
-    count, deepest = 0, 0
-    stack = [(root, 1)]
-    while stack:
-        n, d = stack.pop()
-        count += 1
-        deepest = max(deepest, d)
-        stack.extend((c, d + 1) for c in _children(n))
-    return count, deepest
+    """(node count, depth) level by level, without recursion, so a pathological tree cannot
+    blow the stack."""
+    count = depth = 0
+    level = [root]
+    while level:
+        depth += 1
+        count += len(level)
+        below: list[Node] = []
+        for n in level:
+            if isinstance(n, Call):
+                if n.target is not None:
+                    below.append(n.target)
+                below += n.args
+            elif isinstance(n, Select):
+                below.append(n.operand)
+            elif isinstance(n, Index):
+                below.append(n.operand)
+                below.append(n.index)
+            elif isinstance(n, ListLit):
+                below += n.items
+            elif isinstance(n, MapLit):
+                for k, v in n.entries:
+                    below.append(k)
+                    below.append(v)
+        level = below
+    return count, depth
