@@ -1,0 +1,410 @@
+"""Masterless mode at scale on the real kube-apiserver, beside nfd-master on the same objects.
+
+N simulated masterless workers, each as a real DaemonSet pod's would be: its own pod-bound
+ServiceAccount token (node claim), its own API client and watches (NodeFeatureRules, the
+NodeFeatures of its node by label selector, its Node by field selector) and its own writes,
+through deploy/components/masterless's RBAC and admission policy. They run many per process
+(``--procs`` host processes, N/procs workers each). The objects are bench_master_scale.py's:
+N nodes, one realistic NodeFeature each (tens of kB), 100 rules.
+
+Printed, for masterless and then for nfd-master on the same objects (pruned in between):
+time from start until every node is right, time for a changed rule to reach every node, API
+requests per node per minute in steady state, kube-apiserver+etcd CPU and the apiserver's
+memory, and the mode's cost per worker (RSS added, CPU per rule change), with the ratio.
+
+Run: ``python benchmarks/bench_masterless.py [--nodes 1000] [--procs 2] [--steady 60]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+NS = "node-feature-discovery"
+CONF = "enableTaints: true\nresyncPeriod: 0\n"
+
+
+# -- the host process: many workers' node updaters in one event loop --------------------------------
+
+
+def _rss_kib() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+async def host(spec_path: str, status_path: str) -> None:
+    from nfd.k8s.client import ApiClient
+    from nfd.master import master as _master  # noqa: F401  (imports counted in the baseline)
+    from nfd.worker.nodeupdate import NodeUpdater
+
+    spec = json.loads(Path(spec_path).read_text())
+    import gc
+
+    gc.collect()
+    base_rss = _rss_kib()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    updaters: list[Any] = []
+    apis: list[ApiClient] = []
+    for w in spec["workers"]:
+        api = await ApiClient.from_kubeconfig(w["kubeconfig"], user_agent="nfd-worker")
+        u = NodeUpdater(api, node_name=w["node"], namespace=NS, master_config_path=spec["config"])
+        u.start()
+        updaters.append(u)
+        apis.append(api)
+        if len(updaters) % 50 == 0:
+            await asyncio.sleep(0.05)  # let the first ones connect (a DaemonSet rolls out too)
+
+    def write_status() -> None:
+        verbs: dict[str, int] = {}
+        for a in apis:
+            for k, v in a.metrics.items():
+                verbs[k] = verbs.get(k, 0) + v
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        st = {"n": len(updaters), "processed": sum(1 for u in updaters if u.processed > 0),
+              "passes": sum(u.processed for u in updaters), "verbs": verbs, "rss_kib": _rss_kib(),
+              "base_rss_kib": base_rss, "cpu_s": ru.ru_utime + ru.ru_stime}
+        tmp = status_path + ".tmp"
+        Path(tmp).write_text(json.dumps(st))
+        os.replace(tmp, status_path)
+
+    while not stop.is_set():
+        write_status()
+        try:
+            await asyncio.wait_for(stop.wait(), timeout=0.5)
+        except TimeoutError:
+            pass
+    for u in updaters:
+        await u.stop()
+    for a in apis:
+        await a.close()
+
+
+# -- the benchmark ----------------------------------------------------------------------------------
+
+
+def _proc_kib(pid: int, field: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+async def _identities(kube: Any, n: int, tmp: Path) -> list[dict[str, str]]:
+    """A pod per node and a token bound to it (the node claim), as a DaemonSet's pods have."""
+    from bench_master_scale import bulk
+
+    from nfd.k8s.client import ApiClient
+    from nfd.k8s.creating import create
+    from nfd.k8s.errors import AlreadyExists
+    from nfd.k8s.resources import PODS
+    from tests.e2e.harness import write_kubeconfig
+
+    api = await ApiClient.from_kubeconfig(kube.kubeconfig, qps=0, burst=1)
+    out: list[dict[str, str]] = [{} for _ in range(n)]
+    (tmp / "kc").mkdir(exist_ok=True)
+
+    async def one(i: int) -> None:
+        node = f"bench-{i:05d}"
+        pod = f"nfd-worker-{i:05d}"
+        body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": pod, "namespace": NS},
+                "spec": {"nodeName": node, "serviceAccountName": "nfd-worker",
+                         "containers": [{"name": "w", "image": "registry.k8s.io/pause:3.10"}]}}
+        try:
+            obj = await create(api, PODS, body=body, namespace=NS)
+        except AlreadyExists:
+            obj = await api.request("GET", f"/api/v1/namespaces/{NS}/pods/{pod}")
+        tr = await api.request(
+            "POST", f"/api/v1/namespaces/{NS}/serviceaccounts/nfd-worker/token", verb="CREATE",
+            body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                  "spec": {"expirationSeconds": 86400,
+                           "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": pod,
+                                              "uid": obj["metadata"]["uid"]}}})
+        kc = write_kubeconfig(tmp / "kc" / f"{node}.yaml", server=kube.server, ca_file=kube.ca_file,
+                              token=tr["status"]["token"], user=f"worker-{i}", namespace=NS)
+        out[i] = {"node": node, "kubeconfig": kc}
+
+    await bulk([one(i) for i in range(n)], what="worker identities")
+    await api.close()
+    return out
+
+
+def _read_status(paths: list[Path]) -> list[dict[str, Any]]:
+    out = []
+    for p in paths:
+        try:
+            out.append(json.loads(p.read_text()))
+        except (OSError, ValueError):
+            out.append({})
+    return out
+
+
+def _sum_verbs(sts: list[dict[str, Any]]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for s in sts:
+        for k, v in (s.get("verbs") or {}).items():
+            total[k] = total.get(k, 0) + v
+    return total
+
+
+def _wait_nodes(kube: Any, n: int, check: Any, *, timeout: float, what: str) -> float:
+    from bench_master_scale import count_done
+
+    t0 = time.monotonic()
+    while True:
+        done, _ = count_done(kube, check)
+        if done >= n:
+            return time.monotonic() - t0
+        if time.monotonic() - t0 > timeout:
+            raise SystemExit(f"{what}: only {done}/{n} nodes right after {timeout:.0f}s")
+        print(f"  {what}: {done}/{n} nodes right at {time.monotonic() - t0:.0f}s", flush=True)
+        time.sleep(0.5)
+
+
+def _put_rules(kube: Any, version: str) -> None:
+    from bench_master_scale import make_rules
+
+    changed = [o for o in make_rules(version) if any(r["name"] == "changeable" for r in o["spec"]["rules"])][0]
+    path = f"/apis/nfd.k8s-sigs.io/v1alpha1/nodefeaturerules/{changed['metadata']['name']}"
+    changed["metadata"]["resourceVersion"] = kube.get(path)["metadata"]["resourceVersion"]
+    kube.request("PUT", path, body=changed)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--nodes", type=int, default=1000)
+    ap.add_argument("--procs", type=int, default=2, help="host processes for the simulated workers")
+    ap.add_argument("--steady", type=float, default=60.0, help="steady-state window, seconds")
+    ap.add_argument("--timeout", type=float, default=900)
+    ap.add_argument("--skip-master", action="store_true")
+    ap.add_argument("--host", nargs=2, metavar=("SPEC", "STATUS"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.host:
+        asyncio.run(host(*args.host))
+        return 0
+
+    from bench_master_scale import (
+        PROFILES,
+        api_verbs,
+        cpu_s,
+        expected_annotations,
+        make_rules,
+        peak_rss_mib,
+        populate,
+        scrape,
+        settle,
+        wait_all,
+    )
+
+    from nfd.master.bookkeeping import FEATURE_LABELS
+    from tests.e2e.build import ensure_built
+    from tests.e2e.harness import KubeCluster, free_port, load_manifest_objects
+
+    n = args.nodes
+    rule_objs = make_rules("v1")
+    expected = expected_annotations(rule_objs, enable_taints=True)
+
+    def initial_ok(node: dict[str, Any]) -> bool:
+        p = int(node["metadata"]["name"].split("-")[1]) % PROFILES
+        return (node["metadata"].get("annotations") or {}).get(FEATURE_LABELS) == expected[p]
+
+    def v2_ok(node: dict[str, Any]) -> bool:
+        return (node["metadata"].get("labels") or {}).get("feature.node.kubernetes.io/rules-version") == "v2"
+
+    tmp = Path(tempfile.mkdtemp(prefix="nfd-bench-masterless-"))
+    print(f"starting kube-apiserver + etcd in {tmp}", flush=True)
+    kube = KubeCluster.start(binary=ensure_built(), tmpdir=tmp)
+    hosts: list[Any] = []
+    try:
+        kube.apply_manifest_dir(REPO / "deploy" / "base" / "rbac")
+        comp = REPO / "deploy" / "components" / "masterless"
+        objs = load_manifest_objects([comp / "rbac.yaml", comp / "node-update-policy.yaml"])
+        for o in objs:
+            for s in o.get("subjects") or []:
+                s["namespace"] = NS
+            for v in (o.get("spec") or {}).get("variables") or []:
+                if v["name"] == "enableTaints":
+                    v["expression"] = "true"
+        kube.apply_objects(objs)
+        asyncio.run(populate(kube, n, rule_objs))
+        ids = asyncio.run(_identities(kube, n, tmp))
+        conf = tmp / "nfd-master.conf"
+        conf.write_text(CONF)
+        server_pids = [p.pid for p in (kube._apiserver, kube._etcd) if p is not None]
+        apiserver_pid = kube._apiserver.pid
+        settle(server_pids)
+
+        # -- masterless ------------------------------------------------------------------------
+        procs = max(1, min(args.procs, n))
+        status_paths = [tmp / f"host-{i}.json" for i in range(procs)]
+        api_cpu0 = sum(cpu_s(p) for p in server_pids)
+        t_start = time.monotonic()
+        for i in range(procs):
+            spec = tmp / f"host-{i}-spec.json"
+            spec.write_text(json.dumps({"config": str(conf), "workers": ids[i::procs]}))
+            hosts.append(kube.start_process([sys.executable, __file__, "--host", str(spec), str(status_paths[i])],
+                                            kubeconfig=kube.kubeconfig, name=f"bench-host-{i}"))
+        while True:
+            sts = _read_status(status_paths)
+            done = sum(s.get("processed", 0) for s in sts)
+            if done >= n:
+                break
+            if time.monotonic() - t_start > args.timeout:
+                raise SystemExit(f"masterless: {done}/{n} nodes processed after {args.timeout:.0f}s")
+            if any(not h.running for h in hosts):
+                raise SystemExit("a worker host process died: " + hosts[0].logs()[-3000:])
+            time.sleep(0.5)
+        t_ml_processed = time.monotonic() - t_start
+        _wait_nodes(kube, n, initial_ok, timeout=args.timeout, what="masterless first pass")
+        t_ml_first = time.monotonic() - t_start
+        api_cpu_ml1 = sum(cpu_s(p) for p in server_pids)
+        ml_api_first = api_cpu_ml1 - api_cpu0
+        sts1 = _read_status(status_paths)
+        ml_cpu_first = sum(s["cpu_s"] for s in sts1)
+        rss_added = sum(s["rss_kib"] - s["base_rss_kib"] for s in sts1) / n / 1024
+        verbs_first = _sum_verbs(sts1)
+
+        # steady state
+        time.sleep(2.0)
+        sts_a = _read_status(status_paths)
+        api_cpu_a = sum(cpu_s(p) for p in server_pids)
+        time.sleep(args.steady)
+        sts_b = _read_status(status_paths)
+        api_cpu_b = sum(cpu_s(p) for p in server_pids)
+        va, vb = _sum_verbs(sts_a), _sum_verbs(sts_b)
+        steady = {k: vb.get(k, 0) - va.get(k, 0) for k in vb if vb.get(k, 0) != va.get(k, 0)}
+        per_node_min = sum(steady.values()) / n / (args.steady / 60.0)
+        ml_steady_api_cpu = (api_cpu_b - api_cpu_a) / args.steady
+        ml_apiserver_rss = _proc_kib(apiserver_pid, "VmRSS") / 1024
+
+        # a changed rule
+        cpu_before = sum(s["cpu_s"] for s in sts_b)
+        api_cpu_c = sum(cpu_s(p) for p in server_pids)
+        t0 = time.monotonic()
+        _put_rules(kube, "v2")
+        t_ml_prop = _wait_nodes(kube, n, v2_ok, timeout=args.timeout, what="masterless rule change")
+        time.sleep(2.0)
+        sts_c = _read_status(status_paths)
+        ml_cpu_rule_ms = (sum(s["cpu_s"] for s in sts_c) - cpu_before) * 1000 / n
+        ml_api_cpu_rule = sum(cpu_s(p) for p in server_pids) - api_cpu_c
+        verbs_rule = {k: _sum_verbs(sts_c).get(k, 0) - vb.get(k, 0) for k in _sum_verbs(sts_c)}
+        _ = t0
+        for h in hosts:
+            h.stop(timeout=60)
+        hosts.clear()
+
+        print()
+        print(f"masterless benchmark: {n} nodes, 100 rules, {procs} host processes "
+              f"({n // procs} simulated workers each, own token, watches and writes)")
+        print(f"  every node right after start:        {t_ml_first:8.1f} s  (all processed at {t_ml_processed:.1f} s;"
+              f" the rest is the benchmark's verifying LIST)")
+        print(f"  API requests, first pass:            {dict(sorted(verbs_first.items()))}")
+        print(f"  workers' CPU until first pass done:  {ml_cpu_first:8.1f} s  ({ml_cpu_first * 1000 / n:.1f} ms per worker;"
+              f" kube-apiserver+etcd {ml_api_first:.1f} s)")
+        print(f"  steady state, {args.steady:.0f} s:                 {steady or 'no requests'} "
+              f"= {per_node_min:.3f} requests per node per minute; kube-apiserver+etcd {ml_steady_api_cpu:.3f} cores")
+        print(f"  kube-apiserver RSS with {3 * n} watches: {ml_apiserver_rss:8.1f} MiB")
+        print(f"  rule change propagated to all nodes: {t_ml_prop:8.1f} s  (requests {verbs_rule}; "
+              f"kube-apiserver+etcd {ml_api_cpu_rule:.1f} s CPU)")
+        print(f"  per worker: RSS added {rss_added:.2f} MiB (target <= 5), CPU per rule change "
+              f"{ml_cpu_rule_ms:.2f} ms (target <= 5)")
+        sys.stdout.flush()
+        if args.skip_master:
+            return 0
+
+        # -- nfd-master on the same objects ------------------------------------------------------
+        kc = kube.serviceaccount_kubeconfig(NS, "nfd-master", expiration_s=86400)
+        print("pruning the nodes for nfd-master's run", flush=True)
+        prune = kube.start_process(["nfd-master", "-prune", f"-config={conf}"], kubeconfig=kc,
+                                   env={"KUBERNETES_NAMESPACE": NS}, name="bench-prune")
+        prune.wait(timeout=args.timeout)
+        _put_rules(kube, "v1")
+        kube.apply_objects([
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+             "metadata": {"name": "nfd-master-watch-nodes"},
+             "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["watch"]}]},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+             "metadata": {"name": "nfd-master-watch-nodes"},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                         "name": "nfd-master-watch-nodes"},
+             "subjects": [{"kind": "ServiceAccount", "name": "nfd-master", "namespace": NS}]},
+        ])
+        settle(server_pids)
+        port = free_port()
+        api_cpu0 = sum(cpu_s(p) for p in server_pids)
+        t_start = time.monotonic()
+        master = kube.start_process(["nfd-master", f"-port={port}", f"-config={conf}"], kubeconfig=kc,
+                                    env={"KUBERNETES_NAMESPACE": NS}, name="bench-master")
+        master.wait_log("informer caches synced", timeout=args.timeout)
+        t_sync = time.monotonic() - t_start
+        wait_all(kube, n, initial_ok, port=port, updates_before=0.0, timeout=args.timeout, what="master first pass")
+        t_m_first = time.monotonic() - t_start
+        api_cpu_m1 = sum(cpu_s(p) for p in server_pids)
+        m_cpu_first = cpu_s(master.pid)
+        time.sleep(2.0)
+        v_a = api_verbs(scrape(port))
+        api_cpu_a = sum(cpu_s(p) for p in server_pids)
+        time.sleep(args.steady)
+        m1 = scrape(port)
+        v_b = api_verbs(m1)
+        m_steady = {k: v_b.get(k, 0) - v_a.get(k, 0) for k in v_b if v_b.get(k, 0) != v_a.get(k, 0)}
+        m_steady_api_cpu = (sum(cpu_s(p) for p in server_pids) - api_cpu_a) / args.steady
+        m_apiserver_rss = _proc_kib(apiserver_pid, "VmRSS") / 1024
+        cpu_m_before = cpu_s(master.pid)
+        api_cpu_c = sum(cpu_s(p) for p in server_pids)
+        _put_rules(kube, "v2")
+        t_m_prop, _w = wait_all(kube, n, v2_ok, port=port, updates_before=m1.get("nfd_master_node_updates_total", 0.0),
+                                timeout=args.timeout, what="master rule change")
+        time.sleep(2.0)
+        m_cpu_rule_ms = (cpu_s(master.pid) - cpu_m_before) * 1000 / n
+        m_api_cpu_rule = sum(cpu_s(p) for p in server_pids) - api_cpu_c
+        m_rss = peak_rss_mib(master.pid)
+        master.stop()
+
+        def ratio(a: float, b: float) -> str:
+            return f"{a / b:.2f}x" if b else "n/a"
+
+        print()
+        print(f"side by side, {n} nodes, same objects ({os.cpu_count()} cores shared by everything):")
+        print(f"  {'':38s} {'masterless':>12s} {'nfd-master':>12s} {'ratio':>8s}")
+        rows = [
+            ("every node right after start, s", t_ml_first, t_m_first),
+            ("rule change to every node, s", t_ml_prop, t_m_prop),
+            ("steady requests per node per minute", per_node_min,
+             sum(m_steady.values()) / n / (args.steady / 60.0)),
+            ("apiserver+etcd CPU, first pass, s", ml_api_first, api_cpu_m1 - api_cpu0),
+            ("apiserver+etcd CPU, rule change, s", ml_api_cpu_rule, m_api_cpu_rule),
+            ("apiserver+etcd CPU, steady, cores", ml_steady_api_cpu, m_steady_api_cpu),
+            ("kube-apiserver RSS, MiB", ml_apiserver_rss, m_apiserver_rss),
+            ("labeller CPU, first pass, s", ml_cpu_first, m_cpu_first),
+            ("labeller CPU per node per rule change, ms", ml_cpu_rule_ms, m_cpu_rule_ms),
+            ("labeller memory, MiB (workers: added)", rss_added * n, m_rss),
+        ]
+        for name, a, b in rows:
+            print(f"  {name:38s} {a:12.3f} {b:12.3f} {ratio(a, b):>8s}")
+        print(f"  (nfd-master: caches synced at {t_sync:.1f} s; steady requests {m_steady or 'none'})")
+        return 0
+    finally:
+        for h in hosts:
+            h.stop(timeout=30)
+        kube.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
