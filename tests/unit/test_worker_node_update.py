@@ -1,0 +1,51 @@
+"""Masterless mode's worker surface: flag, config key, and clear errors for bad input."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nfd.worker.config import build_config
+from nfd.worker.daemon import Worker
+from nfd.worker.flags import parse_flags
+from nfd.worker.nodeupdate import NodeUpdateConfigError, load_master_config, parse_gates
+
+
+def test_flag_and_config_key() -> None:
+    f = parse_flags(["-enable-node-update", "-master-config=/x/nfd-master.conf", "-instance=blue"])
+    assert f.enable_node_update is True and f.master_config == "/x/nfd-master.conf" and f.instance == "blue"
+    assert parse_flags([]).enable_node_update is None
+    assert build_config({"core": {"enableNodeUpdate": True}}).enable_node_update is True
+    assert build_config({}).enable_node_update is False
+    with pytest.raises(ValueError, match=r"core\.enableNodeUpdate: must be a boolean"):
+        build_config({"core": {"enableNodeUpdate": "yes"}})
+
+
+def test_flag_overrides_config(tmp_path: Path) -> None:
+    w = Worker(parse_flags(["-enable-node-update=false", f"-config={tmp_path}/none"]), env={"NODE_NAME": "n"})
+    w.reload_config()
+    assert w.cfg.enable_node_update is False
+    w = Worker(parse_flags(["-enable-node-update", f"-config={tmp_path}/none"]), env={"NODE_NAME": "n"})
+    w.reload_config()
+    assert w.cfg.enable_node_update is True
+
+
+def test_bad_instance_and_gates_refused_at_start(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="invalid -instance"):
+        Worker(parse_flags(["-instance=-bad-"]), env={"NODE_NAME": "n"})
+    with pytest.raises(ValueError, match="unknown feature gate 'Nope'"):
+        Worker(parse_flags(["-feature-gates=Nope=true"]), env={"NODE_NAME": "n"})
+    assert parse_gates("DisableAutoPrefix=true") == {"DisableAutoPrefix": True}
+
+
+def test_master_config_errors_name_the_field(tmp_path: Path) -> None:
+    p = tmp_path / "nfd-master.conf"
+    p.write_text("enableTaints: maybe\n")
+    with pytest.raises(NodeUpdateConfigError, match="enableTaints"):
+        load_master_config(str(p))
+    p.write_text("extraLabelNs: [vendor.io]\nenableTaints: true\n")
+    cfg, _ = load_master_config(str(p))
+    assert cfg.enable_taints and "vendor.io" in cfg.extra_label_ns
+    cfg, text = load_master_config(str(tmp_path / "missing.conf"))
+    assert text is None and not cfg.enable_taints
