@@ -163,9 +163,7 @@ def cpu_per_call(fn: Callable[[], Any], budget_s: float) -> float:
 def compile_figures(budget: float) -> None:
     """µs (CPU time) to compile each expression (uncached), split into parse, check +
     closures, and building the generated fast path (Python's compile())."""
-    from nfd.lang.cel import compile_program
-    from nfd.lang.cel.compiler import Compiler
-    from nfd.lang.cel.syntax import parse
+    from nfd.lang.cel import Compiler, compile_program, parse
 
     uncached = compile_program.__wrapped__  # compile_program caches by source
     print(f"\ncompile (once per distinct expression; uncached here), µs of CPU time:\n"

@@ -24,16 +24,18 @@ MAX_DEPTH = 100
 DEFAULT_STEP_LIMIT = 100_000
 
 __all__ = [
-    "DEFAULT_STEP_LIMIT",
-    "VARIABLES",
     "Act",
     "CelError",
     "CelSyntaxError",
+    "Compiler",
     "CostLimitExceeded",
+    "DEFAULT_STEP_LIMIT",
     "Fn",
     "Program",
+    "VARIABLES",
     "compile_program",
     "construct",
+    "parse",
     "type_name",
 ]
 
