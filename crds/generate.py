@@ -305,6 +305,13 @@ CHART_TEMPLATED = {"noderesourcetopologies.yaml": CHART / "templates" / "topolog
 TEMPLATE_GUARD = "{{- if and .Values.topologyUpdater.enable .Values.topologyUpdater.createCRDs }}\n"
 
 
+# ...and so do the kustomize bases, as upstream's base/nfd-crds and base/noderesourcetopologies-crd
+# (kustomize loads no file from outside a kustomization's directory).
+KUSTOMIZE_COPIES = {"nfd-api-crds.yaml": HERE.parent / "deploy" / "base" / "nfd-crds" / "nfd-api-crds.yaml",
+                    "noderesourcetopologies.yaml":
+                        HERE.parent / "deploy" / "base" / "noderesourcetopologies-crd" / "noderesourcetopologies.yaml"}
+
+
 def chart_copy(name: str) -> tuple[Path, str]:
     """Where the chart keeps CRD file `name`, and its text there."""
     if name in CHART_TEMPLATED:
@@ -316,7 +323,10 @@ def main(argv: list[str]) -> int:
     check = "--check" in argv
     stale = []
     for name in FILES:
-        for path, text in ((HERE / name, render(name)), chart_copy(name)):
+        copies = [(HERE / name, render(name)), chart_copy(name)]
+        if name in KUSTOMIZE_COPIES:
+            copies.append((KUSTOMIZE_COPIES[name], render(name)))
+        for path, text in copies:
             if check:
                 if path.is_symlink() or not path.exists() or path.read_text() != text:
                     stale.append(str(path.relative_to(HERE.parent)))

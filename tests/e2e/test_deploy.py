@@ -347,10 +347,11 @@ def test_upstream_documented_kustomize_commands(kustomize_bin: Path, install_kub
     (pm,) = kustomize_build(kustomize_bin, DEPLOY_DIR / "overlays" / "prometheus")
     assert pm["metadata"]["name"] == "nfd-metrics"
     assert all(ep.get("honorLabels") is True for ep in pm["spec"]["podMetricsEndpoints"])
-    # the one-shot Job's config is the DaemonSet's
-    base = DEPLOY_DIR / "base"
-    assert (base / "worker-job" / "nfd-worker.conf").read_text() == \
-        (base / "worker-daemonset" / "nfd-worker.conf").read_text()
+    # the one-shot Job's config is the DaemonSet's (both from components/worker-config)
+    (job_cm,) = [o for o in job_objs if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "nfd-worker-conf"]
+    ds_objs = kustomize_build(kustomize_bin, DEPLOY_DIR / "overlays" / "default")
+    (ds_cm,) = [o for o in ds_objs if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "nfd-worker-conf"]
+    assert job_cm["data"] == ds_cm["data"]
 
 
 def test_per_component_helm_values_take_effect(helm_bin: Path, tmp_path: Path, install_kube: AuditedCluster) -> None:

@@ -12,18 +12,32 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.harness import REPO_ROOT, HttpError, KubeCluster, RestClient
+from tests.e2e.harness import (
+    REPO_ROOT,
+    HttpError,
+    KubeCluster,
+    RestClient,
+    _set_namespace,
+    load_manifest_objects,
+)
 
 pytestmark = pytest.mark.e2e
 
 NS = "node-feature-discovery"
 NFD = "/apis/nfd.k8s-sigs.io/v1alpha1"
-RBAC_DIR = REPO_ROOT / "deploy" / "base" / "rbac"
+# As upstream's bases: master and worker in base/rbac, the topology updater's in
+# base/rbac-topologyupdater, gc's beside its Deployment in base/gc.
+BASE = REPO_ROOT / "deploy" / "base"
 
 
 @pytest.fixture(scope="module")
 def rbac(kube: KubeCluster) -> Iterator[KubeCluster]:
-    kube.apply_manifest_dir(RBAC_DIR)
+    kube.apply_manifest_dir(BASE / "rbac")
+    kube.apply_manifest_dir(BASE / "rbac-topologyupdater")
+    gc = load_manifest_objects([BASE / "gc" / "gc-rbac.yaml"])
+    for obj in gc:
+        _set_namespace(obj, NS)
+    kube.apply_objects(gc)
     yield kube
 
 

@@ -46,6 +46,8 @@ def test_generated_yaml_in_sync() -> None:
         assert (crds_dir() / name).read_text() == gen.render(name), f"crds/{name} is stale: run crds/generate.py"
         chart, text = gen.chart_copy(name)  # a real file: a packaged or copied chart keeps it
         assert not chart.is_symlink() and chart.read_text() == text, f"{chart} is stale"
+        copy = gen.KUSTOMIZE_COPIES.get(name)  # the kustomize bases' copies
+        assert copy is None or copy.read_text() == gen.render(name), f"{copy} is stale"
 
 
 def test_kustomization_lists_every_manifest() -> None:
