@@ -5,15 +5,15 @@ from __future__ import annotations
 import secrets
 import uuid
 from typing import Any
-from urllib.parse import quote, urlsplit
 
 from . import funcs as K
+from . import gourl
 from .budget import charge_string
 from .conv import deep_equal
 from .errors import FuncError
 from .funcs import Func
 from .gojson import UnmarshalError, marshal, unmarshal
-from .values import is_true, kind_name, type_name
+from .values import from_go_bytes, go_bytes, is_true, kind_name, type_name
 
 
 def empty(v: Any) -> bool:
@@ -127,50 +127,53 @@ def go_ext(p: str) -> str:
 
 
 def url_parse(v: str) -> dict[str, Any]:
+    """Sprig's urlParse: url.Parse's fields (Path and Fragment decoded, RawQuery as written)."""
     try:
-        u = urlsplit(v)
-    except ValueError as e:
+        u = gourl.parse(v)
+    except gourl.URLError as e:
         raise FuncError(f"unable to parse url: {e}") from None
-    userinfo = ""
-    netloc = u.netloc
-    if "@" in netloc:
-        userinfo = netloc.rsplit("@", 1)[0]
     return {
-        "scheme": u.scheme,
-        "host": netloc.rsplit("@", 1)[-1],
-        "hostname": u.hostname or "",
-        "path": u.path,
-        "query": u.query,
-        "opaque": "",
-        "fragment": u.fragment,
-        "userinfo": userinfo,
+        "scheme": from_go_bytes(u.scheme),
+        "host": from_go_bytes(u.host),
+        "hostname": from_go_bytes(u.hostname()),
+        "path": from_go_bytes(u.path),
+        "query": from_go_bytes(u.raw_query),
+        "opaque": from_go_bytes(u.opaque),
+        "fragment": from_go_bytes(u.fragment),
+        "userinfo": from_go_bytes(u.user.string()) if u.user is not None else "",
     }
 
 
-def url_join(d: Any) -> str:
-    d = d if isinstance(d, dict) else {}
+def _url_key(d: dict[str, Any], key: str) -> bytes:
+    """Sprig's dictGetOrEmpty: a present key must hold a string (its reflect.Kind otherwise)."""
+    if key not in d:
+        return b""
+    v = d[key]
+    if isinstance(v, str):
+        return go_bytes(v)
+    if v is None:  # reflect.TypeOf(nil).Kind() dereferences a nil Type
+        raise FuncError("runtime error: invalid memory address or nil pointer dereference")
+    raise FuncError(f"unable to parse {key} key, must be of type string, but {kind_name(v)} found")
 
-    def g(k: str) -> str:
-        v = d.get(k, "")
-        return v if isinstance(v, str) else ""
 
-    out = ""
-    if g("scheme"):
-        out += g("scheme") + ":"
-    if g("host") or g("userinfo"):
-        out += "//"
-        if g("userinfo"):
-            out += g("userinfo") + "@"
-        out += g("host")
-    p = g("path")
-    if p and not p.startswith("/") and g("host"):
-        p = "/" + p
-    out += quote(p, safe="/:@!$&'()*+,;=-._~")
-    if g("query"):
-        out += "?" + g("query")
-    if g("fragment"):
-        out += "#" + quote(g("fragment"), safe="/:@!$&'()*+,;=-._~?")
-    return out
+def url_join(d: dict[str, Any]) -> str:
+    """Sprig's urlJoin: a url.URL from the dict's fields, written by URL.String; userinfo is
+    read back through url.Parse("proto://<userinfo>@host"), as Sprig does."""
+    u = gourl.URL(
+        scheme=_url_key(d, "scheme"),
+        host=_url_key(d, "host"),
+        path=_url_key(d, "path"),
+        raw_query=_url_key(d, "query"),
+        opaque=_url_key(d, "opaque"),
+        fragment=_url_key(d, "fragment"),
+    )
+    userinfo = _url_key(d, "userinfo")
+    if userinfo:
+        try:
+            u.user = gourl.parse(from_go_bytes(b"proto://" + userinfo + b"@host")).user
+        except gourl.URLError as e:
+            raise FuncError(f"unable to parse userinfo in dict: {e}") from None
+    return from_go_bytes(u.string())
 
 
 # --- flow / randomness ----------------------------------------------------

@@ -24,18 +24,6 @@ KNOWN: dict[str, str] = {
     "{{(1) 2}}": "position of 'can't give argument to non-function' for a parenthesized pipeline",
     "{{ toDate \"Jan 2\" \"May 1\" }}|{{ (toDate \"01/02\" \"05/01\").Year }}|{{ toDate \"15:04\" \"10:30\" }}|{{ toDate \"2006-002\" \"2024-060\" }}|{{ toDate \"2006 002\" \"2023 365\" }}": "time.Parse with no year in the layout gives year 0, which Python's datetime cannot hold; day-of-year (002) parsing missing",
     "{{ toDate \"002\" \"045\" }}|{{ toDate \"Jan _2\" \"Feb  3\" }}|{{ toDate \"2006-01-02 002\" \"2024-03-01 061\" }}": "time.Parse with no year in the layout gives year 0, which Python's datetime cannot hold; day-of-year (002) parsing missing",
-    "{{ urlParse \"http://a/b%20c?x=%41#f%20g\" }}|{{ (urlParse \"mailto:joe@example.com\").opaque }}|{{ (urlParse \"http://[::1]:80/x\").hostname }}": "net/url parsing and escaping (url.Parse errors, decoded Path/Fragment, Opaque, URL.String) not yet Go's",
-    "{{ urlParse \"http://[::1\" }}": "net/url parsing and escaping (url.Parse errors, decoded Path/Fragment, Opaque, URL.String) not yet Go's",
-    "{{ urlParse \"%zz\" }}": "net/url parsing and escaping (url.Parse errors, decoded Path/Fragment, Opaque, URL.String) not yet Go's",
-    "{{ urlParse \":foo\" }}": "net/url parsing and escaping (url.Parse errors, decoded Path/Fragment, Opaque, URL.String) not yet Go's",
-    "{{ urlParse \"http://a b/\" }}": "net/url parsing and escaping (url.Parse errors, decoded Path/Fragment, Opaque, URL.String) not yet Go's",
-    "{{ urlParse \"http://x/\\x01\" }}": "net/url parsing and escaping (url.Parse errors, decoded Path/Fragment, Opaque, URL.String) not yet Go's",
-    "{{ urlParse \"http://h:port/\" }}": "net/url parsing and escaping (url.Parse errors, decoded Path/Fragment, Opaque, URL.String) not yet Go's",
-    "{{ urlParse \"a/b/../c?q#\" }}|{{ urlParse \"//host/p\" }}|{{ urlParse \"HTTP://u:p%40@H/%2F?\" }}|{{ (urlParse \"http://u@h\").userinfo }}|{{ urlParse \"\" }}|{{ urlParse \"x:/p\" }}": "net/url parsing and escaping (url.Parse errors, decoded Path/Fragment, Opaque, URL.String) not yet Go's",
-    "{{ urlParse \"http://a/%2Fb\" }}|{{ (urlParse \"http://a/é ü\").path }}|{{ (urlParse \"http://a/?q=é\").query }}|{{ (urlParse \"http://a#%zz\").fragment }}": "net/url parsing and escaping (url.Parse errors, decoded Path/Fragment, Opaque, URL.String) not yet Go's",
-    "{{ urlJoin (dict \"scheme\" \"http\" \"host\" \"h\" \"path\" \"/a b/é\" \"query\" \"x=1 2\" \"fragment\" \"f g\") }}|{{ urlJoin (dict \"scheme\" \"mailto\" \"opaque\" \"joe@x\") }}|{{ urlJoin (dict \"path\" \"a:b\") }}|{{ urlJoin (dict \"host\" \"h\" \"path\" \"p\") }}": "net/url parsing and escaping (url.Parse errors, decoded Path/Fragment, Opaque, URL.String) not yet Go's",
-    "{{ urlJoin (dict \"scheme\" \"https\" \"host\" \"h\" \"userinfo\" \"u:p\" \"path\" \"/\") }}|{{ urlJoin (dict \"scheme\" \"https\" \"host\" \"h\" \"userinfo\" \"us er\" \"path\" \"/\") }}|{{ urlJoin (dict) }}|{{ urlJoin (dict \"path\" \"/x?y#z\") }}|{{ urlJoin (dict \"fragment\" \"a#b\" \"query\" \"\") }}": "net/url parsing and escaping (url.Parse errors, decoded Path/Fragment, Opaque, URL.String) not yet Go's",
-    "{{ urlJoin (urlParse \"https://u:p@example.com:8080/a/b%20c?q=1#frag\") }}|{{ urlJoin (urlParse \"http://a/%2Fb\") }}|{{ urlJoin (dict \"scheme\" \"http\" \"host\" \"[::1]:80\") }}|{{ urlJoin (dict \"host\" 5) }}": "net/url parsing and escaping (url.Parse errors, decoded Path/Fragment, Opaque, URL.String) not yet Go's",
 }
 
 
