@@ -10,7 +10,7 @@ from typing import Any
 from . import funcs as K
 from .errors import FuncError
 from .funcs import Method
-from .values import GoObject, Int64, go_quote
+from .values import GoObject, Int64, go_bytes, go_quote
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _START = _time.monotonic()
@@ -37,19 +37,50 @@ def load_location(name: str) -> tzinfo | None:
         return None
 
 
+# Go's time.Time spans years Python's datetime cannot hold (year 0 from a layout without a
+# year, negative years, years past 9999). The Gregorian calendar repeats every 400 years
+# (weekdays included), so such a time keeps its wall clock in a datetime moved by a multiple
+# of 400 years into datetime's range, and `shift` says by how many years.
+_P400 = 146097 * 86400  # seconds in 400 Gregorian years
+_LO = int((datetime(2, 1, 1, tzinfo=UTC) - _EPOCH).total_seconds())
+_HI = int((datetime(9998, 1, 1, tzinfo=UTC) - _EPOCH).total_seconds())
+
+
 class GoTime(GoObject):
     """An instant with nanoseconds and a zone; `mono` marks values from now() (printed with m=)."""
 
     type_name = "time.Time"
 
-    def __init__(self, dt: datetime, nanos: int = 0, *, mono: float | None = None) -> None:
+    def __init__(self, dt: datetime, nanos: int = 0, *, mono: float | None = None, shift: int = 0) -> None:
         self.dt = dt.replace(microsecond=0)
         self.nanos = nanos
         self.mono = mono
+        self.shift = shift  # years added to the real date to fit dt (a multiple of 400)
+
+    @property
+    def year(self) -> int:
+        return self.dt.year - self.shift
 
     @classmethod
-    def from_unix(cls, sec: int, tz: tzinfo) -> GoTime:
-        return cls((_EPOCH + timedelta(seconds=sec)).astimezone(tz))
+    def from_unix(cls, sec: int, tz: tzinfo, nanos: int = 0) -> GoTime:
+        k = 0
+        if sec < _LO:
+            k = -((sec - _LO) // _P400)
+        elif sec >= _HI:
+            k = -((sec - _HI) // _P400 + 1)
+        dt = (_EPOCH + timedelta(seconds=sec + k * _P400)).astimezone(tz)
+        return cls(dt, nanos, shift=400 * k)
+
+    @classmethod
+    def civil(cls, year: int, month: int, day: int, hour: int, minute: int, second: int, nanos: int,
+              tz: tzinfo) -> GoTime:
+        """time.Date for a valid calendar date (any year), wall clock in `tz`."""
+        k = 0
+        if year < 2:
+            k = (2 - year + 399) // 400
+        elif year > 9998:
+            k = -((year - 9998 + 399) // 400)
+        return cls(datetime(year + 400 * k, month, day, hour, minute, second, tzinfo=tz), nanos, shift=400 * k)
 
     @classmethod
     def now(cls) -> GoTime:
@@ -59,26 +90,29 @@ class GoTime(GoObject):
 
     def unix(self) -> int:
         d = self.dt - _EPOCH
-        return d.days * 86400 + d.seconds
+        return d.days * 86400 + d.seconds - self.shift // 400 * _P400
 
     def unix_nano(self) -> int:
         return self.unix() * 10**9 + self.nanos
 
     def in_zone(self, tz: tzinfo) -> GoTime:
-        return GoTime(self.dt.astimezone(tz), self.nanos)
+        return GoTime.from_unix(self.unix(), tz, self.nanos)
 
     def add_ns(self, ns: int) -> GoTime:
         total = self.nanos + ns
-        return GoTime(self.dt + timedelta(seconds=total // 10**9), total % 10**9)
+        return GoTime.from_unix(self.unix() + total // 10**9, self.dt.tzinfo or UTC, total % 10**9)
 
     def go_json(self) -> str:
-        """time.Time.MarshalJSON (RFC 3339 with nanoseconds)."""
+        """time.Time.MarshalJSON (RFC 3339 with nanoseconds; RFC 3339 has 4-digit years only)."""
+        if not 0 <= self.year <= 9999:
+            raise FuncError("json: error calling MarshalJSON for type time.Time: "
+                            "Time.MarshalJSON: year outside of range [0,9999]")
         return format_time(self, "2006-01-02T15:04:05.999999999Z07:00")
 
     def go_syntax(self) -> str:
         """time.Time.GoString."""
         dt = self.dt
-        s = f"time.Date({dt.year}, time.{_MONTHS[dt.month - 1]}, {dt.day}, {dt.hour}, {dt.minute}, {dt.second}, {self.nanos}, "
+        s = f"time.Date({self.year}, time.{_MONTHS[dt.month - 1]}, {dt.day}, {dt.hour}, {dt.minute}, {dt.second}, {self.nanos}, "
         loc = self.location()
         if loc.name == "UTC":
             return s + "time.UTC)"
@@ -210,7 +244,7 @@ def _round_dur(d: int, m: int, *, trunc: bool) -> Duration:
 def _time_round(t: GoTime, d: int, *, trunc: bool) -> GoTime:
     """Time.Round/Truncate: relative to the zero time, ignoring the zone."""
     if d <= 0:
-        return GoTime(t.dt, t.nanos)
+        return GoTime(t.dt, t.nanos, shift=t.shift)
     since_zero = (t.unix() - _ZERO_UNIX) * 10**9 + t.nanos
     r = since_zero % d
     if trunc or r + r < d:
@@ -218,17 +252,35 @@ def _time_round(t: GoTime, d: int, *, trunc: bool) -> GoTime:
     return t.add_ns(d - r)
 
 
+def _days_from_civil(y: int, m: int, d: int) -> int:
+    """Days since 1970-01-01 of a proleptic Gregorian date, any year (Hinnant's algorithm)."""
+    y -= m <= 2
+    era = y // 400
+    yoe = y - era * 400
+    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
+    return era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468
+
+
+def _civil_from_days(n: int) -> tuple[int, int, int]:
+    n += 719468
+    era = n // 146097
+    doe = n - era * 146097
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    d = doy - (153 * mp + 2) // 5 + 1
+    m = mp + (3 if mp < 10 else -9)
+    return yoe + era * 400 + (m <= 2), m, d
+
+
 def _add_date(t: GoTime, years: int, months: int, days: int) -> GoTime:
-    """Time.AddDate: normalizes like time.Date (Oct 31 + 1 month = Dec 1)."""
+    """Time.AddDate: normalizes like time.Date (Oct 31 + 1 month = Dec 1), wall clock kept."""
     dt = t.dt
-    y, m = dt.year + years, dt.month - 1 + months
+    y, m = t.year + years, dt.month - 1 + months
     y += m // 12
     m = m % 12 + 1
-    base = datetime(y, m, 1, dt.hour, dt.minute, dt.second, tzinfo=dt.tzinfo)
-    out = base + timedelta(days=dt.day - 1 + days)
-    # Wall clock kept in the zone (time.Date semantics), not elapsed time.
-    out = out.replace(tzinfo=None).replace(tzinfo=dt.tzinfo)
-    return GoTime(out, t.nanos)
+    y, m, d = _civil_from_days(_days_from_civil(y, m, 1) + dt.day - 1 + days)
+    return GoTime.civil(y, m, d, dt.hour, dt.minute, dt.second, t.nanos, dt.tzinfo or UTC)
 
 
 def _sub(a: GoTime, b: GoTime) -> Duration:
@@ -250,7 +302,7 @@ def _bad3(name: str, n: int) -> Method:
 
 _T, _D = K.TIME, K.DURATION
 _TIME_METHODS: dict[str, Method] = {
-    "Year": Method(lambda t: t.dt.year),
+    "Year": Method(lambda t: t.year),
     "Month": Method(lambda t: Month(t.dt.month)),
     "Day": Method(lambda t: t.dt.day),
     "Weekday": Method(lambda t: Weekday((t.dt.weekday() + 1) % 7)),
@@ -312,7 +364,7 @@ _ZERO_UNIX = -62135596800  # 0001-01-01T00:00:00Z
 
 
 def zero_time() -> GoTime:
-    return GoTime(datetime(1, 1, 1, tzinfo=UTC))
+    return GoTime.civil(1, 1, 1, 0, 0, 0, 0, UTC)
 
 
 # --- layouts ---------------------------------------------------------------
@@ -441,10 +493,10 @@ def format_time(t: GoTime, layout: str) -> str:
         if kind == "":
             out.append(text)
         elif kind == "Year":
-            y = dt.year
-            out.append(f"{y:04d}")
+            y = t.year
+            out.append(f"-{-y:04d}" if y < 0 else f"{y:04d}")
         elif kind == "Year2":
-            out.append(f"{dt.year % 100:02d}")
+            out.append(f"{abs(t.year) % 100:02d}")
         elif kind == "Month":
             out.append(_MONTHS[dt.month - 1])
         elif kind == "Mon3":
@@ -500,153 +552,354 @@ def format_time(t: GoTime, layout: str) -> str:
     return "".join(out)
 
 
-class _ParseError(Exception):
-    pass
+class _Bad(Exception):
+    """An element of the value does not fit its layout element (Go's errBad)."""
+
+
+def _atoi(s: str) -> int:
+    """time's atoi: an optional sign, then decimal digits only."""
+    neg = s[:1] == "-"
+    digits = s[1:] if s[:1] in ("-", "+") else s
+    if digits and not (digits.isascii() and digits.isdigit()):
+        raise _Bad
+    v = int(digits) if digits else 0
+    return -v if neg else v
+
+
+def _digit(s: str, i: int) -> bool:
+    return i < len(s) and "0" <= s[i] <= "9"
+
+
+def _getnum(s: str, fixed: bool) -> tuple[int, str]:
+    """One or two digits (exactly two when fixed)."""
+    if not _digit(s, 0):
+        raise _Bad
+    if not _digit(s, 1):
+        if fixed:
+            raise _Bad
+        return int(s[0]), s[1:]
+    return int(s[:2]), s[2:]
+
+
+def _getnum3(s: str, fixed: bool) -> tuple[int, str]:
+    i = 0
+    while i < 3 and i < len(s) and "0" <= s[i] <= "9":
+        i += 1
+    if i == 0 or fixed and i != 3:
+        raise _Bad
+    return int(s[:i]), s[i:]
+
+
+def _lookup(names: list[str], s: str) -> tuple[int, str]:
+    """The first name `s` starts with, ASCII letters compared case-insensitively."""
+    for i, name in enumerate(names):
+        head = s[:len(name)]
+        if len(head) == len(name) and head.isascii() and head.lower() == name.lower():
+            return i, s[len(name):]
+    raise _Bad
+
+
+def _skip(value: str, prefix: str) -> tuple[str, bool]:
+    """Strip the literal `prefix` from `value` (a run of spaces matches any run of spaces)."""
+    while prefix:
+        if prefix[0] == " ":
+            if value and value[0] != " ":
+                return value, False
+            prefix, value = prefix.lstrip(" "), value.lstrip(" ")
+            continue
+        if not value or value[0] != prefix[0]:
+            return value, False
+        prefix, value = prefix[1:], value[1:]
+    return value, True
+
+
+def _signed_offset_len(s: str) -> int:
+    """Length of a "+03"/"-4" offset (at most 23), 0 if there is none."""
+    if s[:1] not in ("+", "-"):
+        return 0
+    m = re.match(r"[0-9]*", s[1:])
+    digits = m.group() if m else ""
+    if not digits or int(digits) > 23:
+        return 0
+    return 1 + len(digits)
+
+
+def _zone_abbr_len(s: str) -> int:
+    """time.parseTimeZone: how long the zone abbreviation at the start of `s` is (0: none)."""
+    if len(s) < 3:
+        return 0
+    if s[:4] in ("ChST", "MeST"):
+        return 4
+    if s[:3] == "GMT":
+        return 3 + (_signed_offset_len(s[3:]) if len(s) > 3 else 0)
+    if s[0] in "+-":
+        return _signed_offset_len(s)
+    n = 0
+    while n < 6 and n < len(s) and "A" <= s[n] <= "Z":
+        n += 1
+    if n == 3:
+        return 3
+    if n == 4 and (s[3] == "T" or s[:4] == "WITA"):
+        return 4
+    if n == 5 and s[4] == "T":
+        return 5
+    return 0
+
+
+def _nanoseconds(s: str, n: int) -> tuple[int, str]:
+    """The fraction in s[:n] (separator included) as nanoseconds, and a range error name."""
+    if s[0] not in ".,":
+        raise _Bad
+    n = min(n, 10)
+    ns = _atoi(s[1:n])
+    if ns < 0:
+        return 0, "fractional second"
+    return ns * 10 ** (10 - n), ""
+
+
+# Numeric zone layouts: (width, slices of hours, minutes, seconds, positions of colons).
+_TZ_FORMS: dict[str, tuple[int, tuple[int, int], tuple[int, int] | None, tuple[int, int] | None, tuple[int, ...]]] = {
+    "ColonTZ": (6, (1, 3), (4, 6), None, (3,)),
+    "ShortTZ": (3, (1, 3), None, None, ()),
+    "ColonSecTZ": (9, (1, 3), (4, 6), (7, 9), (3, 6)),
+    "SecTZ": (7, (1, 3), (3, 5), (5, 7), ()),
+    "NumTZ": (5, (1, 3), (3, 5), None, ()),
+}
+
+
+def _parse_offset(s: str, form: str) -> tuple[int, str, str]:
+    """A numeric zone offset (+hh, +hhmm, +hh:mm, ...): (seconds, range error name, rest).
+    Offsets up to 24h/60m/60s are accepted, as Go does; a range error wins over bad digits."""
+    width, hs, ms, ss, colons = _TZ_FORMS[form]
+    if len(s) < width or any(s[c] != ":" for c in colons):
+        raise _Bad
+    bad = False
+    vals = [0, 0, 0]
+    for i, sl in enumerate((hs, ms, ss)):
+        if sl is None:
+            continue
+        try:
+            vals[i], _ = _getnum(s[sl[0]:sl[1]], True)
+        except _Bad:
+            bad = True
+            break
+    hh, mm, sec = vals
+    range_err = ""
+    if hh > 24:
+        range_err = "time zone offset hour"
+    if mm > 60:
+        range_err = "time zone offset minute"
+    if sec > 60:
+        range_err = "time zone offset second"
+    offset = (hh * 60 + mm) * 60 + sec
+    if s[0] == "-":
+        offset = -offset
+    elif s[0] != "+":
+        bad = True
+    if bad and not range_err:
+        raise _Bad
+    return offset, range_err, s[width:]
+
+
+def _is_leap(y: int) -> bool:
+    return y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)
+
+
+_DAYS_BEFORE = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334, 365]
 
 
 def parse_time(layout: str, value: str, tz: tzinfo) -> GoTime:
-    """time.ParseInLocation for the common layout elements."""
-    def fail(elem: str, rest: str) -> FuncError:
-        return FuncError(f'parsing time {_q(value)} as {_q(layout)}: cannot parse {_q(rest)} as {_q(elem)}')
+    """time.ParseInLocation(layout, value, tz): elements missing from the layout are zero (year
+    0) or one (month, day); errors carry Go's ParseError text."""
+    def cannot(elem: str, rest: str) -> FuncError:
+        return FuncError(f"parsing time {_q(value)} as {_q(layout)}: cannot parse {_q(rest)} as {_q(elem)}")
 
-    year, month, day, hour, minute, second, nanos = 1, 1, 1, 0, 0, 0, 0
-    pm: bool | None = None
-    offset: int | None = None
-    zone_abbr = ""
+    def failed(msg: str) -> FuncError:
+        return FuncError(f"parsing time {_q(value)}{msg}")
+
+    year, month, day, yday = 0, -1, -1, -1
+    hour = minute = second = nanos = 0
+    am = pm = False
+    utc = False
+    zone_offset: int | None = None
+    zone_name = ""
+    chunks = _chunks(layout)
     s = value
-    for kind, text in _chunks(layout):
+    for ci, (kind, text) in enumerate(chunks):
         if kind == "":
-            if not s.startswith(text):
-                raise fail(text, s)
-            s = s[len(text):]
+            s, ok = _skip(s, text)
+            if not ok:
+                raise cannot(text, s)
             continue
-        m: re.Match[str] | None
-        if kind in ("Year",):
-            m = re.match(r"\d{4}", s)
-            if not m:
-                raise fail(text, s)
-            year = int(m.group())
-        elif kind == "Year2":
-            m = re.match(r"\d{2}", s)
-            if not m:
-                raise fail(text, s)
-            y = int(m.group())
-            year = y + (1900 if y >= 69 else 2000)
-        elif kind in ("Month", "Mon3"):
-            m = None
-            for i, name in enumerate(_MONTHS):
-                cand = name if kind == "Month" else name[:3]
-                if s[: len(cand)].lower() == cand.lower():
-                    month = i + 1
-                    m = re.match(re.escape(s[: len(cand)]), s)
-                    break
-            if not m:
-                raise fail(text, s)
-        elif kind in ("Weekday", "Wd3"):
-            m = None
-            for name in _DAYS:
-                cand = name if kind == "Weekday" else name[:3]
-                if s[: len(cand)].lower() == cand.lower():
-                    m = re.match(re.escape(s[: len(cand)]), s)
-                    break
-            if not m:
-                raise fail(text, s)
-        elif kind in ("NumMonth", "Day", "Hour12", "Minute", "Second"):
-            m = re.match(r"\d\d?", s)
-            if not m:
-                raise fail(text, s)
-            v = int(m.group())
-            if kind == "NumMonth":
-                month = v
-            elif kind == "Day":
-                day = v
-            elif kind == "Hour12":
-                hour = v
-            elif kind == "Minute":
-                minute = v
-            else:
-                second = v
-        elif kind in ("ZeroMonth", "ZeroDay", "ZeroHour12", "ZeroMinute", "ZeroSecond", "Hour"):
-            m = re.match(r"\d\d", s)
-            if not m:
-                raise fail(text, s)
-            v = int(m.group())
-            if kind == "ZeroMonth":
-                month = v
-            elif kind == "ZeroDay":
-                day = v
-            elif kind in ("ZeroHour12", "Hour"):
-                hour = v
-            elif kind == "ZeroMinute":
-                minute = v
-            else:
-                second = v
-        elif kind == "UnderDay":
-            m = re.match(r" ?\d\d?", s)
-            if not m:
-                raise fail(text, s)
-            day = int(m.group())
-        elif kind in ("PM", "pm"):
-            m = re.match(r"(?i)AM|PM", s)
-            if not m:
-                raise fail(text, s)
-            pm = m.group().upper() == "PM"
-        elif kind == "TZ":
-            m = re.match(r"UTC|[A-Z]{3,5}|[+-]\d{4}", s)
-            if not m:
-                raise fail(text, s)
-            zone_abbr = m.group()
-            if zone_abbr == "UTC":
-                offset = 0
-        elif kind.endswith("TZ"):
-            if kind.startswith("Z") and s.startswith("Z"):
-                offset = 0
-                m = re.match("Z", s)
-            else:
-                m = re.match(r"([+-])(\d\d)(?::?(\d\d))?(?::?(\d\d))?", s)
-                if not m:
-                    raise fail(text, s)
-                sign = -1 if m.group(1) == "-" else 1
-                offset = sign * (int(m.group(2)) * 3600 + int(m.group(3) or 0) * 60 + int(m.group(4) or 0))
-        elif kind in ("Frac0", "Frac9"):
-            m = re.match(r"[.,](\d+)", s) if kind == "Frac9" else re.match(r"[.,](\d{" + str(len(text) - 1) + "})", s)
-            if not m:
-                if kind == "Frac9":
-                    continue
-                raise fail(text, s)
-            nanos = int((m.group(1) + "000000000")[:9])
-        else:
-            raise fail(text, s)
-        assert m is not None
-        s = s[m.end():]
-        if kind in ("Second", "ZeroSecond"):
-            fm = re.match(r"[.,](\d+)", s)  # Go accepts fractional seconds after seconds
-            if fm and not any(k.startswith("Frac") for k, _ in _chunks(layout)):
-                nanos = int((fm.group(1) + "000000000")[:9])
-                s = s[fm.end():]
+        hold = s
+        range_err = ""
+        try:
+            if kind == "Year2":
+                if len(s) < 2:
+                    raise _Bad
+                year, s = _atoi(s[:2]), s[2:]
+                year += 1900 if year >= 69 else 2000
+            elif kind == "Year":
+                if len(s) < 4 or not "0" <= s[0] <= "9":
+                    raise _Bad
+                year, s = _atoi(s[:4]), s[4:]
+            elif kind in ("Month", "Mon3"):
+                i, s = _lookup(_MONTHS if kind == "Month" else [m[:3] for m in _MONTHS], s)
+                month = i + 1
+            elif kind in ("NumMonth", "ZeroMonth"):
+                month, s = _getnum(s, kind == "ZeroMonth")
+                if not 1 <= month <= 12:
+                    range_err = "month"
+            elif kind in ("Weekday", "Wd3"):
+                _, s = _lookup(_DAYS if kind == "Weekday" else [d[:3] for d in _DAYS], s)
+            elif kind in ("Day", "UnderDay", "ZeroDay"):
+                if kind == "UnderDay" and s[:1] == " ":
+                    s = s[1:]
+                day, s = _getnum(s, kind == "ZeroDay")
+            elif kind in ("UnderYearDay", "ZeroYearDay"):
+                if kind == "UnderYearDay":
+                    s = s[2:] if s[:2] == "  " else s[1:] if s[:1] == " " else s
+                yday, s = _getnum3(s, kind == "ZeroYearDay")
+            elif kind == "Hour":
+                hour, s = _getnum(s, False)
+                if hour >= 24:
+                    range_err = "hour"
+            elif kind in ("Hour12", "ZeroHour12"):
+                hour, s = _getnum(s, kind == "ZeroHour12")
+                if hour > 12:
+                    range_err = "hour"
+            elif kind in ("Minute", "ZeroMinute"):
+                minute, s = _getnum(s, kind == "ZeroMinute")
+                if minute >= 60:
+                    range_err = "minute"
+            elif kind in ("Second", "ZeroSecond"):
+                second, s = _getnum(s, kind == "ZeroSecond")
+                if second >= 60:
+                    range_err = "second"
+                elif len(s) >= 2 and s[0] in ".," and "0" <= s[1] <= "9":
+                    # A fraction after the seconds is read unless the layout has one next.
+                    nxt = next((k for k, _ in chunks[ci + 1:] if k), "")
+                    if nxt not in ("Frac0", "Frac9"):
+                        n = 2
+                        while n < len(s) and "0" <= s[n] <= "9":
+                            n += 1
+                        nanos, range_err = _nanoseconds(s, n)
+                        s = s[n:]
+            elif kind in ("PM", "pm"):
+                if len(s) < 2:
+                    raise _Bad
+                p, s = s[:2], s[2:]
+                if p == ("PM" if kind == "PM" else "pm"):
+                    pm = True
+                elif p == ("AM" if kind == "PM" else "am"):
+                    am = True
+                else:
+                    raise _Bad
+            elif kind.endswith("TZ") and kind != "TZ":
+                if kind.startswith("Z") and s[:1] == "Z":
+                    s, utc = s[1:], True
+                else:
+                    zone_offset, range_err, s = _parse_offset(s, "NumTZ" if kind == "ZTZ" else kind.removeprefix("Z"))
+            elif kind == "TZ":
+                if s[:3] == "UTC":
+                    s, utc = s[3:], True
+                else:
+                    n = _zone_abbr_len(s)
+                    if not n:
+                        raise _Bad
+                    zone_name, s = s[:n], s[n:]
+            elif kind == "Frac0":
+                n = len(text)
+                if len(s) < n:
+                    raise _Bad
+                nanos, range_err = _nanoseconds(s, n)
+                s = s[n:]
+            elif kind == "Frac9" and len(s) >= 2 and s[0] in ".," and "0" <= s[1] <= "9":
+                n = 1  # any number of digits (an omitted fraction is no error)
+                while n < len(s) and "0" <= s[n] <= "9":
+                    n += 1
+                nanos, range_err = _nanoseconds(s, n)
+                s = s[n:]
+        except _Bad:
+            if range_err:
+                raise failed(f": {range_err} out of range") from None
+            raise cannot(text, hold) from None
+        if range_err:
+            raise failed(f": {range_err} out of range")
     if s:
-        raise FuncError(f"parsing time {_q(value)}: extra text: {_q(s)}")
-    if pm is not None and hour <= 12:
-        if pm and hour < 12:
-            hour += 12
-        elif not pm and hour == 12:
-            hour = 0
-    if not 1 <= month <= 12:
-        raise FuncError(f"parsing time {_q(value)}: month out of range")
-    try:
-        zone: tzinfo = timezone(timedelta(seconds=offset)) if offset is not None else tz
-        if offset == 0 and (zone_abbr in ("", "UTC")):
-            zone = UTC
-        dt = datetime(year, month, day, hour, minute, second, tzinfo=zone)
-    except ValueError:
-        raise FuncError(f"parsing time {_q(value)}: day out of range") from None
-    return GoTime(dt, nanos)
+        raise failed(f": extra text: {_q(s)}")
+    if pm and hour < 12:
+        hour += 12
+    elif am and hour == 12:
+        hour = 0
+    if yday >= 0:
+        m = d = 0
+        if _is_leap(year):
+            if yday == 60:
+                m, d = 2, 29
+            elif yday > 60:
+                yday -= 1
+        if not 1 <= yday <= 365:
+            raise failed(": day-of-year out of range")
+        if m == 0:
+            m = (yday - 1) // 31 + 1
+            if _DAYS_BEFORE[m] < yday:
+                m += 1
+            d = yday - _DAYS_BEFORE[m - 1]
+        if month >= 0 and month != m:
+            raise failed(": day-of-year does not match month")
+        month = m
+        if day >= 0 and day != d:
+            raise failed(": day-of-year does not match day")
+        day = d
+    else:
+        month = 1 if month < 0 else month
+        day = 1 if day < 0 else day
+    if not 1 <= day <= _days_in(month, year):
+        raise failed(": day out of range")
+    if utc:
+        return GoTime.civil(year, month, day, hour, minute, second, nanos, UTC)
+    if zone_offset is not None:
+        t = GoTime.civil(year, month, day, hour, minute, second, nanos, UTC).add_ns(-zone_offset * 10**9)
+        local = t.in_zone(tz)
+        if _offset(local) == zone_offset and (not zone_name or _zone_name(local) == zone_name):
+            return local
+        return t.in_zone(_fixed_zone(zone_name, zone_offset))
+    if zone_name:
+        t = GoTime.civil(year, month, day, hour, minute, second, nanos, UTC)
+        local = t.in_zone(tz)
+        if _zone_name(local) == zone_name:  # the local zone's abbreviation at that time
+            return t.add_ns(-_offset(local) * 10**9).in_zone(tz)
+        offset = _atoi(zone_name[3:]) * 3600 if zone_name.startswith("GMT") and len(zone_name) > 3 else 0
+        return t.in_zone(_fixed_zone(zone_name, offset))  # same instant, shown at the offset
+    return GoTime.civil(year, month, day, hour, minute, second, nanos, tz)
+
+
+def _days_in(month: int, year: int) -> int:
+    if month == 2:
+        return 29 if _is_leap(year) else 28
+    return _DAYS_BEFORE[month] - _DAYS_BEFORE[month - 1]
+
+
+def _fixed_zone(name: str, offset: int) -> tzinfo:
+    """time.FixedZone(name, offset); an empty name prints as the offset."""
+    if name:
+        return timezone(timedelta(seconds=offset), name)
+    return timezone(timedelta(seconds=offset))
 
 
 def _q(s: str) -> str:
-    from .values import go_quote
-
-    return go_quote(s)
+    """The time package's own quoting: bytes outside printable ASCII as \\x escapes."""
+    out = ['"']
+    for b in go_bytes(s):
+        if b >= 0x80 or b < 0x20:
+            out.append(f"\\x{b:02x}")
+        elif b in (0x22, 0x5C):
+            out.append("\\" + chr(b))
+        else:
+            out.append(chr(b))
+    out.append('"')
+    return "".join(out)
 
 
 # --- durations ---------------------------------------------------------------

@@ -156,9 +156,10 @@ def _url_key(d: dict[str, Any], key: str) -> bytes:
     raise FuncError(f"unable to parse {key} key, must be of type string, but {kind_name(v)} found")
 
 
-def url_join(d: dict[str, Any]) -> str:
+def url_join(d: dict[str, Any] | None) -> str:
     """Sprig's urlJoin: a url.URL from the dict's fields, written by URL.String; userinfo is
     read back through url.Parse("proto://<userinfo>@host"), as Sprig does."""
+    d = d or {}  # a nil map reads as empty
     u = gourl.URL(
         scheme=_url_key(d, "scheme"),
         host=_url_key(d, "host"),
