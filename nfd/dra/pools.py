@@ -18,21 +18,37 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from nfd.dra.slices import DraSlice
+from nfd.dra.slices import DraDevice, DraSlice
 
 log = logging.getLogger(__name__)
 
 ALL_NODES = "*"  # in an "affected nodes" set: every node
 
 
-@dataclass(slots=True)
 class NodeDevices:
     """One node's devices: ``instances`` for ``dra.device``, ``cel`` for the CEL ``devices``
-    variable, ``key`` identifying the inputs (for the master's per-node cache)."""
+    variable, ``key`` identifying the inputs (for the master's per-node cache). The first two
+    are built on first read: the master asks for the key alone on every cache check."""
 
-    instances: list[dict[str, str]] = field(default_factory=list)
-    cel: list[dict[str, Any]] = field(default_factory=list)
-    key: tuple[Any, ...] = ()
+    __slots__ = ("devices", "key", "_instances", "_cel")
+
+    def __init__(self, devices: list[DraDevice] | None = None, key: tuple[Any, ...] = ()) -> None:
+        self.devices: list[DraDevice] = devices if devices is not None else []
+        self.key = key
+        self._instances: list[dict[str, str]] | None = None
+        self._cel: list[dict[str, Any]] | None = None
+
+    @property
+    def instances(self) -> list[dict[str, str]]:
+        if self._instances is None:
+            self._instances = [d.instance for d in self.devices]
+        return self._instances
+
+    @property
+    def cel(self) -> list[dict[str, Any]]:
+        if self._cel is None:
+            self._cel = [d.cel for d in self.devices]
+        return self._cel
 
 
 @dataclass(slots=True)
@@ -168,7 +184,6 @@ class DraIndex:
             for d in s.devices:
                 if s.per_device and (d.selects is None or not d.selects(node, labels)):
                     continue
-                out.instances.append(d.instance)
-                out.cel.append(d.cel)
+                out.devices.append(d)
         out.key = tuple(key)
         return out

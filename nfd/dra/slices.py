@@ -1,11 +1,14 @@
 """One resource.k8s.io/v1 ResourceSlice -> a compact, pre-typed ``DraSlice``.
 
-The informer keeps only this form: each device once as its ``dra.device`` instance (strings,
-for ``matchFeatures`` and templates) and once as its DRA CEL ``device`` value (typed as the
-DRA scheduler types it: int, bool, string, version as semver, capacity as quantity), built
-when the slice arrives, not per node. Parsing never raises: a value nfd cannot type (an
-attribute of an unknown kind, a malformed quantity or version) is left out with a warning that
-names the slice, device and attribute; the rest of the slice still counts.
+The informer keeps only this form. Each device's values are typed once, when the slice
+arrives, as the DRA scheduler types them (int, bool, string, version as ``semver``, capacity
+as ``quantity``) and kept in one tuple; what devices with the same attribute names share (the
+``dra.device`` keys, the layout of the CEL maps) is one ``_Shape`` object. A node's
+``dra.device`` instances (strings, for ``matchFeatures`` and templates) and CEL ``device``
+values are built from these when the node is evaluated, so thousands of nodes with the same
+GPUs hold a few hundred bytes per device (docs/dra.md, Cost). Parsing never raises: a value
+nfd cannot type (an attribute of an unknown kind, a malformed quantity or version) is left out
+with a warning that names the slice, device and attribute; the rest of the slice still counts.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
+from operator import itemgetter
 from typing import Any
 
 from nfd.lang.cel import CelError, construct
@@ -38,17 +42,11 @@ NodePredicate = Callable[[str, dict[str, str]], bool]  # (node name, node labels
 
 @lru_cache(maxsize=4096)
 def version_value(text: str) -> Any:
-    """The CEL value of a DRA version attribute (the one place that types versions).
-
-    The DRA scheduler gives ``semver`` values (Kubernetes' CEL semver library); where
-    nfd.lang.cel has no ``semver()`` yet, versions are nfd's ``version`` values (major.minor.patch
-    compared numerically; see docs/dra.md). Values are immutable: cached, shared by every
-    device that has the same version.
-    """
-    try:
-        return construct("semver", text)
-    except KeyError:
-        return construct("version", text)
+    """The CEL value of a DRA version attribute: a ``semver``, as the DRA scheduler types it
+    (blang/semver ``Parse``: the pre-release counts, build metadata does not), so a pasted
+    ``compareTo(semver("..."))`` selector means what it means in a ResourceClaim. Values are
+    immutable: cached, one object for every device with the same version."""
+    return construct("semver", text)
 
 
 class DomainMap(dict[str, Any]):
@@ -73,13 +71,57 @@ class DomainMap(dict[str, Any]):
 _ABSENT = object()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
+class _Shape:
+    """What devices with the same attribute and capacity names (and value kinds) share, once
+    per process: the ``dra.device`` keys, which of a device's values each key shows, and where
+    each domain's ids sit among the typed values. Devices keep only their values."""
+
+    inst_keys: tuple[str, ...]
+    pick: Callable[[tuple[Any, ...]], tuple[Any, ...]]  # values -> the instance's texts, in key order
+    attrs: tuple[tuple[str, tuple[str, ...], int, int], ...]  # (domain, ids, start, stop) into the values
+    caps: tuple[tuple[str, tuple[str, ...], int, int], ...]
+
+
+# Devices of one driver share a shape; bounded so a stream of odd slices cannot grow it forever
+# (past the bound a shape is simply not shared).
+_SHAPES: dict[tuple[Any, ...], _Shape] = {}
+_MAX_SHAPES = 4096
+
+
 class DraDevice:
-    name: str
-    instance: dict[str, str]  # the dra.device element
-    cel: dict[str, Any]  # DRA's CEL `device` value
-    # perDeviceNodeSelection slices only: this device's own node selection
-    selects: NodePredicate | None = None
+    """One device, compact: ``_vals`` is (driver, pool, name, allowMultipleAllocations, typed
+    attribute values by domain, typed capacities by domain, instance texts of non-string values).
+    ``instance`` and ``cel`` build fresh values on each read (the master reads them once per
+    node evaluation and copies the instances anyway)."""
+
+    __slots__ = ("_shape", "_vals", "selects")
+
+    def __init__(self, shape: _Shape, vals: tuple[Any, ...], selects: NodePredicate | None = None) -> None:
+        self._shape, self._vals = shape, vals
+        # perDeviceNodeSelection slices only: this device's own node selection
+        self.selects = selects
+
+    @property
+    def name(self) -> str:
+        name: str = self._vals[2]
+        return name
+
+    @property
+    def instance(self) -> dict[str, str]:
+        """The ``dra.device`` element: attributes and capacities as strings."""
+        return dict(zip(self._shape.inst_keys, self._shape.pick(self._vals), strict=False))
+
+    @property
+    def cel(self) -> dict[str, Any]:
+        """DRA's CEL ``device`` value (typed attributes and capacities, keyed by domain)."""
+        v, sh = self._vals, self._shape
+        return {
+            "driver": v[0],
+            "allowMultipleAllocations": v[3],
+            "attributes": DomainMap({d: dict(zip(ids, v[a:b], strict=False)) for d, ids, a, b in sh.attrs}),
+            "capacity": DomainMap({d: dict(zip(ids, v[a:b], strict=False)) for d, ids, a, b in sh.caps}),
+        }
 
 
 @dataclass(slots=True)
@@ -219,7 +261,7 @@ def _attribute(raw: Any) -> tuple[Any, str]:
     if kind == "int":
         if type(v) is not int:
             raise ValueError(f"int value {v!r} is not an integer")
-        return v, str(v)
+        return v, _intern(str(v))
     if kind == "bool":
         if type(v) is not bool:
             raise ValueError(f"bool value {v!r} is not a boolean")
@@ -232,7 +274,7 @@ def _attribute(raw: Any) -> tuple[Any, str]:
     if not _SEMVER_RE.fullmatch(v):
         raise ValueError(f"version value {v!r} is not a semantic version")
     try:
-        return version_value(v), v
+        return version_value(v), _intern(v)
     except CelError as e:
         raise ValueError(str(e)) from None
 
@@ -263,11 +305,12 @@ def _device(dev: Any, *, driver: str, pool: str, path: str, warnings: list[str],
     if not isinstance(dev, dict) or not isinstance(dev.get("name"), str) or not dev.get("name"):
         warnings.append(f"{path}: a device needs a name; device left out")
         return None
-    name = dev["name"]
+    name = _intern(dev["name"])  # gpu-0 .. gpu-7 on every node: one copy
     dp = f"{path}[{name}]"
-    inst: dict[str, str] = {"driver": _intern(driver), "pool": pool, "device": name}
-    attrs: dict[str, dict[str, Any]] = {}
-    caps: dict[str, dict[str, Any]] = {}
+    # domain -> id -> (typed value, instance text); instance key -> (attrs or caps, domain, id)
+    attrs: dict[str, dict[str, tuple[Any, str]]] = {}
+    caps: dict[str, dict[str, tuple[Any, str]]] = {}
+    inst: dict[str, tuple[bool, str, str]] = {}
     raw_attrs = dev.get("attributes") or {}
     if not isinstance(raw_attrs, dict):
         warnings.append(f"{dp}.attributes: must be an object; attributes left out")
@@ -280,10 +323,10 @@ def _device(dev: Any, *, driver: str, pool: str, path: str, warnings: list[str],
             continue
         domain, ident = _split_name(str(qname), driver)
         domain, ident = _intern(domain), _intern(ident)
-        attrs.setdefault(domain, {})[ident] = value
-        inst[_intern(f"{domain}/{ident}")] = text
+        attrs.setdefault(domain, {})[ident] = (value, text)
+        inst[_intern(f"{domain}/{ident}")] = (False, domain, ident)
         if domain == driver and ident not in META_KEYS:
-            inst[ident] = text
+            inst[ident] = (False, domain, ident)
     raw_caps = dev.get("capacity") or {}
     if not isinstance(raw_caps, dict):
         warnings.append(f"{dp}.capacity: must be an object; capacity left out")
@@ -296,16 +339,10 @@ def _device(dev: Any, *, driver: str, pool: str, path: str, warnings: list[str],
             continue
         domain, ident = _split_name(str(qname), driver)
         domain, ident = _intern(domain), _intern(ident)
-        caps.setdefault(domain, {})[ident] = q
-        inst[_intern(f"{CAPACITY_PREFIX}{domain}/{ident}")] = text
+        caps.setdefault(domain, {})[ident] = (q, text)
+        inst[_intern(f"{CAPACITY_PREFIX}{domain}/{ident}")] = (True, domain, ident)
         if domain == driver:
-            inst[_intern(f"{CAPACITY_PREFIX}{ident}")] = text
-    cel = {
-        "driver": driver,
-        "allowMultipleAllocations": dev.get("allowMultipleAllocations") is True,
-        "attributes": DomainMap(attrs),
-        "capacity": DomainMap(caps),
-    }
+            inst[_intern(f"{CAPACITY_PREFIX}{ident}")] = (True, domain, ident)
     selects: NodePredicate | None = None
     if per_device:
         try:
@@ -318,7 +355,41 @@ def _device(dev: Any, *, driver: str, pool: str, path: str, warnings: list[str],
         if selects is None:
             warnings.append(f"{dp}: perDeviceNodeSelection, but the device names no node; device left out")
             return None
-    return DraDevice(name, inst, cel, selects)
+    shape, vals = _compact(driver, pool, name, dev.get("allowMultipleAllocations") is True, attrs, caps, inst)
+    return DraDevice(shape, vals, selects)
+
+
+def _compact(driver: str, pool: str, name: str, multi: bool, attrs: dict[str, dict[str, tuple[Any, str]]],
+             caps: dict[str, dict[str, tuple[Any, str]]],
+             inst: dict[str, tuple[bool, str, str]]) -> tuple[_Shape, tuple[Any, ...]]:
+    """A device's values as one tuple, and its (shared) shape."""
+    vals: list[Any] = [driver, pool, name, multi]
+    where: dict[tuple[bool, str, str], int] = {}  # (capacity?, domain, id) -> index of its text
+    extra: list[str] = []  # texts that are not the typed value itself (int, bool, version, quantity)
+    layouts: list[tuple[tuple[str, tuple[str, ...], int, int], ...]] = []
+    for is_cap, groups in ((False, attrs), (True, caps)):
+        layout = []
+        for domain, ids in groups.items():
+            start = len(vals)
+            for ident, (value, text) in ids.items():
+                if type(value) is str:
+                    where[(is_cap, domain, ident)] = len(vals)
+                else:
+                    where[(is_cap, domain, ident)] = -1 - len(extra)
+                    extra.append(text)
+                vals.append(value)
+            layout.append((domain, tuple(ids), start, len(vals)))
+        layouts.append(tuple(layout))
+    n = len(vals)
+    picks = (0, 1, 2, *(i if i >= 0 else n - 1 - i for i in (where[r] for r in inst.values())))
+    vals += extra
+    key = (tuple(inst), picks, layouts[0], layouts[1])
+    shape = _SHAPES.get(key)
+    if shape is None:
+        shape = _Shape(("driver", "pool", "device", *inst), itemgetter(*picks), layouts[0], layouts[1])
+        if len(_SHAPES) < _MAX_SHAPES:
+            _SHAPES[key] = shape
+    return shape, tuple(vals)
 
 
 def _named(node_name: str) -> NodePredicate:
@@ -340,8 +411,9 @@ def parse_slice(obj: dict[str, Any]) -> DraSlice:
     raw_pool = spec.get("pool")
     pool: dict[str, Any] = raw_pool if isinstance(raw_pool, dict) else {}
     driver, pool_name = spec.get("driver"), pool.get("name")
-    out.driver = driver if isinstance(driver, str) else ""
-    out.pool = pool_name if isinstance(pool_name, str) else ""
+    out.driver = _intern(driver) if isinstance(driver, str) else ""
+    # a node-local pool is usually named after its node: one string for both
+    out.pool = _intern(pool_name) if isinstance(pool_name, str) else ""
     gen, count = pool.get("generation"), pool.get("resourceSliceCount")
     out.generation = gen if type(gen) is int else 0
     out.slice_count = count if type(count) is int and count > 0 else 0
@@ -352,7 +424,8 @@ def parse_slice(obj: dict[str, Any]) -> DraSlice:
         return out
     out.per_device = spec.get("perDeviceNodeSelection") is True
     try:
-        out.node_name, out.selects = _selection(spec, path=f"{where}: spec")
+        node_name, out.selects = _selection(spec, path=f"{where}: spec")
+        out.node_name = _intern(node_name)
     except ValueError as e:
         out.usable = False
         out.warnings.append(f"{e}; slice ignored")
