@@ -10,7 +10,7 @@ from typing import Any
 from . import funcs as K
 from .errors import FuncError
 from .funcs import Method
-from .values import GoObject, Int64, go_bytes, go_quote
+from .values import GoObject, Int64, from_go_bytes, go_bytes, go_quote
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _START = _time.monotonic()
@@ -56,6 +56,7 @@ class GoTime(GoObject):
         self.nanos = nanos
         self.mono = mono
         self.shift = shift  # years added to the real date to fit dt (a multiple of 400)
+        self.adj = getattr(dt.tzinfo, "big_offset", 0)  # zone offset datetime cannot hold
 
     @property
     def year(self) -> int:
@@ -63,6 +64,7 @@ class GoTime(GoObject):
 
     @classmethod
     def from_unix(cls, sec: int, tz: tzinfo, nanos: int = 0) -> GoTime:
+        sec += getattr(tz, "big_offset", 0)  # such a zone holds the wall clock at offset 0
         k = 0
         if sec < _LO:
             k = -((sec - _LO) // _P400)
@@ -90,7 +92,7 @@ class GoTime(GoObject):
 
     def unix(self) -> int:
         d = self.dt - _EPOCH
-        return d.days * 86400 + d.seconds - self.shift // 400 * _P400
+        return d.days * 86400 + d.seconds - self.shift // 400 * _P400 - self.adj
 
     def unix_nano(self) -> int:
         return self.unix() * 10**9 + self.nanos
@@ -107,6 +109,9 @@ class GoTime(GoObject):
         if not 0 <= self.year <= 9999:
             raise FuncError("json: error calling MarshalJSON for type time.Time: "
                             "Time.MarshalJSON: year outside of range [0,9999]")
+        if abs(_offset(self)) >= 24 * 3600:
+            raise FuncError("json: error calling MarshalJSON for type time.Time: "
+                            "Time.MarshalJSON: timezone hour outside of range [0,23]")
         return format_time(self, "2006-01-02T15:04:05.999999999Z07:00")
 
     def go_syntax(self) -> str:
@@ -142,9 +147,10 @@ class GoTime(GoObject):
         key = getattr(tz, "key", None)
         if isinstance(key, str):
             return Location(key, tz)
-        if tz is local_zone() or tz == local_zone():
+        local = local_zone()
+        if tz is local or tz == local and tz.tzname(None) == local.tzname(None):
             return Location("Local", tz)
-        return Location("", tz)  # a fixed zone from a parsed offset
+        return Location(_fixed_name(tz), tz)  # a fixed zone from a parsed offset
 
 
 class Location(GoObject):
@@ -454,7 +460,7 @@ def _chunks(layout: str) -> list[tuple[str, str]]:
 
 def _offset(t: GoTime) -> int:
     off = t.dt.utcoffset()
-    return int(off.total_seconds()) if off is not None else 0
+    return (int(off.total_seconds()) if off is not None else 0) + t.adj
 
 
 def _zone_name(t: GoTime) -> str:
@@ -711,8 +717,9 @@ _DAYS_BEFORE = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334, 365]
 def parse_time(layout: str, value: str, tz: tzinfo) -> GoTime:
     """time.ParseInLocation(layout, value, tz): elements missing from the layout are zero (year
     0) or one (month, day); errors carry Go's ParseError text."""
+    # Go slices the value by bytes: work on a string with one character per byte.
     def cannot(elem: str, rest: str) -> FuncError:
-        return FuncError(f"parsing time {_q(value)} as {_q(layout)}: cannot parse {_q(rest)} as {_q(elem)}")
+        return FuncError(f"parsing time {_q(value)} as {_q(layout)}: cannot parse {_qb(rest)} as {_qb(elem)}")
 
     def failed(msg: str) -> FuncError:
         return FuncError(f"parsing time {_q(value)}{msg}")
@@ -723,8 +730,8 @@ def parse_time(layout: str, value: str, tz: tzinfo) -> GoTime:
     utc = False
     zone_offset: int | None = None
     zone_name = ""
-    chunks = _chunks(layout)
-    s = value
+    chunks = [(k, _as_bytes(t)) for k, t in _chunks(layout)]
+    s = _as_bytes(value)
     for ci, (kind, text) in enumerate(chunks):
         if kind == "":
             s, ok = _skip(s, text)
@@ -827,7 +834,7 @@ def parse_time(layout: str, value: str, tz: tzinfo) -> GoTime:
         if range_err:
             raise failed(f": {range_err} out of range")
     if s:
-        raise failed(f": extra text: {_q(s)}")
+        raise failed(f": extra text: {_qb(s)}")
     if pm and hour < 12:
         hour += 12
     elif am and hour == 12:
@@ -881,11 +888,46 @@ def _days_in(month: int, year: int) -> int:
     return _DAYS_BEFORE[month] - _DAYS_BEFORE[month - 1]
 
 
+class _BigFixedZone(tzinfo):
+    """A fixed zone of 24 hours or more (Go accepts "+2400" up to +25:01): datetime cannot
+    hold such an offset, so the wall clock is kept at offset 0 and GoTime.adj adds it."""
+
+    def __init__(self, name: str, offset: int) -> None:
+        self.name, self.big_offset = name, offset
+
+    def utcoffset(self, dt: datetime | None) -> timedelta:
+        return timedelta(0)
+
+    def dst(self, dt: datetime | None) -> timedelta:
+        return timedelta(0)
+
+    def tzname(self, dt: datetime | None) -> str:
+        return self.name
+
+
 def _fixed_zone(name: str, offset: int) -> tzinfo:
     """time.FixedZone(name, offset); an empty name prints as the offset."""
+    if abs(offset) >= 86400:
+        return _BigFixedZone(name, offset)
     if name:
         return timezone(timedelta(seconds=offset), name)
     return timezone(timedelta(seconds=offset))
+
+
+def _fixed_name(tz: tzinfo) -> str:
+    """A fixed zone's name ("" when it has none: Python names those UTC+hh:mm)."""
+    name = tz.tzname(None) or ""
+    return "" if name.startswith("UTC") and name != "UTC" else name
+
+
+def _as_bytes(s: str) -> str:
+    """A Go string's bytes, one character each (so slicing counts bytes as Go does)."""
+    return s if s.isascii() else go_bytes(s).decode("latin-1")
+
+
+def _qb(s: str) -> str:
+    """_q of a string made by _as_bytes."""
+    return _q(from_go_bytes(s.encode("latin-1")))
 
 
 def _q(s: str) -> str:
