@@ -8,6 +8,7 @@ action like Go's `executing "NAME" at <...>`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from itertools import pairwise
 from typing import Any
 
 from . import funcs as K
@@ -530,8 +531,10 @@ class Compiler:
 
     # --- expressions --------------------------------------------------
     def pipeline(self, pipe: PipeNode) -> Eval:
-        first = self.first_command(pipe.cmds[0])
-        cmds = [self.command(c, has_final=True) for c in pipe.cmds[1:]]
+        # Go positions on the pipeline before its first command and on the last node a command
+        # visited before the next one: a parenthesized first word with arguments fails there.
+        first = self.first_command(pipe.cmds[0], at=pipe)
+        cmds = [self.command(c, has_final=True, at=_last_visited(prev)) for prev, c in pairwise(pipe.cmds)]
         decl = [d.ident[0] for d in pipe.decl]
         is_assign = pipe.is_assign
         at_node = _last_node(pipe)
@@ -551,7 +554,7 @@ class Compiler:
 
         return eval_pipe
 
-    def first_command(self, cmd: CommandNode) -> Eval:
+    def first_command(self, cmd: CommandNode, *, at: Node | None = None) -> Eval:
         """A command with no piped-in value, as a (state, dot) closure (the hot path)."""
         first = cmd.args[0]
         dot_type = "interface {}" if self.dot_elem else ""
@@ -586,10 +589,11 @@ class Compiler:
             return eval_var
         if isinstance(first, IdentifierNode):
             return self.call(first, cmd, cmd.args[1:], False)  # type: ignore[no-any-return]
-        c = self.command(cmd, has_final=False)
+        c = self.command(cmd, has_final=False, at=at)
         return lambda st, dot: c(st, dot, MISSING)
 
-    def command(self, cmd: CommandNode, *, has_final: bool) -> Cmd:
+    def command(self, cmd: CommandNode, *, has_final: bool, at: Node | None = None) -> Cmd:
+        """`at`: the node Go's executor is positioned on when the command starts."""
         first = cmd.args[0]
         has_args = len(cmd.args) > 1 or has_final
         dot_type = "interface {}" if self.dot_elem else ""
@@ -606,6 +610,9 @@ class Compiler:
             base = self.arg(first.node, K.ANY)
             fields = first.fields
             base_is_call = isinstance(first.node, (IdentifierNode, PipeNode))
+            # A parenthesized pipeline hands on its value untyped: a nil result is Go's invalid
+            # value ("nil data; no entry for key"), whatever produced it.
+            untyped = isinstance(first.node, PipeNode)
             at = _last_visited(first.node)
 
             if has_args:
@@ -613,14 +620,14 @@ class Compiler:
 
                 def eval_chain_args(st: State, dot: Value, final: Value) -> Value:
                     recv = base(st, dot)
-                    rtype = type_name(recv) if base_is_call else "interface {}"
+                    rtype = "" if untyped else type_name(recv) if base_is_call else "interface {}"
                     return cargs.call(st, dot, recv, fields, _at(st, at), rtype, final, first)
 
                 return eval_chain_args
 
             def eval_chain(st: State, dot: Value, final: Value) -> Value:
                 recv = base(st, dot)
-                rtype = type_name(recv) if base_is_call else "interface {}"
+                rtype = "" if untyped else type_name(recv) if base_is_call else "interface {}"
                 return _field_chain(recv, fields, _at(st, at), False, rtype)
 
             return eval_chain
@@ -655,6 +662,9 @@ class Compiler:
                 return _field_chain(_var_value(st, name, first), rest, first, False, var_type)
 
             return eval_var_chain
+        if isinstance(first, PipeNode) and has_args:
+            # Go checks before positioning on the word: the error is where it stands.
+            return _raiser_at(at if at is not None else first, f"can't give argument to non-function {first}")
         err = self._not_a_function(cmd, has_args)
         if err is not None:
             return err
@@ -974,6 +984,14 @@ def _last_node(pipe: PipeNode) -> Node:
 def _raiser(node: Node, msg: str) -> Cmd:
     def fail(st: State, dot: Value, final: Value) -> Value:
         raise ExecError(node, msg)
+
+    return fail
+
+
+def _raiser_at(node: Node, msg: str) -> Cmd:
+    """_raiser for a position known only at run time (an and/or's last argument)."""
+    def fail(st: State, dot: Value, final: Value) -> Value:
+        raise ExecError(_at(st, node), msg)
 
     return fail
 

@@ -19,10 +19,7 @@ GOLDEN = json.loads((HERE / "golden.json").read_text())
 GO_TABLES = json.loads((HERE / "golden_go_tables.json").read_text())
 
 # Known disagreements, each strict: a fix makes its test fail until the entry is removed.
-KNOWN: dict[str, str] = {
-    "{{(.).foo}}": "a parenthesized nil dot is reported as a nil pointer, not Go's nil data",
-    "{{(1) 2}}": "position of 'can't give argument to non-function' for a parenthesized pipeline",
-}
+KNOWN: dict[str, str] = {}
 
 
 def _run(tpl: str, data: Any) -> dict[str, str]:
