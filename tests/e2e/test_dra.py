@@ -2,14 +2,16 @@
 
 deploy/ is rendered with kustomize and applied (so nfd-master runs under its real ClusterRole,
 which must allow list/watch on resourceslices); nodes get ResourceSlices as the NVIDIA GPU DRA
-driver, the kubernetes-sigs example driver and DraNet publish them (tests/fixtures/dra), plus a
-pool with a missing slice. No worker runs: the nodes are DRA-only, as on a cluster where the
+driver, the kubernetes-sigs example driver (one pool with a pre-release driver version) and DraNet
+publish them (tests/fixtures/dra), plus a pool with a missing slice. No worker runs: the nodes are DRA-only, as on a cluster where the
 GPU Operator's DRA path replaces the device plugin and GFD.
 
 - the shipped sample rules give the GFD labels a GPU user expects, and NIC labels;
 - the same CEL selectors, evaluated by nfd (``devices.exists(device, <selector>)`` in
   matchCEL) and by kube-scheduler's DRA plugin (a ResourceClaim per selector and node, the pod
-  pinned to the node), agree on which nodes have a matching device;
+  pinned to the node), agree on which nodes have a matching device, for selectors on strings,
+  ints, bools, capacities (``compareTo(quantity(...))``), versions (``semver``: ``compareTo``,
+  ``isGreaterThan``, pre-release and build metadata), ``cel.bind`` and optional access;
 - the incomplete pool is named in a warning and removes nothing; deleting a driver's slice
   removes the labels derived from it and only those.
 """
@@ -45,6 +47,9 @@ FIXTURES = REPO / "tests" / "fixtures" / "dra"
 SAMPLES = REPO / "deploy" / "nodefeaturerule" / "samples"
 RESOURCE = "/apis/resource.k8s.io/v1"
 
+NV = 'device.attributes["gpu.nvidia.com"]'
+EX = 'device.attributes["gpu.example.com"]'
+
 # DeviceClass/ResourceClaim selectors as users write them (from the drivers' docs and examples).
 SELECTORS = {
     "h100": 'device.attributes["gpu.nvidia.com"].productName == "NVIDIA H100 80GB HBM3"',
@@ -54,6 +59,18 @@ SELECTORS = {
     "index7": 'device.attributes["gpu.example.com"].index >= 7',
     "split": 'device.attributes["gpu.example.com"].model == "SPLIT-GPU-MODEL"',  # only in the incomplete pool
     "nothing": 'device.attributes["gpu.example.com"].model == "NO-SUCH-MODEL"',
+    # versions are semver in DRA: compareTo/isGreaterThan/isLessThan, the pre-release counts
+    # (1.1.0-beta.2 < 1.1.0), build metadata does not
+    "drv550": f'{NV}.driverVersion.compareTo(semver("550.0.0")) >= 0',
+    "drvgt": f'{NV}.driverVersion.isGreaterThan(semver("550.54.14")) && {NV}.cudaDriverVersion.isLessThan(semver("12.5.0"))',
+    "prerelease": f'device.driver == "gpu.example.com" && {EX}.driverVersion.isLessThan(semver("1.1.0")) && '
+                  f'{EX}.driverVersion.isGreaterThan(semver("1.0.0"))',
+    "buildmeta": f'device.driver == "gpu.example.com" && {EX}.driverVersion == semver("1.1.0-beta.2")',
+    # cel.bind and optional access, as DRA's CEL environment has them
+    "bind": f'cel.bind(a, {NV}, a.cudaComputeCapability.major() >= 9 && a.productName.startsWith("NVIDIA H100"))',
+    "bindmem": 'device.driver == "gpu.nvidia.com" && cel.bind(mem, device.capacity["gpu.nvidia.com"].memory, '
+               'mem.compareTo(quantity("40Gi")) >= 0 && mem.compareTo(quantity("80Gi")) < 0)',
+    "optional": f'{EX}.?driverVersion.orValue(semver("0.0.0")).isGreaterThan(semver("1.0.0"))',
 }
 
 
@@ -69,8 +86,9 @@ def selector_rule() -> dict[str, Any]:
 
 
 class DraSetup:
-    def __init__(self, inst: Installed, master: ManagedProcess, nodes: dict[str, str]) -> None:
+    def __init__(self, inst: Installed, master: ManagedProcess, nodes: dict[str, str], devices: dict[str, int]) -> None:
         self.inst, self.master, self.nodes = inst, master, nodes
+        self.devices = devices  # per node: devices in complete pools
 
     def labels(self, node: str) -> dict[str, str]:
         out: dict[str, str] = self.inst.node(self.nodes[node])["metadata"].get("labels") or {}
@@ -83,6 +101,7 @@ def dra(install_kube: AuditedCluster, kustomize_bin: Path, tmp_path_factory: pyt
     objs = kustomize_build(kustomize_bin, DEPLOY_DIR / "overlays" / "default")
     inst = Installed(kube, objs, namespace="node-feature-discovery", tmp=tmp_path_factory.mktemp("dra"))
     made: list[dict[str, Any]] = []
+    devices: dict[str, int] = {}
     try:
         nodes = {k: inst.make_node(f"dra-{k}") for k in ("nvidia", "example", "nic", "plain")}
         # The plain node has a NodeFeature (as a worker would publish it): its labels must
@@ -93,15 +112,17 @@ def dra(install_kube: AuditedCluster, kustomize_bin: Path, tmp_path_factory: pyt
             "spec": {"labels": {"worker-label": "kept"}}})
         for fixture, node in (("nvidia-gpu-h100x8.yaml", "nvidia"), ("example-driver-gpus.yaml", "example"),
                               ("dranet-nics.yaml", "nic"), ("incomplete-pool.yaml", "nic"),
-                              ("incomplete-pool.yaml", "plain")):
+                              ("incomplete-pool.yaml", "plain"), ("example-driver-beta.yaml", "plain")):
             for s in slices(fixture, nodes[node]):
                 made.append(kube.request("POST", f"{RESOURCE}/resourceslices", body=s))
+                if fixture != "incomplete-pool.yaml":
+                    devices[node] = devices.get(node, 0) + len(s["spec"]["devices"])
         rules = [yaml.safe_load((SAMPLES / f).read_text()) for f in ("dra-nvidia-gpu.yaml", "dra-dranet-nics.yaml")]
         kube.apply_objects([*rules, selector_rule()])
         master = inst.start_master()
         kube.wait_until(lambda: "nvidia.com/gpu.product" in (inst.node(nodes["nvidia"])["metadata"].get("labels") or {}),
                         timeout=90, message="GPU labels from the NVIDIA driver's slices")
-        yield DraSetup(inst, master, nodes)
+        yield DraSetup(inst, master, nodes, devices)
     finally:
         for s in made:
             _delete_quietly(kube, s)
@@ -152,6 +173,10 @@ def test_nfd_and_the_dra_scheduler_agree_on_matching_nodes(dra: DraSetup, kube_s
     kube.wait_until(lambda: dra.labels("example").get("e2e.dra/index7") == "true", timeout=30,
                     message="selector labels")
     nfd_says = {key: {n for n in dra.nodes if dra.labels(n).get(f"e2e.dra/{key}") == "true"} for key in SELECTORS}
+    # a bound claim holds its device: a node needs a device for each selector matching there
+    for n in dra.nodes:
+        wanted = sum(n in matched for matched in nfd_says.values())
+        assert wanted <= dra.devices.get(n, 0), f"{n}: {wanted} selectors match, {dra.devices.get(n, 0)} devices"
 
     # the scheduler's answer: for each selector and node, a claim with that selector and a
     # pod pinned to the node; bound = the node has a matching device
@@ -194,8 +219,11 @@ def test_nfd_and_the_dra_scheduler_agree_on_matching_nodes(dra: DraSetup, kube_s
         scheduler_says = {key: {n for n in dra.nodes if results[(key, n)] == "bound"} for key in SELECTORS}
         assert scheduler_says == nfd_says
         # and the answer is the one the fixtures imply (neither side found nothing everywhere)
-        assert nfd_says == {"h100": {"nvidia"}, "gpu40gi": {"example"}, "hbm": {"nvidia"}, "rdma": {"nic"},
-                            "index7": {"example"}, "split": set(), "nothing": set()}
+        assert nfd_says == {"h100": {"nvidia"}, "gpu40gi": {"example", "plain"}, "hbm": {"nvidia"}, "rdma": {"nic"},
+                            "index7": {"example"}, "split": set(), "nothing": set(),
+                            "drv550": {"nvidia"}, "drvgt": {"nvidia"}, "prerelease": {"plain"},
+                            "buildmeta": {"plain"}, "bind": {"nvidia"}, "bindmem": {"nvidia"},
+                            "optional": {"plain"}}
         assert scheduler.running, scheduler.logs()[-2000:]
     finally:
         scheduler.stop()
