@@ -6,6 +6,8 @@ its path) and through nfd.lang.gotemplate, and differences are printed.
     python tests/unit/gotemplate/fuzz_against_go.py /tmp/gt-oracle strings 1 3000
     python tests/unit/gotemplate/fuzz_against_go.py /tmp/gt-oracle syntax 1 1500
     python tests/unit/gotemplate/fuzz_against_go.py /tmp/gt-oracle garbage 1 3000
+    python tests/unit/gotemplate/fuzz_against_go.py /tmp/gt-oracle urls 1 3000
+    python tests/unit/gotemplate/fuzz_against_go.py /tmp/gt-oracle dates 1 3000
 
 Cases found this way that matter go into golden_cases.py.
 """
@@ -146,6 +148,38 @@ def garbage_template(rnd: random.Random) -> str:
     return "".join(rnd.choice(GARBAGE) for _ in range(rnd.randint(1, 25)))
 
 
+# urlParse/urlJoin: URLs glued from pieces that exercise net/url's rules (escapes, IP literals,
+# ports, userinfo, opaque forms, control bytes), and dicts of such pieces for urlJoin.
+URL_PARTS = ["http", "https", "x", "mailto", "HTTP", "", "://", "//", "/", ":", "@", "[", "]", "::1", "fe80::1", "%25", "%", "%zz", "%41", "%2F", "%C3%A9", "é", "?", "#", "a", "b", "1", "80", ".", "..", "*", "+", " ", "!", "'", "(", ")", ";", ",", "=", "&", "$", "~", "-", "_", "1.2.3.4", "::ffff:", "\\x01", "\\x7f", "%20", "%7F", "%80", "u:p", "<", ">", "{", "|"]
+URL_KEYS = ["scheme", "host", "path", "query", "opaque", "fragment", "userinfo"]
+def url_piece(rnd: random.Random, k: int) -> str: return '"' + "".join(rnd.choice(URL_PARTS) for _ in range(rnd.randint(0, k))) + '"'
+def url_template(rnd: random.Random) -> str:
+    r = rnd.random()
+    if r < 0.5: return "{{ urlParse %s }}" % url_piece(rnd, 9)
+    if r < 0.75: return "{{ urlJoin (urlParse %s) }}" % url_piece(rnd, 9)
+    keys = rnd.sample(URL_KEYS, rnd.randint(1, 4))
+    return "{{ urlJoin (dict %s) }}" % " ".join('"%s" %s' % (key, url_piece(rnd, 4)) for key in keys)
+
+# toDate/mustToDate: layouts of 1-5 elements and values mostly fitting them (some out of
+# range, some of another element), read back through String, GoString, Unix, AddDate, JSON.
+DATE_ELEMS = {"2006": ["2024", "0000", "1999", "0100", "9999", "0004"], "06": ["24", "69", "68", "00", "-1", "+5"], "01": ["01", "12", "13", "00"], "1": ["1", "2", "12"],
+              "Jan": ["Jan", "feb", "MAR"], "January": ["January", "february"], "02": ["01", "28", "29", "31", "00"], "2": ["1", "29", "31"], "_2": [" 1", "29"],
+              "002": ["001", "059", "060", "061", "365", "366", "000"], "__2": ["  1", " 59", "366"], "15": ["00", "23", "24", "9"], "3": ["1", "12", "13"], "03": ["01", "12"],
+              "04": ["00", "59", "60"], "4": ["0", "59"], "05": ["00", "59", "60"], "5": ["0", "7"], "PM": ["PM", "AM", "pm"], "pm": ["pm", "am"],
+              "MST": ["UTC", "PST", "GMT+3", "GMT-5", "CEST", "GMT"], "-0700": ["+0530", "-0800", "+0000", "+2400"], "-07:00": ["+05:30", "-08:00"], "Z07:00": ["Z", "+01:00"],
+              "Z0700": ["Z", "-0130"], "-07": ["+05", "-11"], ".000": [".123", ",456"], ".999": [".1", ".123456789", ""], "Mon": ["Mon", "sun"], "Monday": ["Monday", "friday"]}
+DATE_SEPS = ["-", " ", ":", "T", "/", ""]
+DATE_READS = ["{{ mustToDate %s %s }}", "{{ (mustToDate %s %s).GoString }}", "{{ (mustToDate %s %s).Unix }}", "{{ ((mustToDate %s %s).AddDate -1 13 40).String }}",
+              "{{ mustToDate %s %s | toJson }}", '{{ mustToDate %s %s | date "2006-01-02 15:04:05.000 002 Mon MST -07:00" }}', "{{ toDate %s %s }}"]
+def date_template(rnd: random.Random) -> str:
+    layout = value = ""
+    for elem in rnd.sample(list(DATE_ELEMS), rnd.randint(1, 5)):
+        sep = rnd.choice(DATE_SEPS)
+        layout += sep + elem
+        value += sep + rnd.choice(DATE_ELEMS[rnd.choice(list(DATE_ELEMS))] if rnd.random() < 0.1 else DATE_ELEMS[elem])
+    return rnd.choice(DATE_READS) % ('"%s"' % layout, '"%s"' % value)
+
+
 def run(oracle: str, cases: list[tuple[str, Any]]) -> int:
     inp = "".join(json.dumps({"tpl": t, "data": d}) + "\n" for t, d in cases)
     lines = subprocess.run([oracle], input=inp, capture_output=True, text=True, check=True).stdout.splitlines()
@@ -183,6 +217,10 @@ def main() -> int:
         cases: list[tuple[str, Any]] = [(funcs_template(rnd), GEN) for _ in range(n)]
     elif mode == "strings":
         cases = strings_cases(rnd, n)
+    elif mode == "urls":
+        cases = [(url_template(rnd), None) for _ in range(n)]
+    elif mode == "dates":
+        cases = [(date_template(rnd), None) for _ in range(n)]
     elif mode == "garbage":
         cases = [(garbage_template(rnd), {"a": {"b": 1}}) for _ in range(n)]
     else:
