@@ -16,7 +16,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.e2e.harness import REPO_ROOT, KubeCluster, ManagedProcess, free_port
+from tests.e2e.harness import (
+    REPO_ROOT,
+    KubeCluster,
+    ManagedProcess,
+    _set_namespace,
+    free_port,
+    load_manifest_objects,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -28,7 +35,12 @@ NODE_LABEL = "nfd.node.kubernetes.io/node-name"
 
 @pytest.fixture(scope="module")
 def rbac(kube: KubeCluster) -> Iterator[KubeCluster]:
-    kube.apply_manifest_dir(REPO_ROOT / "deploy" / "base" / "rbac")
+    # nfd-gc's RBAC sits beside its Deployment in base/gc, as upstream's
+    kube.create_namespace(NS, exist_ok=True)
+    objs = load_manifest_objects([REPO_ROOT / "deploy" / "base" / "gc" / "gc-rbac.yaml"])
+    for obj in objs:
+        _set_namespace(obj, NS)
+    kube.apply_objects(objs)
     yield kube
 
 

@@ -34,6 +34,7 @@ BASE = REPO_ROOT / "deploy" / "base"
 def rbac(kube: KubeCluster) -> Iterator[KubeCluster]:
     kube.apply_manifest_dir(BASE / "rbac")
     kube.apply_manifest_dir(BASE / "rbac-topologyupdater")
+    kube.create_namespace(NS, exist_ok=True)
     gc = load_manifest_objects([BASE / "gc" / "gc-rbac.yaml"])
     for obj in gc:
         _set_namespace(obj, NS)

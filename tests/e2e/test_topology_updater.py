@@ -38,7 +38,7 @@ GiB = 1 << 30
 
 
 def _apply_rbac(kube: KubeCluster) -> None:
-    kube.apply_manifest_dir(REPO_ROOT / "deploy" / "base" / "rbac")
+    kube.apply_manifest_dir(REPO_ROOT / "deploy" / "base" / "rbac-topologyupdater")  # as upstream's base
 
 
 @pytest.fixture(scope="module")
