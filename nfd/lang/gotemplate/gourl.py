@@ -32,7 +32,7 @@ def _safe_set(mode: int) -> frozenset[int]:
         USERINFO: reserved - set(b"@/?:"),
         QUERY: set(),
         FRAGMENT: reserved,
-    }.get(mode, reserved)
+    }.get(mode, set())
     safe |= keep
     if mode == FRAGMENT:
         safe |= set(b"!()*")
