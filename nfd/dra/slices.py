@@ -110,6 +110,7 @@ class DraDevice:
     @property
     def instance(self) -> dict[str, str]:
         """The ``dra.device`` element: attributes and capacities as strings."""
+        # lengths match by construction; strict=True would double the cost of this read
         return dict(zip(self._shape.inst_keys, self._shape.pick(self._vals), strict=False))
 
     @property
