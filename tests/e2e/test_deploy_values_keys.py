@@ -156,3 +156,10 @@ def test_facts_hold_for_upstreams_chart(helm_bin: Path, tmp_path: Path) -> None:
     up = _render(helm_bin, chart, _values(), tmp_path)
     problems = [p for f in FACTS for p in [check(up, f)] if p]
     assert not problems, "upstream's chart renders differently from facts.yaml:\n" + "\n".join(problems)
+
+
+def test_helm_lint_strict_with_every_key(helm_bin: Path, tmp_path: Path) -> None:
+    chart = Path(__file__).parents[2] / "deploy" / "helm" / "node-feature-discovery"
+    proc = subprocess.run([str(helm_bin), "lint", "--strict", str(chart), "-f", str(HERE / "values-every-key.yaml")],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
