@@ -256,12 +256,12 @@ class Compiler:
             kt, vt = unify(kt, k.t), unify(vt, v.t)
         mt = map_of(kt, vt)
         if all(k.const is not _NC and type(k.const) in _KEY_TYPES and v.const is not _NC for k, v in entries):
-            out: dict[Any, Any] = {}
-            for (k, v), (kn, _) in zip(entries, n.entries, strict=True):
-                if lib.map_has(out, k.const):
-                    raise CelSyntaxError(kn.pos, f"duplicate map key {k.const!r}")
-                out[k.const] = v.const
-            return self.const(out, mt)
+            pairs_c = [(k.const, v.const) for k, v in entries]
+            try:
+                return self.const(rt.build_map(pairs_c), mt)
+            except CelError as e:  # a repeated constant key: say which entry repeats
+                at = next(i for i in range(len(pairs_c)) if _map_fails(pairs_c[:i + 1]))
+                raise CelSyntaxError(n.entries[at][0].pos, str(e)) from None
         pairs = [(k.fn, v.fn) for k, v in entries]
         py = f"{self.k(rt.build_map)}(({''.join(f'({k.py}, {v.py}), ' for k, v in entries)}))"
         return _C(mt, lambda a: rt.build_map([(kf(a), vf(a)) for kf, vf in pairs]), py)
@@ -623,6 +623,14 @@ _KEY_TYPES = (int, UInt, str, bool)  # unchecked mode: other constant keys fail 
 
 _OP_NAMES = {"_+_": "+", "_-_": "-", "_*_": "*", "_/_": "/", "_%_": "%", "-_": "-", "!_": "!",
              "_<_": "<", "_<=_": "<=", "_>_": ">", "_>=_": ">="}
+
+
+def _map_fails(pairs: list[tuple[Any, Any]]) -> bool:
+    try:
+        rt.build_map(pairs)
+    except CelError:
+        return True
+    return False
 
 
 def _lit_type(v: Any) -> Type:

@@ -32,8 +32,10 @@ from nfd.lang.cel.types import (
 from nfd.lang.cel.values import (
     INT64_MAX,
     INT64_MIN,
+    MISSING,
     UINT64_MAX,
     CelError,
+    KeyedMap,
     Quantity,
     UInt,
     Version,
@@ -92,28 +94,22 @@ def cel_eq(a: Any, b: Any) -> bool:
     return False
 
 
-_MISSING = object()
+_MISSING = MISSING
 _PLAIN_EQ: tuple[type, ...] = (str, int, bool, float, bytes, UInt, Version, Quantity)
 
 
 def _map_find(m: dict[Any, Any], k: Any) -> Any:
+    """``m[k]`` with cel-go's key semantics, else _MISSING (see values.make_map for the maps)."""
+    if type(k) is str:  # rules' feature maps: a plain lookup (DomainMap.get reads absent as {})
+        return m.get(k, _MISSING)
+    if type(m) is KeyedMap:
+        return m.find(k)
+    if type(k) is bool:
+        return _MISSING  # a plain dict has no bool key (make_map puts those in a KeyedMap)
     try:
-        v = m.get(k, _MISSING)
-    except TypeError:
+        return m.get(k, _MISSING)  # numbers find equal numbers of another type, as in cel-go
+    except TypeError:  # an unhashable key (a list) is in no map
         return _MISSING
-    if v is not _MISSING and type(k) is bool and not any(type(x) is bool and x == k for x in m):
-        return _MISSING  # True hashes like 1: a bool key must not find an int key
-    if v is _MISSING and type(k) in _NUM and not isinstance(k, bool):
-        for mk, mv in m.items():  # numeric keys compare by value (1 finds 1u and 1.0)
-            if type(mk) in _NUM and mk == k:
-                return mv
-    if v is not _MISSING and type(k) is not bool and any(type(x) is bool for x in m) \
-            and type(k) in _NUM:
-        for mk, mv in m.items():
-            if type(mk) is not bool and type(mk) in _NUM and mk == k:
-                return mv
-        return _MISSING
-    return v
 
 
 def map_get(m: dict[Any, Any], k: Any) -> Any:
@@ -124,9 +120,9 @@ def map_get(m: dict[Any, Any], k: Any) -> Any:
 
 
 def map_has(m: dict[Any, Any], k: Any) -> bool:
-    if type(m) is not dict and type(k) is str:
-        # a map whose reads default (DRA's device.attributes, nfd.dra.slices.DomainMap): presence
-        return dict.__contains__(m, k)
+    if type(k) is str:
+        # presence, also for a map whose reads default (DRA's device.attributes, nfd.dra.slices.DomainMap)
+        return k in m
     return _map_find(m, k) is not _MISSING
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from nfd.lang.cel import library as lib
 from nfd.lang.cel.library import as_list
-from nfd.lang.cel.values import CelError, CostLimitExceeded, Optional, UInt, type_name
+from nfd.lang.cel.values import CelError, CostLimitExceeded, Optional, make_map, type_name
 
 
 class Act:
@@ -121,14 +121,8 @@ def index_dyn(c: Any, key: Any) -> Any:
 
 
 def build_map(pairs: Any) -> dict[Any, Any]:
-    m: dict[Any, Any] = {}
-    for key, value in pairs:
-        if type(key) not in (int, UInt, str, bool):
-            raise CelError(f"unsupported map key type {type_name(key)}")
-        if lib.map_has(m, key):
-            raise CelError(f"duplicate map key {key!r}")
-        m[key] = value
-    return m
+    """A map literal's value (values.make_map): true and 1 are two keys, a repeated key an error."""
+    return make_map(pairs)
 
 
 def as_bool(v: Any) -> bool:
@@ -319,7 +313,7 @@ def transform_map(tf: Fn, names: Names, pf: Fn | None, mf: Fn) -> Fn:
         coll = charge_pairs(a, tf(a))
         b = _Bind(names, a.v)
         try:
-            return {x[0]: mf(a) for x in _filtered(a, b, coll, pf)}
+            return make_map([(x[0], mf(a)) for x in _filtered(a, b, coll, pf)])
         finally:
             b.restore()
 

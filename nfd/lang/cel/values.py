@@ -2,13 +2,15 @@
 
 CEL values are plain Python objects so compiled closures do no wrapping: bool, int (int64),
 ``UInt`` (uint64), float (double), str, bytes, None (null), list/tuple/set (list; flag sets stay
-sets so ``in`` is O(1)), dict (map), plus the two extension types ``Version`` and ``Quantity``.
+sets so ``in`` is O(1)), dict (map; ``KeyedMap`` where Python would merge keys), plus the two
+extension types ``Version`` and ``Quantity``.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
+from collections.abc import Iterable, Iterator
 from fractions import Fraction
 from typing import Any
 
@@ -47,6 +49,127 @@ def check_uint(v: int) -> UInt:
     if v < 0 or v > UINT64_MAX:
         raise CelError("unsigned integer overflow")
     return UInt(v)
+
+
+# -- maps -----------------------------------------------------------------------------------------
+
+MISSING = object()  # what a map lookup finds when the key is absent
+_KEY_TYPES = (int, UInt, bool)  # and str
+
+
+def _tagged(k: Any) -> Any:
+    t = type(k)
+    if t is bool:
+        return ("b", k)
+    if t is UInt:
+        return ("u", k)
+    return k
+
+
+class KeyedMap(dict[Any, Any]):
+    """A CEL map whose keys a Python dict would merge: ``true`` and ``1`` are two CEL keys (in
+    cel-spec and cel-go) but one dict key, since ``True == 1`` in Python. Bool and uint keys
+    are stored tagged (``("b", true)``, ``("u", 1u)``) so each stays its own entry, and a
+    lookup matches what cel-go's would; ``in``, iteration and ``items()`` deal in the CEL keys.
+    ``make_map`` only builds one for a map with a bool key or keys of two numeric types, so
+    string-keyed feature maps stay plain dicts and their lookups pay nothing for this."""
+
+    __slots__ = ()
+
+    def __init__(self, pairs: Iterable[tuple[Any, Any]] = ()) -> None:
+        super().__init__()
+        for k, v in pairs:
+            if type(k) is not str and type(k) not in _KEY_TYPES:
+                raise CelError(f"unsupported map key type {type_name(k)}")
+            if self.find(k) is not MISSING:  # 0 and 0u repeat each other, true and 1 do not
+                raise CelError(f"duplicate map key {k!r}")
+            dict.__setitem__(self, _tagged(k), v)
+
+    def find(self, k: Any) -> Any:
+        """The value under CEL key ``k``, else MISSING. As cel-go: the key of ``k``'s own type
+        first, then a number finds an equal number of another type (int/uint, a double an
+        int then a uint); a bool finds only a bool, a string only a string."""
+        g = dict.get
+        t = type(k)
+        if t is str:
+            return g(self, k, MISSING)
+        if t is int:
+            v = g(self, k, MISSING)
+            return g(self, ("u", k), MISSING) if v is MISSING and k >= 0 else v
+        if t is bool:
+            return g(self, ("b", k), MISSING)
+        if t is UInt:
+            v = g(self, ("u", k), MISSING)
+            return g(self, int(k), MISSING) if v is MISSING and k <= INT64_MAX else v
+        if t is float and k.is_integer():
+            v = g(self, int(k), MISSING)
+            return g(self, ("u", int(k)), MISSING) if v is MISSING and k >= 0 else v
+        return MISSING
+
+    def __getitem__(self, k: Any) -> Any:
+        v = self.find(k)
+        if v is MISSING:
+            raise KeyError(k)
+        return v
+
+    def get(self, k: Any, default: Any = None) -> Any:  # type: ignore[override]
+        v = self.find(k)
+        return default if v is MISSING else v
+
+    def __contains__(self, k: object) -> bool:
+        return self.find(k) is not MISSING
+
+    def __setitem__(self, k: Any, v: Any) -> None:
+        dict.__setitem__(self, _tagged(k), v)
+
+    def __iter__(self) -> Iterator[Any]:
+        return (k[1] if type(k) is tuple else k for k in dict.__iter__(self))
+
+    def keys(self) -> list[Any]:  # type: ignore[override]
+        return list(self)
+
+    def items(self) -> list[tuple[Any, Any]]:  # type: ignore[override]
+        return [(k[1] if type(k) is tuple else k, v) for k, v in dict.items(self)]
+
+    def copy(self) -> KeyedMap:
+        return KeyedMap(self.items())
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, dict):
+            return NotImplemented
+        return dict.__eq__(self, other if type(other) is KeyedMap else KeyedMap(other.items()))
+
+    def __ne__(self, other: object) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return "{" + ", ".join(f"{k!r}: {v!r}" for k, v in self.items()) + "}"
+
+
+def make_map(pairs: Iterable[tuple[Any, Any]]) -> dict[Any, Any]:
+    """A CEL map from ``(key, value)`` pairs: ``{true: 1, 1: 2}`` has two entries; a key
+    repeated under CEL's equality (``'a'`` twice, or ``0`` and ``0u``) is an error, as
+    cel-spec says (cel-go keeps the last value). A plain dict when its keys are strings plus
+    keys of at most one type among int and uint, else a ``KeyedMap``."""
+    if not isinstance(pairs, list | tuple):
+        pairs = list(pairs)
+    m: dict[Any, Any] = {}
+    kt: type | None = None
+    for key, value in pairs:
+        t = type(key)
+        if t is not str and t is not kt:
+            if t not in _KEY_TYPES:
+                raise CelError(f"unsupported map key type {type_name(key)}")
+            if kt is not None or t is bool:
+                return KeyedMap(pairs)
+            kt = t
+        if key in m:
+            raise CelError(f"duplicate map key {key!r}")
+        m[key] = value
+    return m
 
 
 # -- version ------------------------------------------------------------------------------------

@@ -75,12 +75,17 @@ def _plain(v: Any) -> Any:
 
 def same(a: Any, b: Any) -> bool:
     """Equal values of the same CEL type (1 and 1.0 differ here, unlike CEL's ``==``)."""
+    if isinstance(a, dict) and isinstance(b, dict):  # a dict or a KeyedMap: keys differ by CEL type too
+        ta, tb = _typed_keys(a), _typed_keys(b)
+        return ta.keys() == tb.keys() and all(same(ta[k], tb[k]) for k in ta)
     if type(a) is not type(b):
         return False
     if isinstance(a, list):
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
     if isinstance(a, float) and a != a:
         return b != b
     return bool(a == b)
+
+
+def _typed_keys(m: dict[Any, Any]) -> dict[tuple[type, Any], Any]:
+    return {(type(k), k): v for k, v in m.items()}

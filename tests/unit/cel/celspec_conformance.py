@@ -29,7 +29,7 @@ from nfd.api.features import Features  # noqa: E402
 from nfd.lang.cel.compiler import Compiler  # noqa: E402
 from nfd.lang.cel.runtime import Act  # noqa: E402
 from nfd.lang.cel.syntax import CelSyntaxError, parse  # noqa: E402
-from nfd.lang.cel.values import UInt  # noqa: E402
+from nfd.lang.cel.values import UInt, make_map  # noqa: E402
 
 DEFAULT_FILES = ["basic", "logic", "comparisons", "conversions", "fp_math", "integer_math", "lists",
                  "macros", "macros2", "string", "string_ext", "parse", "plumbing", "fields"]
@@ -119,7 +119,7 @@ def _value(msg: Msg) -> Any:
     if kind == "list_value":
         return [_value(e) for e in _get(x, "values")]
     if kind == "map_value":
-        return {_value(_get(e, "key")[0]): _value(_get(e, "value")[0]) for e in _get(x, "entries")}
+        return make_map([(_value(_get(e, "key")[0]), _value(_get(e, "value")[0])) for e in _get(x, "entries")])
     raise KeyError(kind)
 
 
