@@ -548,8 +548,11 @@ class Compiler:
         if name == "transformList":
             return _C(list_of(t.t), rt.map_filter(tf, names, pf, t.fn, rt.charge_pairs),
                       f"[{t.py} {loop}{cond}]")
-        return _C(map_of(kt, t.t), rt.transform_map(tf, names, pf, t.fn),
-                  f"{{v_{first.name}: {t.py} {loop}{cond}}}")
+        if kt in (STRING, INT, UINT):  # keys of one type: a plain dict is the CEL map
+            py = f"{{v_{first.name}: {t.py} {loop}{cond}}}"
+        else:  # bool or dyn keys (true and 1 are two keys): values.make_map
+            py = f"{self.k(rt.build_map)}([(v_{first.name}, {t.py}) {loop}{cond}])"
+        return _C(map_of(kt, t.t), rt.transform_map(tf, names, pf, t.fn), py)
 
     def source(self, root: _C) -> Fn | None:
         """The fast path: the whole expression as one Python function, or None if it won't build.

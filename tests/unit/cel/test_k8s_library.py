@@ -158,6 +158,63 @@ QUANTITY_CASES = [
     "quantity('1.5Gi').asApproximateFloat()", "quantity('1') == quantity('1.0')",
 ]
 
+# Map keys of different types: true and 1 (false and 0) are different keys, numbers find each
+# other by value, a bool only a bool. Kubernetes refuses mixed-type literals, hence the dyn()s.
+MAP_KEY_CASES = [
+    '{dyn(true): 1, dyn(1): 2}',
+    '{dyn(true): 1, dyn(1): 2}.size()',
+    "{dyn(false): 'f', dyn(0): 'z', dyn('k'): 'v'}",
+    '{dyn(true): 1, dyn(1): 2}[true]',
+    '{dyn(true): 1, dyn(1): 2}[1]',
+    '{dyn(true): 1, dyn(1): 2}[1u]',
+    '{dyn(true): 1, dyn(1): 2}[1.0]',
+    '{dyn(false): 1, dyn(0u): 2}[0]',
+    '{dyn(false): 1, dyn(0u): 2}[false]',
+    '{dyn(true): 1, dyn(1): 2}[?1]',
+    '{dyn(true): 1, dyn(1): 2}[?false]',
+    "{dyn(true): 'a'}[?1]",
+    "{dyn(1): 'a'}[?true]",
+    "{true: 'a'}[dyn(1)]",
+    "{1: 'a'}[dyn(true)]",
+    "{0: 'a'}[dyn(false)]",
+    "dyn({true: 'a'})[1]",
+    "dyn({1u: 'a'})[true]",
+    "dyn(true) in {1: 'a'}",
+    "dyn(1) in {true: 'a'}",
+    'dyn(1u) in {dyn(true): 1, dyn(1): 2}',
+    'dyn(false) in {dyn(true): 1, dyn(1): 2}',
+    'dyn(2) in {dyn(true): 1, dyn(1): 2}',
+    '{dyn(true): 1, dyn(1): 2} == {dyn(1): 2, dyn(true): 1}',
+    '{dyn(true): 1, dyn(1): 2} == {dyn(1u): 2, dyn(true): 1}',
+    '{dyn(true): 1, dyn(1): 2} == {dyn(1): 1, dyn(true): 2}',
+    '{dyn(true): 1} == {dyn(1): 1}',
+    "{dyn(1): 'a', dyn(2u): 'b'}[2]",
+    "{dyn(1): 'a', dyn(2u): 'b'}[1u]",
+    "{dyn(1): 'a', dyn(2u): 'b'}[2.0]",
+    "{dyn(1): 'a', dyn(2u): 'b'}[2.5]",
+    "{dyn(1): 'a', dyn(2u): 'b'}[-1]",
+    '{dyn(true): 1, dyn(1): 2}.all(k, k == true || k == 1)',
+    '{dyn(true): 1, dyn(1): 2}.exists(k, k == 1u)',
+    '{dyn(true): 1, dyn(1): 2}.exists_one(k, k == 1)',
+    '{dyn(true): 1, dyn(1): 2}.map(k, k).size()',
+    '{dyn(true): 1, dyn(1): 2}.filter(k, k == 1)',
+    '{dyn(true): 1, dyn(1): 2}.filter(k, k == true)',
+    "{dyn(1): 'a', dyn(true): 'b'}.transformMap(k, v, v + 'x')",
+    "{dyn(1): 'a', dyn(true): 'b'}.transformMap(k, v, k != true, v)",
+    '{dyn(true): 1, ?dyn(1): optional.of(2)}',
+    '{dyn(true): 1, ?dyn(1): optional.none()}.size()',
+    '[{dyn(true): 1, dyn(1): 2}].indexOf({dyn(1): 2, dyn(true): 1})',
+    'sets.contains([{dyn(true): 1, dyn(1): 2}], [{dyn(1): 2, dyn(true): 1}])',
+    "'%s'.format([{dyn(1): 'x', dyn(true): 'y'}])",
+    "'%s'.format([{1: 'x', 2u: 'y', true: 'z'}])",
+    "'%s'.format([{dyn(false): 0, dyn(0): 1}])",
+    'optional.ofNonZeroValue({dyn(true): 1})',
+    "has({dyn(true): 1, dyn('a'): 2}.a)",
+    "{dyn(true): 1, dyn('a'): 2}.a",
+    '[true, false].map(b, {dyn(b): 1, dyn(b ? 1 : 0): 2}).map(m, m.size())',
+    "{dyn(true): {dyn(1): 'x'}}[true][1]",
+]
+
 
 def _s(v: str) -> str:
     return json.dumps(v)
@@ -217,7 +274,8 @@ def _build_cases() -> list[tuple[str, str, dict[str, Any]]]:
               "url(1)", "url('https://a.com').getQuery()['x']"]:
         add("url", e)
     for group, exprs in (("lists", LIST_CASES), ("regex", REGEX_CASES), ("sets", SETS_CASES), ("format", FORMAT_CASES),
-                         ("optional", OPTIONAL_CASES), ("bind", BIND_CASES), ("quantity", QUANTITY_CASES)):
+                         ("optional", OPTIONAL_CASES), ("bind", BIND_CASES), ("quantity", QUANTITY_CASES),
+                         ("mapkeys", MAP_KEY_CASES)):
         for e in exprs:
             add(group, e)
     # on a node's features, as rules use them
@@ -251,6 +309,38 @@ def _build_cases() -> list[tuple[str, str, dict[str, Any]]]:
 
 
 CASES = _build_cases()
+
+
+# Where nfd and Kubernetes disagree on purpose (docs/cel.md, docs/compatibility.md). Each must
+# keep disagreeing the way recorded, so those pages stay true: "refuses" (Kubernetes gives a
+# value, nfd an error) or "accepts" (Kubernetes refuses to compile, nfd gives a value).
+DIFFERENCES = [
+    # map literals as cel-spec has them (cel-go skips these conformance cases): a key repeated
+    # under CEL equality is an error, and keys are int, uint, bool or string
+    ("{'a': 1, 'a': 2}['a']", "refuses"),
+    ("{true: 1, false: 2, true: 3}.size()", "refuses"),
+    ("{dyn(0): 1, dyn(0u): 2}.size()", "refuses"),
+    ("[1, 1].map(x, {x: 1, x: 2}).size()", "refuses"),
+    ("{1.0: 'a'}.size()", "refuses"),
+    ("{dyn(null): 1}.size()", "refuses"),
+    # mixed-type list and map literals (Kubernetes: HomogeneousAggregateLiterals; the cel-spec
+    # corpus needs them, 46 of its in-scope cases); format() arguments are exempt in both
+    ("[1, 'a'].size()", "accepts"),
+    ("{'a': 1, 'b': 'x'}.size()", "accepts"),
+    ("[true, 1].size()", "accepts"),
+    ("{dyn(true): 1, 'a': 2}.a", "accepts"),
+    ("[[1], ['a']].size()", "accepts"),
+    # nfd's checker lets numbers of different types meet where cel-go's refuses; the value is
+    # the one a dyn() operand gets in Kubernetes
+    ("1 == 1.0", "accepts"),
+    ("1u != 1", "accepts"),
+    ("[1] == [1u]", "accepts"),
+    ("1u in [1, 2]", "accepts"),
+    ("{1: 'a'}[1u]", "accepts"),
+    ("1u in {1: 'a'}", "accepts"),
+    ("[1, 2][1u]", "accepts"),
+    ("null == 1", "accepts"),
+]
 
 
 # -- nfd's side ----------------------------------------------------------------------------------
@@ -335,8 +425,8 @@ def ours(expr: str, variables: dict[str, Any]) -> dict[str, Any]:
 # -- the oracle ----------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def k8s_results() -> dict[str, dict[str, Any]]:
+def _kubernetes(table: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Kubernetes' results for ``table`` ({"expr", "vars"} entries), from tests/tools/celk8s."""
     from tests.e2e.build import BuildError, find_go
     from tests.e2e.tools import ensure_tool
 
@@ -346,12 +436,23 @@ def k8s_results() -> dict[str, dict[str, Any]]:
         binary = ensure_tool("celk8s", log=lambda m: print(f"nfd cel: {m}", file=sys.__stderr__, flush=True))
     except BuildError as e:
         pytest.fail(f"cannot build tests/tools/celk8s: {e}", pytrace=False)
-    table = [{"expr": e, "vars": v} for _, e, v in CASES]
     proc = subprocess.run([str(binary)], input=json.dumps(table), capture_output=True, text=True, check=False,
                           timeout=300)
     assert proc.returncode == 0, proc.stderr
-    results = json.loads(proc.stdout)
+    results: list[dict[str, Any]] = json.loads(proc.stdout)
+    return results
+
+
+@pytest.fixture(scope="module")
+def k8s_results() -> dict[str, dict[str, Any]]:
+    results = _kubernetes([{"expr": e, "vars": v} for _, e, v in CASES])
     return {cid: r for (cid, _, _), r in zip(CASES, results, strict=True)}
+
+
+@pytest.fixture(scope="module")
+def k8s_differences() -> dict[str, dict[str, Any]]:
+    results = _kubernetes([{"expr": e, "vars": {}} for e, _ in DIFFERENCES])
+    return {e: r for (e, _), r in zip(DIFFERENCES, results, strict=True)}
 
 
 def _agree(mine: dict[str, Any], theirs: dict[str, Any]) -> bool:
@@ -366,6 +467,18 @@ def test_agrees_with_kubernetes(k8s_results: dict[str, dict[str, Any]], cid: str
     theirs = k8s_results[cid]
     mine = ours(expr, variables)
     assert _agree(mine, theirs), f"{expr}\n  nfd:        {mine}\n  Kubernetes: {theirs}"
+
+
+@pytest.mark.parametrize(("expr", "how"), DIFFERENCES, ids=[e for e, _ in DIFFERENCES])
+def test_recorded_differences_from_kubernetes(k8s_differences: dict[str, dict[str, Any]], expr: str,
+                                              how: str) -> None:
+    theirs = k8s_differences[expr]
+    mine = ours(expr, {})
+    if how == "refuses":
+        assert "value" in theirs and "error" in mine, f"{expr}\n  nfd:        {mine}\n  Kubernetes: {theirs}"
+    else:
+        assert theirs.get("phase") == "compile" and "value" in mine, \
+            f"{expr}\n  nfd:        {mine}\n  Kubernetes: {theirs}"
 
 
 def test_the_table_covers_every_function() -> None:
