@@ -59,13 +59,45 @@ async def host(spec_path: str, status_path: str) -> None:
     gc.set_threshold(20_000, 20, 50)
     gc.collect()
     base_rss = _rss_kib()
+    # time spent in the cyclic GC: with hundreds of workers in one heap a full collection walks
+    # all of them, which a real worker (its own small heap) never does
+    gc_s = [0.0]
+    gc_t0 = [0.0]
+
+    def _gc_cb(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            gc_t0[0] = time.process_time()
+        else:
+            gc_s[0] += time.process_time() - gc_t0[0]
+
+    gc.callbacks.append(_gc_cb)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
     updaters: list[Any] = []
     apis: list[ApiClient] = []
+    # requests by "VERB resource[/subresource]" and, for writes, per node: where they go
+    kinds: dict[str, int] = {}
+    node_writes: dict[str, int] = {}
+    prof: Any = None
+    if spec.get("profile"):
+        import cProfile
+
+        prof = cProfile.Profile()
+        on = [False]
+
+        def _toggle(*_: Any) -> None:
+            if on[0]:
+                prof.disable()
+                prof.dump_stats(spec["profile"])
+            else:
+                prof.enable()
+            on[0] = not on[0]
+
+        loop.add_signal_handler(signal.SIGUSR1, _toggle)
     for w in spec["workers"]:
         api = await ApiClient.from_kubeconfig(w["kubeconfig"], user_agent="nfd-worker")
+        _count_requests(api, w["node"], kinds, node_writes)
         u = NodeUpdater(api, node_name=w["node"], namespace=NS, master_config_path=spec["config"])
         u.start()
         updaters.append(u)
@@ -80,8 +112,9 @@ async def host(spec_path: str, status_path: str) -> None:
                 verbs[k] = verbs.get(k, 0) + v
         ru = resource.getrusage(resource.RUSAGE_SELF)
         st = {"n": len(updaters), "processed": sum(1 for u in updaters if u.processed > 0),
-              "passes": sum(u.processed for u in updaters), "verbs": verbs, "rss_kib": _rss_kib(),
-              "base_rss_kib": base_rss, "cpu_s": ru.ru_utime + ru.ru_stime}
+              "passes": sum(u.processed for u in updaters), "verbs": verbs, "kinds": kinds,
+              "node_writes": node_writes, "rss_kib": _rss_kib(),
+              "base_rss_kib": base_rss, "cpu_s": ru.ru_utime + ru.ru_stime, "gc_s": gc_s[0]}
         tmp = status_path + ".tmp"
         Path(tmp).write_text(json.dumps(st))
         os.replace(tmp, status_path)
@@ -96,6 +129,60 @@ async def host(spec_path: str, status_path: str) -> None:
         await u.stop()
     for a in apis:
         await a.close()
+
+
+def _count_requests(api: Any, node: str, kinds: dict[str, int], node_writes: dict[str, int]) -> None:
+    """Wrap one client's requests (each attempt, so a 429 retried inside request() counts
+    twice): by verb, resource/subresource and, when not 2xx, status; Node writes per node."""
+    inner = api._once
+
+    async def once(method: str, path: str, **kw: Any) -> Any:
+        parts = [p for p in path.split("?")[0].split("/") if p]
+        # /api/v1/<res>[/<name>[/<sub>]] or /apis/<g>/<v>/[namespaces/<ns>/]<res>[/<name>[/<sub>]]
+        rest = parts[2:] if parts[:1] == ["api"] else parts[3:]
+        if rest[:1] == ["namespaces"] and len(rest) > 2:
+            rest = rest[2:]
+        res = rest[0] if rest else "/" + "/".join(parts)
+        if len(rest) > 2:
+            res += "/" + rest[2]
+        key = f"{method.upper()} {res}"
+        try:
+            out = await inner(method, path, **kw)
+        except Exception as e:
+            key += f" {type(e).__name__}"
+            raise
+        else:
+            if out[0] >= 300:
+                key += f" {out[0]}"
+        finally:
+            kinds[key] = kinds.get(key, 0) + 1
+            if method.upper() in ("PATCH", "PUT", "POST") and res.startswith("nodes"):
+                node_writes[node] = node_writes.get(node, 0) + 1
+        return out
+
+    api._once = once
+
+
+def _sum_kinds(sts: list[dict[str, Any]], field: str = "kinds") -> dict[str, int]:
+    total: dict[str, int] = {}
+    for s in sts:
+        for k, v in (s.get(field) or {}).items():
+            total[k] = total.get(k, 0) + v
+    return total
+
+
+def _delta(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
+    return {k: b.get(k, 0) - a.get(k, 0) for k in sorted(b) if b.get(k, 0) != a.get(k, 0)}
+
+
+def _histogram(a: dict[str, int], b: dict[str, int], n: int) -> dict[int, int]:
+    """How many nodes got 0, 1, 2, ... node writes between two snapshots."""
+    h: dict[int, int] = {}
+    for i in range(n):
+        node = f"bench-{i:05d}"
+        d = b.get(node, 0) - a.get(node, 0)
+        h[d] = h.get(d, 0) + 1
+    return dict(sorted(h.items()))
 
 
 # -- the benchmark ----------------------------------------------------------------------------------
@@ -195,6 +282,8 @@ def main() -> int:
     ap.add_argument("--steady", type=float, default=60.0, help="steady-state window, seconds")
     ap.add_argument("--timeout", type=float, default=900)
     ap.add_argument("--skip-master", action="store_true")
+    ap.add_argument("--profile", metavar="PATH", help="cProfile the host processes during the rule change; "
+                    "PATH-<i>.prof per host, the top functions of host 0 printed")
     ap.add_argument("--host", nargs=2, metavar=("SPEC", "STATUS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.host:
@@ -259,7 +348,8 @@ def main() -> int:
         t_start = time.monotonic()
         for i in range(procs):
             spec = tmp / f"host-{i}-spec.json"
-            spec.write_text(json.dumps({"config": str(conf), "workers": ids[i::procs]}))
+            prof = f"{args.profile}-{i}.prof" if args.profile else ""
+            spec.write_text(json.dumps({"config": str(conf), "workers": ids[i::procs], "profile": prof}))
             hosts.append(kube.start_process([sys.executable, __file__, "--host", str(spec), str(status_paths[i])],
                                             kubeconfig=kube.kubeconfig, name=f"bench-host-{i}"))
         while True:
@@ -296,6 +386,11 @@ def main() -> int:
         ml_apiserver_rss = _proc_kib(apiserver_pid, "VmRSS") / 1024
 
         # a changed rule
+        if args.profile:
+            for h in hosts:
+                os.kill(h.pid, signal.SIGUSR1)
+            time.sleep(0.5)
+            sts_b = _read_status(status_paths)
         cpu_before = sum(s["cpu_s"] for s in sts_b)
         api_cpu_c = sum(cpu_s(p) for p in server_pids)
         t0 = time.monotonic()
@@ -303,9 +398,22 @@ def main() -> int:
         t_ml_prop = _wait_nodes(kube, n, v2_ok, timeout=args.timeout, what="masterless rule change")
         time.sleep(2.0)
         sts_c = _read_status(status_paths)
+        if args.profile:
+            for h in hosts:
+                os.kill(h.pid, signal.SIGUSR1)
+        t_rule_window = time.monotonic() - t0
         ml_cpu_rule_ms = (sum(s["cpu_s"] for s in sts_c) - cpu_before) * 1000 / n
+        # the workers' CPU while idle (steady state), per second: subtracted from the window
+        idle_rate = (sum(s["cpu_s"] for s in sts_b) - sum(s["cpu_s"] for s in sts_a)) / args.steady
+        ml_cpu_rule_net_ms = ml_cpu_rule_ms - idle_rate * t_rule_window * 1000 / n
+        gc_rule_ms = (sum(s.get("gc_s", 0.0) for s in sts_c) - sum(s.get("gc_s", 0.0) for s in sts_b)) * 1000 / n
         ml_api_cpu_rule = sum(cpu_s(p) for p in server_pids) - api_cpu_c
         verbs_rule = {k: _sum_verbs(sts_c).get(k, 0) - vb.get(k, 0) for k in _sum_verbs(sts_c)}
+        kinds_first = _sum_kinds(sts1)
+        kinds_steady = _delta(_sum_kinds(sts_a), _sum_kinds(sts_b))
+        kinds_rule = _delta(_sum_kinds(sts_b), _sum_kinds(sts_c))
+        hist_first = _histogram({}, _sum_kinds(sts1, "node_writes"), n)
+        hist_rule = _histogram(_sum_kinds(sts_b, "node_writes"), _sum_kinds(sts_c, "node_writes"), n)
         _ = t0
         for h in hosts:
             h.stop(timeout=60)
@@ -326,6 +434,18 @@ def main() -> int:
               f"kube-apiserver+etcd {ml_api_cpu_rule:.1f} s CPU)")
         print(f"  per worker: RSS added {rss_added:.2f} MiB (target <= 5), CPU per rule change "
               f"{ml_cpu_rule_ms:.2f} ms (target <= 5)")
+        print(f"  per worker CPU per rule change, net of the idle workers' {idle_rate * 1000 / n:.3f} ms/s over the "
+              f"{t_rule_window:.1f} s window: {ml_cpu_rule_net_ms:.2f} ms; of it in the cyclic GC: {gc_rule_ms:.2f} ms")
+        print(f"  requests by kind, first pass:        {kinds_first}")
+        print(f"  requests by kind, steady state:      {kinds_steady or 'none'}")
+        print(f"  requests by kind, rule change:       {kinds_rule}")
+        print(f"  nodes by Node writes they got (writes: nodes), first pass: {hist_first}; rule change: {hist_rule}")
+        if args.profile:
+            import pstats
+
+            time.sleep(1.0)
+            print(f"  profile of host 0 during the rule change ({args.profile}-0.prof):")
+            pstats.Stats(f"{args.profile}-0.prof", stream=sys.stdout).sort_stats("cumulative").print_stats(40)
         sys.stdout.flush()
         if args.skip_master:
             return 0

@@ -98,6 +98,8 @@ class CachedDesired:
     # outputs of the rules that matched, by (rule set, rule): what a rule failing at run time
     # on this node next time contributes instead of nothing
     outputs: dict[tuple[str, str], Any] = field(default_factory=dict)
+    # Masterless (one node): the merged features, reused while only the rules change
+    merged: MergedNodeFeatures | None = None
 
 
 # Rule evaluation runs on the event loop in slices of about this long (one rule at least)
@@ -478,7 +480,12 @@ class NfdMaster:
         from nfd.master.pipeline import compute_desired_steps
         from nfd.rules.engine import EvalBudget
 
-        merged = self.merged_for(node)
+        if cached is not None and cached.merged is not None and _inputs(cached.key) == _inputs(key):
+            # Only the rules changed: the node's features are as merged last time (the engine
+            # never modifies them). Kept in masterless mode only, where there is one node.
+            merged = cached.merged
+        else:
+            merged = self.merged_for(node)
         rule_sets = self.rulebook.ordered() if self.rulebook is not None else []
         steps = compute_desired_steps(
             merged, rule_sets=rule_sets, policy=self.policy(), node_name=node, budget=EvalBudget(),
@@ -523,7 +530,8 @@ class NfdMaster:
                 self.metrics.node_taints_rejected.inc()
         # Node name label values are not exported (cardinality); see docs/compatibility.md.
         self.metrics.nfr_processing_time.labels(name="", node="").observe(rep.duration_s)
-        cd = CachedDesired(key, desired, merged.has_features, merged.found, rep.outputs)
+        cd = CachedDesired(key, desired, merged.has_features, merged.found, rep.outputs,
+                           merged if self.opts.only_node else None)
         self.desired_cache[node] = cd
         return cd
 
@@ -1012,6 +1020,11 @@ class NfdMaster:
             await patch(self.write_api, NODES, name=name, body=[{"op": "remove", "path": f"/metadata/annotations/{ptr}"}])
         except (kerr.ApiError, kerr.ApiUnavailable) as e:
             log.warning("could not clean up %s on node %s: %s", key, name, e)
+
+
+def _inputs(key: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A desired-state key without the rules generation: what the merged features depend on."""
+    return key[:1] + key[2:]
 
 
 def _metadata_applied(obj: dict[str, Any], ops: list[dict[str, Any]]) -> bool:

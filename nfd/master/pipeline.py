@@ -27,6 +27,8 @@ class RuleSetEntry:
     name: str
     compiled: Any  # nfd.rules.engine.CompiledRuleSet
     spec_key: str  # canonical JSON of the spec, to skip no-op updates
+    # "<index>:<canonical JSON>" of each rule -> its compiled rule, for the next edit to reuse
+    by_rule: dict[str, Any] = field(default_factory=dict)
 
 
 class RuleBook:
@@ -55,8 +57,16 @@ class RuleBook:
         cur = self.sets.get(name)
         if cur is not None and cur.spec_key == spec_key:
             return None
+        keys = _rule_keys(obj)
+        reuse = None
+        if cur is not None and keys is not None:
+            prev, ks = cur.by_rule, keys
+
+            def reuse(i: int) -> Any:
+                return prev.get(ks[i]) if i < len(ks) else None
+
         try:
-            compiled = compile_nodefeaturerule(obj)
+            compiled = compile_nodefeaturerule(obj, reuse=reuse)
         except Exception as e:  # ValidationError(s) or anything a bad object provokes
             msg = " ".join(str(e).split())
             self.broken[name] = msg
@@ -76,7 +86,8 @@ class RuleBook:
             err = getattr(r, "error", None)
             if isinstance(err, str):
                 log.error("NodeFeatureRule %s: rule %s is invalid and skipped: %s", name, r.name, err)
-        self.sets[name] = RuleSetEntry(name, compiled, spec_key)
+        by_rule = dict(zip(keys, compiled.rules, strict=True)) if keys and len(keys) == len(compiled.rules) else {}
+        self.sets[name] = RuleSetEntry(name, compiled, spec_key, by_rule)
         self.generation += 1
         self._ordered = None
         return None
@@ -91,6 +102,19 @@ class RuleBook:
         if self._ordered is None:
             self._ordered = [self.sets[n].compiled for n in sorted(self.sets)]
         return self._ordered
+
+
+def _rule_keys(obj: dict[str, Any]) -> list[str] | None:
+    """Each rule's index and canonical JSON (a rule's compiled form embeds its index in paths)."""
+    import json
+
+    rules = (obj.get("spec") or {}).get("rules") if isinstance(obj.get("spec"), dict) else None
+    if not isinstance(rules, list):
+        return None
+    try:
+        return [f"{i}:{json.dumps(r, sort_keys=True)}" for i, r in enumerate(rules)]
+    except (TypeError, ValueError):
+        return None
 
 
 def _problem_set(compiled: Any) -> set[tuple[str, str]]:

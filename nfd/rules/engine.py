@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -395,10 +395,16 @@ def compile_rule(rule: dict[str, Any] | Rule, *, path: str = "rule", group: bool
     return compiled
 
 
-def _compile_set(obj: Any, *, kind: str, list_field: str, group: bool) -> CompiledRuleSet:
+def _compile_set(
+    obj: Any, *, kind: str, list_field: str, group: bool, reuse: Callable[[int], Any] | None = None
+) -> CompiledRuleSet:
     meta, rules_raw = parse_header(obj, kind=kind, list_field=list_field)
     rules: list[CompiledRule | BrokenRule] = []
     for i, r in enumerate(rules_raw):
+        kept = reuse(i) if reuse is not None else None
+        if kept is not None:
+            rules.append(kept)
+            continue
         path = f"spec.{list_field}[{i}]"
         raw_name = r.get("name") if isinstance(r, dict) else None
         name = raw_name if isinstance(raw_name, str) else f"#{i}"
@@ -413,9 +419,14 @@ def _compile_set(obj: Any, *, kind: str, list_field: str, group: bool) -> Compil
     )
 
 
-def compile_nodefeaturerule(obj: Any) -> CompiledRuleSet:
-    """Compile a NodeFeatureRule object. Raises ValidationError only when it is not one at all."""
-    return _compile_set(obj, kind="NodeFeatureRule", list_field="rules", group=False)
+def compile_nodefeaturerule(obj: Any, *, reuse: Callable[[int], Any] | None = None) -> CompiledRuleSet:
+    """Compile a NodeFeatureRule object. Raises ValidationError only when it is not one at all.
+
+    ``reuse(i)``: the compiled rule to take for ``spec.rules[i]`` unchanged (same spec at the
+    same index in the object's previous version), or None to compile it; an edit to one rule of
+    a large object then compiles that rule only (each masterless worker compiles every edit).
+    """
+    return _compile_set(obj, kind="NodeFeatureRule", list_field="rules", group=False, reuse=reuse)
 
 
 def compile_group_rules(obj: Any) -> CompiledRuleSet:

@@ -46,6 +46,7 @@ from tests.e2e.test_master import (
     assert_no_removals,
     base_rules,
     converged,
+    features_for,
     nodefeature,
     rule,
     setup_world,
@@ -247,6 +248,59 @@ def test_switch_master_to_masterless_and_back_flaps_nothing(env: MasterlessEnv) 
     finally:
         watch.stop()
     assert_no_removals(watch, nodes)
+
+
+def test_master_with_no_publish_serves_groups_beside_masterless_workers(env: MasterlessEnv) -> None:
+    """NodeFeatureGroups need a cluster-wide view: nfd-master -no-publish keeps their status
+    while the workers write the nodes. The master gets its own config with enableTaints off
+    (the workers' has it on): had it written a node, it would have taken the taints off."""
+    nodes = setup_world(env, 2)
+    grp_name = f"{env.tag}-avx512"
+    path = f"{NFD}/namespaces/{NS}/nodefeaturegroups"
+    env.kube.request("POST", path, body={
+        "apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeatureGroup",
+        "metadata": {"name": grp_name, "namespace": NS},
+        "spec": {"featureGroupRules": [{"name": "avx512", "matchFeatures": [
+            {"feature": "e2e.tag", "matchExpressions": {env.tag: {"op": "Exists"}}},
+            {"feature": "cpu.cpuid", "matchExpressions": {"AVX512F": {"op": "Exists"}}}]}]},
+    })
+
+    def members() -> list[str]:
+        g = env.kube.get(f"{path}/{grp_name}")
+        return sorted(x["name"] for x in (g.get("status") or {}).get("nodes") or [])
+
+    def master_wrote(node: str) -> list[str]:
+        mf = env.get_node(node)["metadata"].get("managedFields") or []
+        return [f"{m.get('manager')} {m.get('operation')} {m.get('subresource', '')}" for m in mf
+                if str(m.get("manager", "")).startswith("nfd-master")]
+
+    try:
+        for n in nodes:
+            env.start_worker(n)
+        for n in nodes:
+            wait_for(lambda n=n: converged(env, n), what=f"{n} labelled by its worker")
+        master_conf = env.tmp / "groups-only-master.conf"
+        master_conf.write_text("enableTaints: false\n")
+        m = env.kube.start_process(
+            ["nfd-master", "-port=0", f"-config={master_conf}", "-no-publish",
+             "-feature-gates=NodeFeatureGroupAPI=true"],
+            kubeconfig=env.kubeconfig, name=f"master-groups-{env.tag}",
+            env={"KUBERNETES_NAMESPACE": NS, "NODE_NAME": ""})
+        env.masters.append(m)
+        wait_for(lambda: members() == sorted(nodes), what="both nodes in the group's status")
+        # a feature change: the worker re-labels its node, the master updates the group
+        env.put_nf(nodefeature(nodes[0], nodes[0], labels={"worker-label": "w"},
+                               **features_for(env.tag, avx512=False)))
+        wait_for(lambda: members() == [nodes[1]], what="group membership updated by nfd-master")
+        wait_for(lambda: converged(env, nodes[0], avx512=False), what="node 0 re-labelled by its worker")
+        m.wait_log("update skipped, noPublish=true", timeout=30)
+        for n in nodes:
+            assert master_wrote(n) == [], f"{n}: nfd-master -no-publish wrote the node"
+        # the master's enableTaints: false was never applied to a node
+        assert converged(env, nodes[1], avx512=True)
+        assert "Traceback" not in m.logs()
+    finally:
+        env.kube.request("DELETE", f"{path}/{grp_name}")
 
 
 # -- confinement ------------------------------------------------------------------------------------
