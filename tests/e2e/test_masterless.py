@@ -86,6 +86,11 @@ def cluster(kube: KubeCluster) -> Iterator[KubeCluster]:
                        ("ValidatingAdmissionPolicy", "validatingadmissionpolicies")):
         with contextlib.suppress(HttpError):
             kube.request("DELETE", f"/apis/admissionregistration.k8s.io/v1/{path}/{POLICY}")
+    # The mode's Node grants go too: later modules in this apiserver check that nfd-worker
+    # cannot read or write Nodes without them.
+    for path in ("clusterrolebindings", "clusterroles"):
+        with contextlib.suppress(HttpError):
+            kube.request("DELETE", f"/apis/rbac.authorization.k8s.io/v1/{path}/nfd-worker-node-update")
 
 
 class MasterlessEnv(Env):
