@@ -185,6 +185,114 @@ def _histogram(a: dict[str, int], b: dict[str, int], n: int) -> dict[int, int]:
     return dict(sorted(h.items()))
 
 
+# -- offline: one worker's CPU per rule change, stage by stage, no API server ------------------------
+
+
+def _merge_into(node: dict[str, Any], body: dict[str, Any]) -> None:
+    """Apply a plan's strategic merge body to a node dict as the API server would (maps only)."""
+    for part, fields in (("metadata", ("labels", "annotations")), ("status", ("capacity", "allocatable"))):
+        for f in fields:
+            for k, v in ((body.get(part) or {}).get(f) or {}).items():
+                m = node.setdefault(part, {}).setdefault(f, {})
+                if v is None:
+                    m.pop(k, None)
+                else:
+                    m[k] = v
+    if "taints" in (body.get("spec") or {}):
+        node.setdefault("spec", {})["taints"] = body["spec"]["taints"]
+
+
+def offline(reps: int) -> None:
+    """What one masterless worker does for one edited NodeFeatureRule, in process, repeated:
+    decode the watch event, compile, merge + evaluate its node, plan + encode the PATCH, decode
+    the answer and the Node watch's echo. CPU time per stage, median of ``reps`` edits."""
+    import statistics
+
+    from bench_master_scale import make_rules, nodefeature
+
+    from nfd.common import jsoncodec
+    from nfd.master.config import MasterConfig
+    from nfd.master.master import MasterOptions, NfdMaster
+    from nfd.master.nodefeatures import compact_nodefeature
+    from nfd.master.nodeupdate import NodeState, ops_to_strategic, plan_node_update, slim_node
+
+    class _NoApi:  # the informers are fed by hand here; nothing is sent
+        limiter = None
+
+    node = "bench-00001"
+    m = NfdMaster(_NoApi(), config=MasterConfig(enable_taints=True),  # type: ignore[arg-type]
+                  options=MasterOptions(namespace=NS, only_node=node))
+    nf = nodefeature(node, 1)
+    nf["metadata"]["resourceVersion"] = "10"
+    key = (NS, node)
+    m.nf_informer.cache[key] = compact_nodefeature(nf)
+    m.nf_index[node] = {key}
+    rv = [100]
+    obj: dict[str, Any] = {"apiVersion": "v1", "kind": "Node",
+                           "metadata": {"name": node, "resourceVersion": "100", "labels": {
+                               "kubernetes.io/hostname": node, "kubernetes.io/os": "linux"}, "annotations": {}},
+                           "spec": {}, "status": {"capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"},
+                                                  "allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}}}
+    by_version = {v: make_rules(v) for v in ("v1", "v2")}
+    for o in by_version["v1"]:
+        m._on_nfr_event("ADDED", m.nfr_informer.transform(o), None)  # type: ignore[misc]
+    loop = asyncio.new_event_loop()
+
+    def write(desired: Any) -> bytes:
+        plan = plan_node_update(NodeState.from_obj(slim_node(obj)), desired, allow_overwrite=True)
+        body: dict[str, Any] = {}
+        for ops in (plan.status_ops, plan.metadata_ops):
+            if ops:
+                b = ops_to_strategic(ops)
+                _merge_into(obj, b)
+                body.update(b)
+        if plan.taints_patch is not None:
+            _merge_into(obj, plan.taints_patch)
+        rv[0] += 1
+        obj["metadata"]["resourceVersion"] = str(rv[0])
+        return jsoncodec.dumps(body)
+
+    write(loop.run_until_complete(m.desired_for(node)).desired)  # the first pass
+    stages: dict[str, list[float]] = {}
+
+    def clock(name: str, t0: float) -> float:
+        t1 = time.process_time()
+        stages.setdefault(name, []).append(t1 - t0)
+        return t1
+
+    changed = [i for i, o in enumerate(by_version["v1"]) if any(r["name"] == "changeable" for r in o["spec"]["rules"])][0]
+    old = m.nfr_informer.transform(by_version["v1"][changed])  # type: ignore[misc]
+    for i in range(reps):
+        new_obj = json.loads(json.dumps(by_version["v2" if i % 2 == 0 else "v1"][changed]))
+        new_obj["metadata"]["resourceVersion"] = str(1000 + i)
+        event = jsoncodec.dumps({"type": "MODIFIED", "object": new_obj})
+        t = t_start = time.process_time()
+        ev = jsoncodec.loads(event)
+        slim = m.nfr_informer.transform(ev["object"])  # type: ignore[misc]
+        t = clock("decode the rule's watch event", t)
+        m._on_nfr_event("MODIFIED", slim, old)
+        old = slim
+        t = clock("compile the edited rule object", t)
+        cd = loop.run_until_complete(m.desired_for(node))
+        t = clock("merge + evaluate + policy for its node", t)
+        write(cd.desired)
+        t = clock("plan + encode the patch", t)
+        answer = jsoncodec.dumps(obj)
+        t = time.process_time()
+        m._remember(jsoncodec.loads(answer))
+        t = clock("decode the PATCH answer (Node)", t)
+        echo = jsoncodec.dumps({"type": "MODIFIED", "object": obj})
+        t = time.process_time()
+        m.node_informer.transform(jsoncodec.loads(echo)["object"])  # type: ignore[misc]
+        t = clock("decode the Node watch echo", t)
+        stages.setdefault("total (without sending)", []).append(t - t_start)
+    loop.close()
+    print(f"one masterless worker, one edited NodeFeatureRule (10 of the 100 rules, one of them changed), "
+          f"median CPU of {reps} edits:")
+    for name, xs in stages.items():
+        print(f"  {name:44s} {statistics.median(xs) * 1000:7.3f} ms")
+
+
 # -- the benchmark ----------------------------------------------------------------------------------
 
 
@@ -284,10 +392,14 @@ def main() -> int:
     ap.add_argument("--skip-master", action="store_true")
     ap.add_argument("--profile", metavar="PATH", help="cProfile the host processes during the rule change; "
                     "PATH-<i>.prof per host, the top functions of host 0 printed")
+    ap.add_argument("--offline", type=int, metavar="REPS", help="only the in-process per-worker figures, REPS edits")
     ap.add_argument("--host", nargs=2, metavar=("SPEC", "STATUS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.host:
         asyncio.run(host(*args.host))
+        return 0
+    if args.offline:
+        offline(args.offline)
         return 0
 
     from bench_master_scale import (

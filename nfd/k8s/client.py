@@ -51,6 +51,7 @@ class ApiClient:
         self._session: aiohttp.ClientSession | None = None
         self._server_minor: int | None = None
         self._server_minor_known = False
+        self._server_minor_lock = asyncio.Lock()  # the informers of one client ask at once
 
     @classmethod
     async def from_kubeconfig(
@@ -196,15 +197,19 @@ class ApiClient:
             raise ApiUnavailable(f"WATCH {path}: {e.__class__.__name__}: {e}") from e
 
     async def server_minor(self) -> int | None:
-        """The API server's minor version (``/version``), asked once; None when unknown."""
-        if not self._server_minor_known:
-            try:
-                info = await self.request("GET", "/version", verb="GET")
-            except (ApiError, ApiUnavailable):
-                return None  # asked again next time
-            digits = "".join(ch for ch in str((info or {}).get("minor", "")) if ch.isdigit())
-            self._server_minor = int(digits) if digits else None
-            self._server_minor_known = True
+        """The API server's minor version (``/version``), asked once; None when unknown.
+        Callers that ask while the question is out wait for its answer (one GET, not one each)."""
+        if self._server_minor_known:
+            return self._server_minor
+        async with self._server_minor_lock:
+            if not self._server_minor_known:
+                try:
+                    info = await self.request("GET", "/version", verb="GET")
+                except (ApiError, ApiUnavailable):
+                    return None  # asked again next time
+                digits = "".join(ch for ch in str((info or {}).get("minor", "")) if ch.isdigit())
+                self._server_minor = int(digits) if digits else None
+                self._server_minor_known = True
         return self._server_minor
 
     async def close(self) -> None:

@@ -165,6 +165,7 @@ class NfdMaster:
         # Nodes being processed -> newest resourceVersion of a change seen meanwhile (0: none).
         # Decided when the processing ends: most are the echoes of the writes then in flight.
         self._busy: dict[str, int] = {}
+        self._nfr_deletes: dict[str, asyncio.TimerHandle] = {}  # masterless: rule deletes in grace
 
         page = config.informer_page_size
         only = options.only_node
@@ -280,6 +281,22 @@ class NfdMaster:
 
             self.rulebook = RuleBook()
         gen = self.rulebook.generation
+        pending = self._nfr_deletes.pop(name, None)
+        if pending is not None:
+            pending.cancel()
+        if etype == "DELETED" and self.opts.only_node and self.opts.delete_grace_s > 0:
+            # Masterless: a rule delete takes effect after the grace period unless the rule is
+            # back by then (a resumed watch replays delete + re-create within milliseconds, and
+            # the node pass must not run between them), as NodeFeature deletes do.
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                loop = None
+            if loop is not None:
+                log.info("NodeFeatureRule %s deleted; acting on it in %gs unless it is re-created",
+                         name, self.opts.delete_grace_s)
+                self._nfr_deletes[name] = loop.call_later(self.opts.delete_grace_s, self._nfr_delete_due, name)
+                return
         if etype == "DELETED":
             self.rulebook.remove(name)
         else:
@@ -290,6 +307,16 @@ class NfdMaster:
         if self.rulebook.generation != gen and self.ready:
             log.info("NodeFeatureRule %s %s; re-evaluating all nodes", name, etype.lower())
             self.update_all_nodes(f"NodeFeatureRule {name} {etype.lower()}")
+
+    def _nfr_delete_due(self, name: str) -> None:
+        self._nfr_deletes.pop(name, None)
+        if self.nfr_informer.get(name) is not None or self.rulebook is None:
+            return  # re-created meanwhile (its events did the rest)
+        gen = self.rulebook.generation
+        self.rulebook.remove(name)
+        if self.rulebook.generation != gen and self.ready:
+            log.info("NodeFeatureRule %s deleted (grace period over); re-evaluating the node", name)
+            self.update_all_nodes(f"NodeFeatureRule {name} deleted")
 
     def _report_broken_rule(self, obj: dict[str, Any], msg: str) -> None:
         if not self.is_leader or self.opts.only_node:
@@ -972,6 +999,9 @@ class NfdMaster:
                 await inf.stop()
         for t in list(self._tasks):
             t.cancel()
+        for h in self._nfr_deletes.values():
+            h.cancel()
+        self._nfr_deletes.clear()
 
     async def run(self, *, elector_factory: Callable[[], Any] | None = None) -> None:
         """Sync caches, then lead (or stand by with warm caches until leading) until stopped.

@@ -308,6 +308,28 @@ def test_master_with_no_publish_serves_groups_beside_masterless_workers(env: Mas
         env.kube.request("DELETE", f"{path}/{grp_name}")
 
 
+def test_a_workers_informers_ask_the_server_version_once(cluster: KubeCluster) -> None:
+    """A masterless worker starts three informers on one client at once; each asks the server
+    version (streaming lists need 1.27+). One GET /version between them, not three: with
+    thousands of workers starting together the extra ones met API Priority and Fairness 429s."""
+    import asyncio
+
+    from nfd.k8s.client import ApiClient
+
+    async def ask() -> tuple[list[int | None], int]:
+        api = await ApiClient.from_kubeconfig(cluster.kubeconfig)
+        try:
+            minors = await asyncio.gather(*(api.server_minor() for _ in range(3)))
+            minors.append(await api.server_minor())
+        finally:
+            await api.close()
+        return list(minors), api.metrics["GET"]
+
+    minors, gets = asyncio.run(ask())
+    assert gets == 1
+    assert len(set(minors)) == 1 and isinstance(minors[0], int) and minors[0] >= 27, minors
+
+
 # -- confinement ------------------------------------------------------------------------------------
 
 
