@@ -85,8 +85,10 @@ class MasterOptions:
     @property
     def dra_resource_slices(self) -> bool:
         """Ours, on by default: the ``dra`` feature source (docs/dra.md). It changes nothing on
-        a cluster without ResourceSlices or without rules that read ``dra.device``/``devices``."""
-        return self.feature_gates.get("DRAResourceSlices", True)
+        a cluster without ResourceSlices or without rules that read ``dra.device``/``devices``.
+        Off by default for a masterless worker (``only_node``): its RBAC has no cluster-wide
+        read of ResourceSlices, and thousands of workers should not each try and warn."""
+        return self.feature_gates.get("DRAResourceSlices", not self.only_node)
 
 
 @dataclass(slots=True)

@@ -54,7 +54,7 @@ def parse_flags(argv: list[str]) -> Flags:
     p.add_flag("no-publish-features", default=None, help="comma-separated feature keys not to publish")
     p.add_flag("owner-refs", default=None, help="owner references of the NodeFeature: node,pod,ds")
     p.add_bool("no-owner-refs", default=False, help="deprecated: no owner references")
-    p.add_flag("feature-gates", default=None, help="feature gates of the node update (DisableAutoPrefix)")
+    p.add_flag("feature-gates", default=None, help="feature gates of the node update (DisableAutoPrefix, DRAResourceSlices)")
     p.add_bool("enable-node-update", default=None, help="update this node's labels, annotations, extended "
                "resources and taints from NodeFeatureRules here, without nfd-master (core.enableNodeUpdate)")
     p.add_flag("master-config", default="/etc/kubernetes/node-feature-discovery/nfd-master.conf",
