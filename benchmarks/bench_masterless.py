@@ -98,7 +98,8 @@ async def host(spec_path: str, status_path: str) -> None:
     for w in spec["workers"]:
         api = await ApiClient.from_kubeconfig(w["kubeconfig"], user_agent="nfd-worker")
         _count_requests(api, w["node"], kinds, node_writes)
-        u = NodeUpdater(api, node_name=w["node"], namespace=NS, master_config_path=spec["config"])
+        u = NodeUpdater(api, node_name=w["node"], namespace=NS, master_config_path=spec["config"],
+                        **({"spread_s": spec["spread"]} if spec.get("spread") is not None else {}))
         u.start()
         updaters.append(u)
         apis.append(api)
@@ -392,6 +393,8 @@ def main() -> int:
     ap.add_argument("--skip-master", action="store_true")
     ap.add_argument("--profile", metavar="PATH", help="cProfile the host processes during the rule change; "
                     "PATH-<i>.prof per host, the top functions of host 0 printed")
+    ap.add_argument("--spread", type=float, metavar="S", help="the workers' write spread after a rule change, "
+                    "seconds (default: NodeUpdater's; 0: all at once, as before it had one)")
     ap.add_argument("--offline", type=int, metavar="REPS", help="only the in-process per-worker figures, REPS edits")
     ap.add_argument("--host", nargs=2, metavar=("SPEC", "STATUS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -461,7 +464,8 @@ def main() -> int:
         for i in range(procs):
             spec = tmp / f"host-{i}-spec.json"
             prof = f"{args.profile}-{i}.prof" if args.profile else ""
-            spec.write_text(json.dumps({"config": str(conf), "workers": ids[i::procs], "profile": prof}))
+            spec.write_text(json.dumps({"config": str(conf), "workers": ids[i::procs], "profile": prof,
+                                        "spread": args.spread}))
             hosts.append(kube.start_process([sys.executable, __file__, "--host", str(spec), str(status_paths[i])],
                                             kubeconfig=kube.kubeconfig, name=f"bench-host-{i}"))
         while True:

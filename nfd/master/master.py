@@ -73,6 +73,11 @@ class MasterOptions:
     # NodeFeature and Node caches are narrowed to it by selectors, no leader election, and no
     # Events (thousands of workers would each post the same InvalidRule event).
     only_node: str = ""
+    # Ours (masterless): a cluster-wide trigger (a rule or config change, a resync) reaches every
+    # worker at once; each delays its pass by a fixed per-node fraction of this many seconds so
+    # the writes do not arrive together (all workers share one API Priority and Fairness flow,
+    # whose 429s cost each worker a second exchange). 0: no spread.
+    spread_s: float = 0.0
 
     @property
     def node_feature_groups(self) -> bool:
@@ -110,6 +115,14 @@ class CachedDesired:
 # loop iterations, and with sleep(0) each of them would wait for another slice.
 EVAL_SLICE_S = 0.02
 EVAL_PAUSE_S = 0.002
+
+
+def spread_delay(node: str, *, spread_s: float) -> float:
+    """A node's fixed share of ``spread_s`` (a hash of its name): the same node waits the same
+    time after every trigger, and a thousand nodes spread evenly over the window."""
+    import zlib
+
+    return spread_s * (zlib.crc32(node.encode()) % 1000) / 1000.0
 
 
 def _slim_nfr(obj: dict[str, Any]) -> dict[str, Any]:
@@ -415,7 +428,7 @@ class NfdMaster:
             self.group_queue.add(name)
 
     # -- work ---------------------------------------------------------------------------------
-    def update_all_nodes(self, reason: str) -> None:
+    def update_all_nodes(self, reason: str, *, spread: bool = True) -> None:
         if not self.ready:
             return
         if not self.watch_nodes:
@@ -423,8 +436,12 @@ class NfdMaster:
             self._spawn(self._list_and_queue(reason))
             return
         log.info("queueing all %d nodes: %s", len(self.node_informer.cache), reason)
+        spread_s = self.opts.spread_s if (spread and self.opts.only_node) else 0.0
         for _, name in list(self.node_informer.cache):
-            self.node_queue.add(name)
+            if spread_s > 0:
+                self.node_queue.add_after(name, spread_delay(name, spread_s=spread_s))
+            else:
+                self.node_queue.add(name)
 
     async def _list_and_queue(self, reason: str) -> None:
         from nfd.k8s.backoff import Backoff
@@ -876,7 +893,7 @@ class NfdMaster:
         self.evidence.reset_processed()
         self.ready = True
         self._start_workers()
-        self.update_all_nodes("became leader")
+        self.update_all_nodes("became leader", spread=False)
         for _, name in list(self.nfg_informer.cache if self.nfg_informer is not None else {}):
             self.group_queue.add(name)
         self._restart_resync()

@@ -63,6 +63,7 @@ class NodeUpdater:
         feature_gates: dict[str, bool] | None = None,
         delete_grace_s: float = 5.0,
         batch_s: float = 1.0,
+        spread_s: float = 1.0,
     ) -> None:
         from nfd.master.master import MasterOptions, NfdMaster
 
@@ -77,6 +78,8 @@ class NodeUpdater:
             delete_grace_s=delete_grace_s,
             batch_s=batch_s,
             only_node=node_name,
+            # a rule change reaches every worker at once: spread their writes over 1 s
+            spread_s=spread_s,
         )
         # nfdApiParallelism: one node needs one updater
         self.master = NfdMaster(api, config=cfg, options=opts)
