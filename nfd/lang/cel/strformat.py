@@ -15,7 +15,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from nfd.lang.cel.values import CelError, UInt, go_quote, type_name
+from nfd.lang.cel.values import CelError, go_quote, type_name
 
 DEFAULT_PRECISION = 6
 _SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
@@ -91,27 +91,7 @@ def format_string(fmt: str, args: Any) -> str:
     return _interpolate(fmt, len(items), clause, runtime=True)[0]
 
 
-def _kind(v: Any) -> str:
-    t = type(v)
-    if t is bool:
-        return "bool"
-    if t is int:
-        return "int"
-    if t is UInt:
-        return "uint"
-    if t is float:
-        return "double"
-    if t is str:
-        return "string"
-    if t is bytes:
-        return "bytes"
-    if v is None:
-        return "null_type"
-    if isinstance(v, list | tuple | set | frozenset):
-        return "list"
-    if isinstance(v, dict):
-        return "map"
-    return type_name(v)
+_kind = type_name  # the CEL type name the clauses' errors print
 
 
 def _bytes_text(b: bytes) -> str:
