@@ -105,8 +105,10 @@ class CachedDesired:
     # outputs of the rules that matched, by (rule set, rule): what a rule failing at run time
     # on this node next time contributes instead of nothing
     outputs: dict[tuple[str, str], Any] = field(default_factory=dict)
-    # Masterless (one node): the merged features, reused while only the rules change
+    # Masterless (one node): the merged features, reused while only the rules change, and the
+    # rules' results on them (nfd.rules.engine.RuleMemo)
     merged: MergedNodeFeatures | None = None
+    memo: Any = None
 
 
 # Rule evaluation runs on the event loop in slices of about this long (one rule at least)
@@ -524,18 +526,20 @@ class NfdMaster:
         if cached is not None and cached.key == key:
             return cached
         from nfd.master.pipeline import compute_desired_steps
-        from nfd.rules.engine import EvalBudget
+        from nfd.rules.engine import EvalBudget, RuleMemo
 
         if cached is not None and cached.merged is not None and _inputs(cached.key) == _inputs(key):
             # Only the rules changed: the node's features are as merged last time (the engine
             # never modifies them). Kept in masterless mode only, where there is one node.
             merged = cached.merged
+            memo = cached.memo
         else:
             merged = self.merged_for(node)
+            memo = RuleMemo() if self.opts.only_node else None
         rule_sets = self.rulebook.ordered() if self.rulebook is not None else []
         steps = compute_desired_steps(
             merged, rule_sets=rule_sets, policy=self.policy(), node_name=node, budget=EvalBudget(),
-            previous=cached.outputs if cached is not None else None,
+            previous=cached.outputs if cached is not None else None, memo=memo,
         )
         slice_end = time.perf_counter() + EVAL_SLICE_S
         while True:
@@ -577,7 +581,7 @@ class NfdMaster:
         # Node name label values are not exported (cardinality); see docs/compatibility.md.
         self.metrics.nfr_processing_time.labels(name="", node="").observe(rep.duration_s)
         cd = CachedDesired(key, desired, merged.has_features, merged.found, rep.outputs,
-                           merged if self.opts.only_node else None)
+                           merged if self.opts.only_node else None, memo)
         self.desired_cache[node] = cd
         return cd
 

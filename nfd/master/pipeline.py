@@ -157,10 +157,11 @@ def compute_desired_steps(
     node_name: str,
     budget: Any = None,
     previous: dict[tuple[str, str], Any] | None = None,
+    memo: Any = None,
 ) -> Generator[None, None, tuple[Desired, NodeReport]]:
     """Rules and policy for one node, pausing after each rule (nfd-master serves probes, lease
     renewal and other nodes meanwhile; ``engine.run_to_end`` computes it at once).
-    ``budget``/``previous``: see iter_process_rule_sets; ``NodeReport.outputs`` is this
+    ``budget``/``previous``/``memo``: see iter_process_rule_sets; ``NodeReport.outputs`` is this
     evaluation's ``previous`` for the next one."""
     from nfd.rules.engine import iter_process_rule_sets
     from nfd.rules.policy import apply_policy
@@ -170,7 +171,7 @@ def compute_desired_steps(
     auto_prefix = not policy.disable_auto_prefix
     rules = iter_process_rule_sets(
         rule_sets, features, node_name=node_name, feed_back=True, auto_prefix=auto_prefix, explain=False,
-        budget=budget, previous=previous, devices=merged.devices,
+        budget=budget, previous=previous, devices=merged.devices, memo=memo,
     )
     busy = 0.0  # time working, not paused
     t0 = time.perf_counter()

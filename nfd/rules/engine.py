@@ -166,6 +166,7 @@ class CompiledRule:
         "cel",
         "problems",
         "source",
+        "reads_backrefs",
         "_static_output",
     )
 
@@ -212,6 +213,10 @@ class CompiledRule:
             from nfd.rules.cel import compile_expressions
 
             self.cel = compile_expressions(list(rule.match_cel), path=f"{path}.matchCEL")
+        # Whether the result can depend on earlier rules' outputs (rule.matched), besides the
+        # node's features: a rule.* term, or CEL (``attributes`` holds rule.matched).
+        terms = list(rule.match_features) + [t for m in rule.match_any for t in m.match_features]
+        self.reads_backrefs = self.cel is not None or any(t.feature.startswith("rule.") for t in terms)
 
     def _matcher(self, terms: list[FeatureMatcherTerm], path: str) -> Matcher:
         out = []
@@ -525,6 +530,34 @@ class EvalBudget:
     template_steps: int = 4_000_000  # template steps for all of a node's rules together
 
 
+@dataclass(slots=True)
+class _MemoEntry:
+    rule: CompiledRule  # held so that its id() is not reused while the entry lives
+    backrefs: dict[str, str] | None  # rule.matched as the rule saw it, when it reads it
+    result: RuleResult
+    prefixed: tuple[dict[str, str], dict[str, str], dict[str, str]]  # labels, annotations, ERs as combined
+
+
+class RuleMemo:
+    """One node's rule results from its last evaluation, for the next one on the same features.
+
+    A rule's result is a function of the node's features, its name and DRA devices, and, for a
+    rule that reads ``rule.matched`` (a ``rule.*`` term or matchCEL), the outputs of the rules
+    before it. When only the rules change (one NodeFeatureRule edited), the unchanged rules
+    (the same compiled objects, which the rulebook keeps across edits) need not run again: a
+    masterless worker then evaluates the edited rule, not all of them. Failed rules are always
+    run again (a time budget is not a property of the inputs). Holds one entry per rule.
+    """
+
+    __slots__ = ("features", "devices", "sig", "entries")
+
+    def __init__(self) -> None:
+        self.features: Features | None = None
+        self.devices: Sequence[dict[str, Any]] | None = None
+        self.sig: tuple[Any, ...] = ()
+        self.entries: dict[tuple[str, int], _MemoEntry] = {}
+
+
 T = TypeVar("T")
 
 # The running node evaluation's template steps left, [n] (set per rule by iter_process_rule_sets).
@@ -575,6 +608,7 @@ def iter_process_rule_sets(
     budget: EvalBudget | None = None,
     previous: Mapping[tuple[str, str], RuleOutput] | None = None,
     devices: Sequence[dict[str, Any]] = (),
+    memo: RuleMemo | None = None,
 ) -> Generator[None, None, ProcessResult]:
     """process_rule_sets, pausing (yielding) after each rule so a caller can serve other work.
 
@@ -583,7 +617,16 @@ def iter_process_rule_sets(
     (rule set, rule): a rule that fails now contributes those instead of nothing (a runtime
     error is not evidence that the node changed). Its error is still reported.
     ``devices``: the node's DRA devices, the ``devices`` variable of ``matchCEL`` (nfd.dra).
+    ``memo``: this node's RuleMemo from its last evaluation on the same ``features`` object; a
+    rule found there unchanged, with unchanged inputs, is not run again (and not paused after).
     """
+    hits: dict[tuple[str, int], _MemoEntry] = {}
+    if memo is not None:
+        sig = (id(features), node_name, explain, auto_prefix, id(devices))
+        if memo.features is not features or memo.devices is not devices or memo.sig != sig:
+            memo.entries = {}
+        hits, memo.entries = memo.entries, {}
+        memo.features, memo.devices, memo.sig = features, devices, sig
     view = features_view(features)
     backref = BackrefWriter(view)
     out = RuleOutput()
@@ -596,6 +639,32 @@ def iter_process_rule_sets(
     steps_box = [budget.template_steps] if budget is not None else None
     for rs in sorted(rule_sets, key=lambda r: r.name):
         for rule in rs.rules:
+            if memo is not None and hits:
+                hit = hits.get((rs.name, id(rule)))
+                if hit is not None and hit.rule is rule and (
+                    hit.backrefs is None or hit.backrefs == (backref.cur or {})
+                ):
+                    memo.entries[(rs.name, id(rule))] = hit
+                    res = hit.result
+                    results.append(res)
+                    if res.matched:
+                        o = res.output
+                        out.labels.update(o.labels)
+                        out.annotations.update(o.annotations)
+                        out.extended_resources.update(o.extended_resources)
+                        out.vars.update(o.vars)
+                        out.taints.extend(o.taints)
+                        pl, pa, pe = hit.prefixed
+                        master.labels.update(pl)
+                        master.annotations.update(pa)
+                        master.extended_resources.update(pe)
+                        master.vars.update(o.vars)
+                        master.taints.extend(o.taints)
+                    if feed_back:
+                        backref.feed(res.output.labels, res.output.vars)
+                    continue
+            before = (dict(backref.cur or {}) if memo is not None and isinstance(rule, CompiledRule)
+                      and rule.reads_backrefs else None)
             if budget is not None and spent > budget.node_s:
                 res = RuleResult(rule.name, False, RuleOutput(), None,
                                  f"not evaluated: this node's rules used their time budget of {budget.node_s:g}s "
@@ -626,17 +695,21 @@ def iter_process_rule_sets(
                     continue
                 res.matched, res.output, res.kept_previous = True, kept, True
             o = res.output
+            prefixed: tuple[dict[str, str], dict[str, str], dict[str, str]] = ({}, {}, {})
             if res.matched:
                 out.labels.update(o.labels)
                 out.annotations.update(o.annotations)
                 out.extended_resources.update(o.extended_resources)
                 out.vars.update(o.vars)
                 out.taints.extend(o.taints)
-                master.labels.update(add_ns(o.labels, ns))
-                master.annotations.update(add_ns(o.annotations, ns))
-                master.extended_resources.update(add_ns(o.extended_resources, ns))
+                prefixed = (add_ns(o.labels, ns), add_ns(o.annotations, ns), add_ns(o.extended_resources, ns))
+                master.labels.update(prefixed[0])
+                master.annotations.update(prefixed[1])
+                master.extended_resources.update(prefixed[2])
                 master.vars.update(o.vars)
                 master.taints.extend(o.taints)
+            if memo is not None and res.error is None and isinstance(rule, CompiledRule):
+                memo.entries[(rs.name, id(rule))] = _MemoEntry(rule, before, res, prefixed)
             if feed_back:
                 backref.feed(o.labels, o.vars)
             yield
