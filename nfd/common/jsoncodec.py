@@ -38,3 +38,13 @@ def dumps(obj: Any) -> bytes:
         except TypeError:  # orjson.JSONEncodeError: non-str keys, huge integers...
             pass
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def canonical(obj: Any) -> bytes:
+    """Compact JSON with sorted keys, to compare documents (two equal ones give equal bytes)."""
+    if _orjson is not None:
+        try:
+            return _orjson.dumps(obj, option=_orjson.OPT_SORT_KEYS)
+        except TypeError:
+            pass
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False, sort_keys=True).encode()

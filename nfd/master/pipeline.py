@@ -26,9 +26,9 @@ log = logging.getLogger(__name__)
 class RuleSetEntry:
     name: str
     compiled: Any  # nfd.rules.engine.CompiledRuleSet
-    spec_key: str  # canonical JSON of the spec, to skip no-op updates
-    # "<index>:<canonical JSON>" of each rule -> its compiled rule, for the next edit to reuse
-    by_rule: dict[str, Any] = field(default_factory=dict)
+    spec_key: bytes  # canonical JSON of the spec, to skip no-op updates
+    # (index, canonical JSON) of each rule -> its compiled rule, for the next edit to reuse
+    by_rule: dict[tuple[int, bytes], Any] = field(default_factory=dict)
 
 
 class RuleBook:
@@ -48,12 +48,11 @@ class RuleBook:
 
     def upsert(self, obj: dict[str, Any]) -> str | None:
         """Compile and store; returns an error message when the object is rejected."""
-        import json
-
+        from nfd.common.jsoncodec import canonical
         from nfd.rules.engine import compile_nodefeaturerule
 
         name = (obj.get("metadata") or {}).get("name") or ""
-        spec_key = json.dumps(obj.get("spec"), sort_keys=True)
+        spec_key = canonical(obj.get("spec"))
         cur = self.sets.get(name)
         if cur is not None and cur.spec_key == spec_key:
             return None
@@ -104,15 +103,15 @@ class RuleBook:
         return self._ordered
 
 
-def _rule_keys(obj: dict[str, Any]) -> list[str] | None:
+def _rule_keys(obj: dict[str, Any]) -> list[tuple[int, bytes]] | None:
     """Each rule's index and canonical JSON (a rule's compiled form embeds its index in paths)."""
-    import json
+    from nfd.common.jsoncodec import canonical
 
     rules = (obj.get("spec") or {}).get("rules") if isinstance(obj.get("spec"), dict) else None
     if not isinstance(rules, list):
         return None
     try:
-        return [f"{i}:{json.dumps(r, sort_keys=True)}" for i, r in enumerate(rules)]
+        return [(i, canonical(r)) for i, r in enumerate(rules)]
     except (TypeError, ValueError):
         return None
 
