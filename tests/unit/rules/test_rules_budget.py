@@ -65,9 +65,41 @@ def test_node_budget_fails_the_remaining_rules_with_a_named_error(monkeypatch: A
     assert set(res.output.labels) == {"r0", "r1"}
     assert [name for name, _ in res.errors] == ["r2", "r3", "r4"]
     assert "not evaluated: this node's rules used their time budget of 0.1s" in res.errors[0][1]
+    # sleeping is not work: a rule that only waited (the process descheduled) does not fail
+    res = process_rule_sets([rs], Features(), budget=EvalBudget(rule_s=0.05, node_s=10))
+    assert res.errors == []
+
+    def busy(rule: Any, *a: Any, **kw: Any) -> Any:
+        end = time.thread_time() + 0.06
+        while time.thread_time() < end:
+            pass
+        return real(rule, *a, **kw)
+
+    monkeypatch.setattr(engine, "evaluate_rule", busy)
     res = process_rule_sets([rs], Features(), budget=EvalBudget(rule_s=0.05, node_s=10))
     assert len(res.errors) == 5
     assert "more than the rule time budget of 0.05s" in res.errors[0][1]
+
+
+def test_garbage_collection_is_not_charged_to_a_rule(monkeypatch: Any) -> None:
+    """A full collection walks the whole heap (a master's thousands of nodes): the rule that
+    happened to trigger it did not do that work."""
+    rs = compile_nodefeaturerule(nfr("s", {"name": "r", "labels": {"r": "1"}, "matchFeatures": []}))
+    import nfd.rules.engine as engine
+
+    real = engine.evaluate_rule
+
+    def collecting(rule: Any, *a: Any, **kw: Any) -> Any:
+        engine._gc_clock("start", {"generation": 2})
+        end = time.thread_time() + 0.08
+        while time.thread_time() < end:
+            pass
+        engine._gc_clock("stop", {"generation": 2})
+        return real(rule, *a, **kw)
+
+    monkeypatch.setattr(engine, "evaluate_rule", collecting)
+    res = process_rule_sets([rs], Features(), budget=EvalBudget(rule_s=0.05, node_s=0.05))
+    assert res.errors == [] and res.output.labels == {"r": "1"}
 
 
 def test_rulebook_keeps_the_last_good_revision_of_a_broken_edit() -> None:
