@@ -99,7 +99,7 @@ async def host(spec_path: str, status_path: str) -> None:
 
         loop.add_signal_handler(signal.SIGUSR1, _toggle)
     for w in spec["workers"]:
-        api = await ApiClient.from_kubeconfig(w["kubeconfig"], user_agent="nfd-worker")
+        api = await ApiClient.from_kubeconfig(w["kubeconfig"], user_agent="nfd-worker", http2=spec.get("http2", True))
         _count_requests(api, w["node"], kinds, node_writes)
         u = NodeUpdater(api, node_name=w["node"], namespace=NS, master_config_path=spec["config"],
                         **({"spread_s": spec["spread"]} if spec.get("spread") is not None else {}))
@@ -398,6 +398,8 @@ def main() -> int:
                     "PATH-<i>.prof per host, the top functions of host 0 printed")
     ap.add_argument("--spread", type=float, metavar="S", help="the workers' write spread after a rule change, "
                     "seconds (default: NodeUpdater's; 0: all at once, as before it had one)")
+    ap.add_argument("--http1", action="store_true", help="the workers' clients on HTTP/1.1 (aiohttp), as before "
+                    "they spoke HTTP/2: four connections per worker")
     ap.add_argument("--offline", type=int, metavar="REPS", help="only the in-process per-worker figures, REPS edits")
     ap.add_argument("--host", nargs=2, metavar=("SPEC", "STATUS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -468,7 +470,7 @@ def main() -> int:
             spec = tmp / f"host-{i}-spec.json"
             prof = f"{args.profile}-{i}.prof" if args.profile else ""
             spec.write_text(json.dumps({"config": str(conf), "workers": ids[i::procs], "profile": prof,
-                                        "spread": args.spread}))
+                                        "spread": args.spread, "http2": not args.http1}))
             hosts.append(kube.start_process([sys.executable, __file__, "--host", str(spec), str(status_paths[i])],
                                             kubeconfig=kube.kubeconfig, name=f"bench-host-{i}"))
         while True:

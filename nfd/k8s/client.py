@@ -7,9 +7,14 @@ NodeFeatures of tens of kB each, and dicts are what we patch and compare anyway.
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
+import ssl
+import zlib
 from collections import Counter
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode, urlsplit
 
 import aiohttp
 
@@ -17,6 +22,11 @@ from nfd.common import jsoncodec
 from nfd.k8s.config import ConnectionConfig, load_kubeconfig
 from nfd.k8s.errors import ApiError, ApiUnavailable, error_for
 from nfd.k8s.ratelimit import TokenBucket
+
+if TYPE_CHECKING:
+    from nfd.k8s.http2 import H2Connection
+
+log = logging.getLogger("nfd.k8s")
 
 JSON = "application/json"
 MAX_RETRY_AFTER_ATTEMPTS = 5
@@ -57,8 +67,16 @@ class ApiClient:
         user_agent: str = "nfd",
         timeout_s: float = 30.0,
         compression: bool = False,
+        http2: bool = False,
     ) -> None:
+        """``http2``: every request and watch over one HTTP/2 connection (nfd.k8s.http2), as
+        client-go does; HTTP/1.1 (aiohttp) when the server does not offer h2, or when the
+        environment sets ``DISABLE_HTTP2`` (as client-go honours it)."""
         self.config = config
+        self.http2 = http2 and config.server.startswith("https") and not os.environ.get("DISABLE_HTTP2")
+        self._h2: H2Connection | None = None
+        self._h2_lock = asyncio.Lock()
+        self._h2_off = False
         # Uncompressed by default: gzip of a large list costs the API server more CPU than the
         # bytes cost inside a cluster (a 5,000-NodeFeature list: ~20% more apiserver CPU).
         self.compression = compression
@@ -80,8 +98,10 @@ class ApiClient:
         burst: int = 100,
         user_agent: str = "nfd",
         context: str | None = None,
+        http2: bool = False,
     ) -> ApiClient:
-        return cls(load_kubeconfig(path, context=context), qps=qps, burst=burst, user_agent=user_agent)
+        return cls(load_kubeconfig(path, context=context), qps=qps, burst=burst, user_agent=user_agent,
+                   http2=http2)
 
     @property
     def namespace(self) -> str | None:
@@ -94,6 +114,48 @@ class ApiClient:
                 base_url=None, connector=connector, json_serialize=lambda o: jsoncodec.dumps(o).decode()
             )
         return self._session
+
+    async def _h2_connection(self) -> H2Connection | None:
+        """The client's HTTP/2 connection (opened on first use and after it closed), or None
+        for HTTP/1.1. Raises ApiUnavailable when the server cannot be reached."""
+        if not self.http2 or self._h2_off:
+            return None
+        conn = self._h2
+        if conn is not None and not conn.closed:
+            return conn
+        from nfd.k8s.http2 import H2Connection, H2NotNegotiated
+
+        async with self._h2_lock:
+            conn = self._h2
+            if conn is not None and not conn.closed:
+                return conn
+            if conn is not None:
+                asyncio.get_running_loop().create_task(conn.close())  # its streams already failed
+                self._h2 = None
+            u = urlsplit(self.config.server)
+            ctx = self.config.ssl_context()
+            if not isinstance(ctx, ssl.SSLContext):
+                self._h2_off = True
+                return None
+            ctx.set_alpn_protocols(["h2", "http/1.1"])
+            host = u.hostname or "localhost"
+            try:
+                self._h2 = await H2Connection.open(host, u.port or 443, ssl_context=ctx, timeout_s=self.timeout_s)
+            except H2NotNegotiated:
+                log.info("%s does not offer HTTP/2: using HTTP/1.1", self.config.server)
+                self._h2_off = True
+                return None
+            except (OSError, TimeoutError) as e:  # ssl.SSLError is an OSError
+                raise ApiUnavailable(f"connect {self.config.server}: {e.__class__.__name__}: {e}") from e
+            return self._h2
+
+    def _h2_target(self, path: str, params: dict[str, Any] | None) -> str:
+        base = urlsplit(self.config.server).path.rstrip("/")
+        q = _params(params)
+        return base + path + ("?" + urlencode(q) if q else "")
+
+    def _h2_headers(self, content_type: str | None, accept: str) -> list[tuple[str, str]]:
+        return [(k.lower(), v) for k, v in self._headers(content_type, accept).items()]
 
     def _headers(self, content_type: str | None, accept: str) -> dict[str, str]:
         h = {"Accept": accept, "User-Agent": self.user_agent}
@@ -160,6 +222,10 @@ class ApiClient:
         timeout_s: float | None,
         started: asyncio.Event | None = None,
     ) -> tuple[int, bytes, float | None]:
+        conn = await self._h2_connection()
+        if conn is not None:
+            return await self._once_h2(conn, method, path, params=params, data=data, content_type=content_type,
+                                       accept=accept, timeout_s=timeout_s, started=started)
         session = self._get_session()
         try:
             async with session.request(
@@ -177,6 +243,81 @@ class ApiClient:
         except (TimeoutError, aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as e:
             raise ApiUnavailable(f"{method} {path}: {e.__class__.__name__}: {e}") from e
 
+    async def _once_h2(
+        self,
+        conn: H2Connection,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, Any] | None,
+        data: bytes | None,
+        content_type: str,
+        accept: str,
+        timeout_s: float | None,
+        started: asyncio.Event | None,
+    ) -> tuple[int, bytes, float | None]:
+        from nfd.k8s.http2 import H2StreamError
+
+        stream = None
+        try:
+            async with asyncio.timeout(timeout_s or self.timeout_s):
+                stream = await conn.request(
+                    method.upper(), self._h2_target(path, params),
+                    self._h2_headers(content_type if data is not None else None, accept), data,
+                )
+                status, headers = await stream.response()
+                if started is not None:
+                    started.set()
+                raw = _decoded_body(await stream.read_all(), headers.get("content-encoding"))
+                return status, raw, _retry_after(headers.get("retry-after"))
+        except (TimeoutError, H2StreamError, zlib.error) as e:
+            raise ApiUnavailable(f"{method} {path}: {e.__class__.__name__}: {e}") from e
+        finally:
+            if stream is not None:
+                stream.cancel()
+
+    async def _stream_lines_h2(
+        self, conn: H2Connection, path: str, *, params: dict[str, Any] | None, accept: str, timeout_s: float,
+    ) -> AsyncGenerator[dict[str, Any], None]:
+        from nfd.k8s.http2 import H2StreamError
+
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        stream = None
+        try:
+            async with asyncio.timeout(timeout_s):
+                stream = await conn.request("GET", self._h2_target(path, params), self._h2_headers(None, accept), None)
+                status, headers = await stream.response()
+                if status >= 400:
+                    raise error_for(status, _decode(_decoded_body(await stream.read_all(), headers.get("content-encoding"))))
+            inflate = zlib.decompressobj(16 + zlib.MAX_WBITS) if headers.get("content-encoding") == "gzip" else None
+            buf = b""
+            while True:
+                left = deadline - loop.time()
+                if left <= 0:
+                    raise TimeoutError
+                chunk = await asyncio.wait_for(stream.read(), left)
+                if not chunk:
+                    break
+                if inflate is not None:
+                    chunk = inflate.decompress(chunk)
+                buf += chunk
+                start = 0
+                while (end := buf.find(b"\n", start)) >= 0:
+                    line = buf[start:end]
+                    start = end + 1
+                    if line.strip():
+                        yield jsoncodec.loads(line)
+                if start:
+                    buf = buf[start:]
+            if buf.strip():
+                yield jsoncodec.loads(buf)
+        except (TimeoutError, H2StreamError, zlib.error) as e:
+            raise ApiUnavailable(f"WATCH {path}: {e.__class__.__name__}: {e}") from e
+        finally:
+            if stream is not None:
+                stream.cancel()
+
     async def stream_lines(
         self,
         path: str,
@@ -188,6 +329,15 @@ class ApiClient:
         """A watch stream: yields each JSON event line. Raises like `request` on failure to open."""
         await self.limiter.acquire()
         self.metrics["WATCH"] += 1
+        conn = await self._h2_connection()
+        if conn is not None:
+            gen = self._stream_lines_h2(conn, path, params=params, accept=accept, timeout_s=timeout_s)
+            try:
+                async for ev in gen:
+                    yield ev
+            finally:
+                await gen.aclose()  # now, not when collected: its stream is reset here
+            return
         session = self._get_session()
         try:
             async with session.get(
@@ -231,6 +381,9 @@ class ApiClient:
         return self._server_minor
 
     async def close(self) -> None:
+        if self._h2 is not None:
+            await self._h2.close()
+            self._h2 = None
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -249,6 +402,13 @@ def _decode(raw: bytes) -> Any:
         return jsoncodec.loads(raw)
     except ValueError:
         return raw.decode(errors="replace")
+
+
+def _decoded_body(raw: bytes, encoding: str | None) -> bytes:
+    """An HTTP/2 body as aiohttp would give it (gzip undone; the API server sends no other)."""
+    if encoding == "gzip" and raw:
+        return zlib.decompress(raw, 16 + zlib.MAX_WBITS)
+    return raw
 
 
 def _retry_after(value: str | None) -> float | None:

@@ -248,7 +248,8 @@ class Worker:
         if self.api is None:
             from nfd.k8s.client import ApiClient
 
-            self.api = await ApiClient.from_kubeconfig(self.flags.kubeconfig, user_agent="nfd-worker")
+            # HTTP/2: its watches (masterless mode) and writes share one connection
+            self.api = await ApiClient.from_kubeconfig(self.flags.kubeconfig, user_agent="nfd-worker", http2=True)
             self.metrics.api_requests = lambda: dict(self.api.metrics)
         if self.publisher is None:
             self.publisher = Publisher(self.api, namespace=worker_namespace(self.env), node_name=self.node_name)

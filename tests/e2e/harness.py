@@ -797,3 +797,26 @@ class KubeCluster:
 
     def unique_name(self, prefix: str) -> str:
         return f"{prefix}-{secrets.token_hex(4)}"
+
+
+def tcp_connections(port: int, pid: int | str = "self") -> int:
+    """ESTABLISHED TCP connections of process ``pid`` to local port ``port`` (Linux /proc)."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    n = 0
+    for table in ("tcp", "tcp6"):
+        try:
+            lines = Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            f = line.split()
+            if f[3] == "01" and int(f[2].rsplit(":", 1)[1], 16) == port and f[9] in inodes:
+                n += 1
+    return n

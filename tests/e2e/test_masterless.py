@@ -28,6 +28,7 @@ from tests.e2e.harness import (
     ManagedProcess,
     RestClient,
     load_manifest_objects,
+    tcp_connections,
 )
 from tests.e2e.tools import helm_bin, helm_template
 
@@ -213,6 +214,8 @@ def test_worker_labels_its_node_from_its_own_discovery(env: MasterlessEnv) -> No
     assert any(k.startswith(f"{FNS}/pci-") for k in labels), sorted(labels)
     assert env.kube.get(f"{NFD}/namespaces/{NS}/nodefeatures/{node}")["metadata"]["labels"] == {
         "nfd.node.kubernetes.io/node-name": node}
+    # HTTP/2: its three watches and its writes on one connection (four over HTTP/1.1)
+    assert tcp_connections(env.kube.port, env.workers[node].pid) == 1
 
 
 def test_switch_master_to_masterless_and_back_flaps_nothing(env: MasterlessEnv) -> None:
