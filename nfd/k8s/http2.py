@@ -301,7 +301,11 @@ class H2Connection(asyncio.Protocol):
         self._h2.send_headers(sid, hdrs, end_stream=not body)
         self._flush()
         if body:
-            await self._send_body(stream, body)
+            try:
+                await self._send_body(stream, body)
+            except BaseException:  # cancelled or failed half-way: the stream must not linger
+                self._cancel(stream)
+                raise
         return stream
 
     async def _send_body(self, stream: H2Stream, body: bytes) -> None:

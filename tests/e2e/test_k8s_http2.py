@@ -167,3 +167,29 @@ def test_a_server_without_h2_gets_http1(kube: KubeCluster) -> None:
             await runner.cleanup()
 
     asyncio.run(go())
+
+
+def test_a_request_cancelled_while_sending_leaves_no_stream(kube: KubeCluster, namespace: str) -> None:
+    async def go() -> None:
+        api = client(kube)
+        base = f"/api/v1/namespaces/{namespace}/configmaps"
+        try:
+            await api.request("GET", "/version")
+            conn = api._h2
+            assert conn is not None
+            task = asyncio.create_task(api.request("POST", base, body=cm("huge", {"v": "x" * 3_000_000})))
+            for _ in range(50):  # until it waits for the server's window
+                await asyncio.sleep(0)
+                if conn._streams:
+                    break
+            assert conn._streams
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert not conn._streams
+            assert (await api.request("GET", "/version"))["major"] == "1"
+            assert api._h2 is conn
+        finally:
+            await api.close()
+
+    asyncio.run(go())
