@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import random
 import ssl
 import zlib
 from collections import Counter
@@ -77,6 +78,7 @@ class ApiClient:
         self._h2: H2Connection | None = None
         self._h2_lock = asyncio.Lock()
         self._h2_off = False
+        self._h2_closing: set[asyncio.Task[None]] = set()
         # Uncompressed by default: gzip of a large list costs the API server more CPU than the
         # bytes cost inside a cluster (a 5,000-NodeFeature list: ~20% more apiserver CPU).
         self.compression = compression
@@ -130,7 +132,9 @@ class ApiClient:
             if conn is not None and not conn.closed:
                 return conn
             if conn is not None:
-                asyncio.get_running_loop().create_task(conn.close())  # its streams already failed
+                closing = asyncio.get_running_loop().create_task(conn.close())  # its streams already failed
+                self._h2_closing.add(closing)
+                closing.add_done_callback(self._h2_closing.discard)
                 self._h2 = None
             u = urlsplit(self.config.server)
             ctx = self.config.ssl_context()
@@ -205,7 +209,7 @@ class ApiClient:
             if status < 400:
                 return payload
             if status == 429 and retry_after is not None and attempt < MAX_RETRY_AFTER_ATTEMPTS:
-                await asyncio.sleep(min(retry_after, MAX_RETRY_AFTER_S))
+                await asyncio.sleep(retry_delay(retry_after))
                 continue
             raise error_for(status, payload)
         raise AssertionError("unreachable")
@@ -409,6 +413,15 @@ def _decoded_body(raw: bytes, encoding: str | None) -> bytes:
     if encoding == "gzip" and raw:
         return zlib.decompress(raw, 16 + zlib.MAX_WBITS)
     return raw
+
+
+def retry_delay(retry_after: float) -> float:
+    """How long to wait before retrying a 429: Retry-After, plus up to as much again at random.
+    Thousands of clients refused together (API Priority and Fairness puts all of a DaemonSet's
+    workers in one flow) would otherwise all come back in the same instant and be refused again:
+    5,000 masterless workers after a rule change sent 14 PATCHes each, 70,000 refused."""
+    base = min(retry_after, MAX_RETRY_AFTER_S)
+    return base + random.uniform(0.0, max(base, 0.1))
 
 
 def _retry_after(value: str | None) -> float | None:

@@ -151,3 +151,14 @@ def test_list_retries_a_failed_continuation_page_only() -> None:
             await runner.cleanup()
 
     asyncio.run(main())
+
+
+def test_retry_delay_spreads_retries_over_as_much_again() -> None:
+    from nfd.k8s.client import MAX_RETRY_AFTER_S, retry_delay
+
+    delays = [retry_delay(1.0) for _ in range(2000)]
+    assert all(1.0 <= d <= 2.0 for d in delays)
+    # spread over the window, not bunched: each tenth of it gets some
+    assert len({int((d - 1.0) * 10) for d in delays}) == 10
+    assert all(0.0 <= retry_delay(0.0) <= 0.1 for _ in range(100))
+    assert retry_delay(60.0) <= 2 * MAX_RETRY_AFTER_S
