@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import statistics
 import sys
 import tempfile
@@ -52,6 +53,8 @@ async def _round(kube: Any, token: str, *, http2: bool, patches: int, fresh: boo
     per = (time.process_time() - t0) / patches * 1000
     if task is not None:
         task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
     await api.close()
     return per
 
