@@ -84,7 +84,10 @@ class H2Stream:
         status = 0
         for k, v in headers:
             if k == ":status":
-                status = int(v)
+                try:
+                    status = int(v)
+                except ValueError:
+                    raise H2StreamError(f"invalid :status {v[:20]!r}") from None
             elif not k.startswith(":"):
                 out[k] = f"{out[k]}, {v}" if k in out else v
         return status, out
