@@ -79,6 +79,7 @@ class ApiClient:
         self._h2_lock = asyncio.Lock()
         self._h2_off = False
         self._h2_closing: set[asyncio.Task[None]] = set()
+        self._h2_base = urlsplit(config.server).path.rstrip("/")  # a server URL may carry a path prefix
         # Uncompressed by default: gzip of a large list costs the API server more CPU than the
         # bytes cost inside a cluster (a 5,000-NodeFeature list: ~20% more apiserver CPU).
         self.compression = compression
@@ -154,9 +155,8 @@ class ApiClient:
             return self._h2
 
     def _h2_target(self, path: str, params: dict[str, Any] | None) -> str:
-        base = urlsplit(self.config.server).path.rstrip("/")
         q = _params(params)
-        return base + path + ("?" + urlencode(q) if q else "")
+        return self._h2_base + path + ("?" + urlencode(q) if q else "")
 
     def _h2_headers(self, content_type: str | None, accept: str) -> list[tuple[str, str]]:
         return [(k.lower(), v) for k, v in self._headers(content_type, accept).items()]
@@ -305,15 +305,9 @@ class ApiClient:
                     break
                 if inflate is not None:
                     chunk = inflate.decompress(chunk)
-                buf += chunk
-                start = 0
-                while (end := buf.find(b"\n", start)) >= 0:
-                    line = buf[start:end]
-                    start = end + 1
-                    if line.strip():
-                        yield jsoncodec.loads(line)
-                if start:
-                    buf = buf[start:]
+                lines, buf = _split_lines(buf + chunk)
+                for line in lines:
+                    yield jsoncodec.loads(line)
             if buf.strip():
                 yield jsoncodec.loads(buf)
         except (TimeoutError, H2StreamError, zlib.error) as e:
@@ -354,15 +348,9 @@ class ApiClient:
                     raise error_for(resp.status, _decode(await resp.read()))
                 buf = b""
                 async for chunk in resp.content.iter_any():
-                    buf += chunk
-                    start = 0
-                    while (end := buf.find(b"\n", start)) >= 0:
-                        line = buf[start:end]
-                        start = end + 1
-                        if line.strip():
-                            yield jsoncodec.loads(line)
-                    if start:
-                        buf = buf[start:]
+                    lines, buf = _split_lines(buf + chunk)
+                    for line in lines:
+                        yield jsoncodec.loads(line)
                 if buf.strip():
                     yield jsoncodec.loads(buf)
         except (TimeoutError, aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as e:
@@ -406,6 +394,18 @@ def _decode(raw: bytes) -> Any:
         return jsoncodec.loads(raw)
     except ValueError:
         return raw.decode(errors="replace")
+
+
+def _split_lines(buf: bytes) -> tuple[list[bytes], bytes]:
+    """The complete non-blank lines of a watch stream's buffer, and the partial rest."""
+    start = 0
+    lines = []
+    while (end := buf.find(b"\n", start)) >= 0:
+        line = buf[start:end]
+        start = end + 1
+        if line.strip():
+            lines.append(line)
+    return lines, buf[start:] if start else buf
 
 
 def _decoded_body(raw: bytes, encoding: str | None) -> bytes:

@@ -66,7 +66,7 @@ class _PlainEncoder(hpack.Encoder):
 class H2Stream:
     """One request's answer: ``await response()`` for the status and headers, then ``read()``."""
 
-    __slots__ = ("id", "_conn", "_headers", "_chunks", "_wake", "_error", "_ended", "_local_closed")
+    __slots__ = ("id", "_conn", "_headers", "_chunks", "_wake", "_error", "_ended")
 
     def __init__(self, conn: H2Connection, stream_id: int) -> None:
         self.id = stream_id
@@ -76,7 +76,6 @@ class H2Stream:
         self._wake = asyncio.Event()
         self._error: BaseException | None = None
         self._ended = False  # the server's side is done (end of stream or reset)
-        self._local_closed = False
 
     async def response(self) -> tuple[int, dict[str, str]]:
         headers = await self._headers
@@ -107,14 +106,10 @@ class H2Stream:
         self._conn._consumed(self.id, flow)
         return bytes(data)
 
-    async def read_all(self, limit: int | None = None) -> bytes:
+    async def read_all(self) -> bytes:
         parts = []
-        size = 0
         while chunk := await self.read():
             parts.append(chunk)
-            size += len(chunk)
-            if limit is not None and size > limit:
-                raise H2StreamError(f"response body over {limit} bytes")
         return b"".join(parts)
 
     def cancel(self) -> None:
@@ -170,14 +165,12 @@ class H2Connection(asyncio.Protocol):
         self._keepalive: asyncio.Task[None] | None = None
 
     @classmethod
-    async def open(cls, host: str, port: int, *, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
-                   timeout_s: float = 30.0) -> H2Connection:
+    async def open(cls, host: str, port: int, *, ssl_context: ssl.SSLContext, timeout_s: float = 30.0) -> H2Connection:
         loop = asyncio.get_running_loop()
         authority = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         conn = cls(loop, authority)
         await asyncio.wait_for(
-            loop.create_connection(lambda: conn, host, port, ssl=ssl_context,
-                                   server_hostname=server_hostname or host),
+            loop.create_connection(lambda: conn, host, port, ssl=ssl_context, server_hostname=host),
             timeout=timeout_s,
         )
         assert conn._transport is not None

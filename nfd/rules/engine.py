@@ -550,12 +550,30 @@ class EvalBudget:
     template_steps: int = 4_000_000  # template steps for all of a node's rules together
 
 
+# A matched rule's labels, annotations and extended resources with the master's prefixes
+_Prefixed = tuple[dict[str, str], dict[str, str], dict[str, str]]
+
+
+def _combine(out: RuleOutput, master: RuleOutput, o: RuleOutput, prefixed: _Prefixed) -> None:
+    """Add one matched rule's output to the raw and the master's (prefixed) combined outputs."""
+    out.labels.update(o.labels)
+    out.annotations.update(o.annotations)
+    out.extended_resources.update(o.extended_resources)
+    out.vars.update(o.vars)
+    out.taints.extend(o.taints)
+    master.labels.update(prefixed[0])
+    master.annotations.update(prefixed[1])
+    master.extended_resources.update(prefixed[2])
+    master.vars.update(o.vars)
+    master.taints.extend(o.taints)
+
+
 @dataclass(slots=True)
 class _MemoEntry:
     rule: CompiledRule  # held so that its id() is not reused while the entry lives
     backrefs: dict[str, str] | None  # rule.matched as the rule saw it, when it reads it
     result: RuleResult
-    prefixed: tuple[dict[str, str], dict[str, str], dict[str, str]]  # labels, annotations, ERs as combined
+    prefixed: _Prefixed
 
 
 class RuleMemo:
@@ -642,7 +660,7 @@ def iter_process_rule_sets(
     """
     hits: dict[tuple[str, int], _MemoEntry] = {}
     if memo is not None:
-        sig = (id(features), node_name, explain, auto_prefix, id(devices))
+        sig = (node_name, explain, auto_prefix)
         if memo.features is not features or memo.devices is not devices or memo.sig != sig:
             memo.entries = {}
         hits, memo.entries = memo.entries, {}
@@ -667,23 +685,11 @@ def iter_process_rule_sets(
                     hit.backrefs is None or hit.backrefs == (backref.cur or {})
                 ):
                     memo.entries[(rs.name, id(rule))] = hit
-                    res = hit.result
-                    results.append(res)
-                    if res.matched:
-                        o = res.output
-                        out.labels.update(o.labels)
-                        out.annotations.update(o.annotations)
-                        out.extended_resources.update(o.extended_resources)
-                        out.vars.update(o.vars)
-                        out.taints.extend(o.taints)
-                        pl, pa, pe = hit.prefixed
-                        master.labels.update(pl)
-                        master.annotations.update(pa)
-                        master.extended_resources.update(pe)
-                        master.vars.update(o.vars)
-                        master.taints.extend(o.taints)
+                    results.append(hit.result)
+                    if hit.result.matched:
+                        _combine(out, master, hit.result.output, hit.prefixed)
                     if feed_back:
-                        backref.feed(res.output.labels, res.output.vars)
+                        backref.feed(hit.result.output.labels, hit.result.output.vars)
                     continue
             before = (dict(backref.cur or {}) if memo is not None and isinstance(rule, CompiledRule)
                       and rule.reads_backrefs else None)
@@ -722,19 +728,10 @@ def iter_process_rule_sets(
                     continue
                 res.matched, res.output, res.kept_previous = True, kept, True
             o = res.output
-            prefixed: tuple[dict[str, str], dict[str, str], dict[str, str]] = ({}, {}, {})
+            prefixed: _Prefixed = ({}, {}, {})
             if res.matched:
-                out.labels.update(o.labels)
-                out.annotations.update(o.annotations)
-                out.extended_resources.update(o.extended_resources)
-                out.vars.update(o.vars)
-                out.taints.extend(o.taints)
                 prefixed = (add_ns(o.labels, ns), add_ns(o.annotations, ns), add_ns(o.extended_resources, ns))
-                master.labels.update(prefixed[0])
-                master.annotations.update(prefixed[1])
-                master.extended_resources.update(prefixed[2])
-                master.vars.update(o.vars)
-                master.taints.extend(o.taints)
+                _combine(out, master, o, prefixed)
             if memo is not None and res.error is None and isinstance(rule, CompiledRule):
                 memo.entries[(rs.name, id(rule))] = _MemoEntry(rule, before, res, prefixed)
             if feed_back:

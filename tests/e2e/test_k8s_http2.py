@@ -21,10 +21,6 @@ def client(kube: KubeCluster, *, http2: bool = True) -> ApiClient:
     return ApiClient(cfg, qps=0, burst=1, http2=http2)
 
 
-def connections_to(port: int) -> int:
-    return tcp_connections(port)
-
-
 def cm(name: str, data: dict[str, str]) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}
 
@@ -58,7 +54,7 @@ def test_requests_and_watches_share_one_connection(kube: KubeCluster, namespace:
             await asyncio.wait_for(asyncio.gather(*tasks), 20)
             assert seen == [["c0", "c1", "c2"]] * 3
             assert api._h2 is not None and not api._h2_off
-            assert connections_to(kube.port) == 1
+            assert tcp_connections(kube.port) == 1
         finally:
             await api.close()
 
@@ -79,7 +75,7 @@ def test_large_bodies_pass_the_flow_control_windows(kube: KubeCluster, namespace
             listed = await api.request("GET", base)
             by_name = {o["metadata"]["name"]: o["data"]["v"] for o in listed["items"]}
             assert {k: by_name[f"big{k}"] for k in range(10)} == values
-            assert connections_to(kube.port) == 1
+            assert tcp_connections(kube.port) == 1
         finally:
             await api.close()
 
@@ -92,7 +88,7 @@ def test_more_requests_at_once_than_the_server_allows_streams(kube: KubeCluster)
         try:
             out = await asyncio.gather(*(api.request("GET", "/version") for _ in range(400)))
             assert all(o["major"] == "1" for o in out)
-            assert connections_to(kube.port) == 1
+            assert tcp_connections(kube.port) == 1
         finally:
             await api.close()
 
