@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import resource
 import signal
 import sys
@@ -387,6 +388,21 @@ def _put_rules(kube: Any, version: str) -> None:
     kube.request("PUT", path, body=changed)
 
 
+def _apf_counts(kube: Any) -> dict[str, int]:
+    """The apiserver's APF counters by priority level: requests dispatched and rejected (by
+    reason: queue-full, time-out, concurrency-limit, cancelled)."""
+    out: dict[str, int] = {}
+    text = kube.request("GET", "/metrics")
+    for line in str(text).splitlines():
+        m = re.match(r'apiserver_flowcontrol_(dispatched|rejected)_requests_total\{(.*)\} (\S+)$', line)
+        if not m:
+            continue
+        lab = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2)))
+        key = f"{lab.get('priority_level')}: {m.group(1)}" + (f" {lab['reason']}" if "reason" in lab else "")
+        out[key] = out.get(key, 0) + int(float(m.group(3)))
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--nodes", type=int, default=1000)
@@ -400,6 +416,8 @@ def main() -> int:
                     "seconds (default: NodeUpdater's; 0: all at once, as before it had one)")
     ap.add_argument("--http1", action="store_true", help="the workers' clients on HTTP/1.1 (aiohttp), as before "
                     "they spoke HTTP/2: four connections per worker")
+    ap.add_argument("--no-flow-control", action="store_true", help="without the component's FlowSchema and "
+                    "PriorityLevelConfiguration (flow-control.yaml): the workers in workload-low, as before it")
     ap.add_argument("--offline", type=int, metavar="REPS", help="only the in-process per-worker figures, REPS edits")
     ap.add_argument("--host", nargs=2, metavar=("SPEC", "STATUS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -445,10 +463,14 @@ def main() -> int:
     try:
         kube.apply_manifest_dir(REPO / "deploy" / "base" / "rbac")
         comp = REPO / "deploy" / "components" / "masterless"
-        objs = load_manifest_objects([comp / "rbac.yaml", comp / "node-update-policy.yaml"])
+        objs = load_manifest_objects([comp / "rbac.yaml", comp / "node-update-policy.yaml",
+                                      *([] if args.no_flow_control else [comp / "flow-control.yaml"])])
         for o in objs:
             for s in o.get("subjects") or []:
                 s["namespace"] = NS
+            for r in (o.get("spec") or {}).get("rules") or []:
+                for s in r.get("subjects") or []:
+                    s["serviceAccount"]["namespace"] = NS
             for v in (o.get("spec") or {}).get("variables") or []:
                 if v["name"] == "enableTaints":
                     v["expression"] = "true"
@@ -514,6 +536,7 @@ def main() -> int:
             sts_b = _read_status(status_paths)
         cpu_before = sum(s["cpu_s"] for s in sts_b)
         api_cpu_c = sum(cpu_s(p) for p in server_pids)
+        apf_b = _apf_counts(kube)
         t0 = time.monotonic()
         _put_rules(kube, "v2")
         t_ml_prop = _wait_nodes(kube, n, v2_ok, timeout=args.timeout, what="masterless rule change")
@@ -530,6 +553,7 @@ def main() -> int:
         gc_rule_ms = (sum(s.get("gc_s", 0.0) for s in sts_c) - sum(s.get("gc_s", 0.0) for s in sts_b)) * 1000 / n
         gc2_rule_ms = (sum(s.get("gc2_s", 0.0) for s in sts_c) - sum(s.get("gc2_s", 0.0) for s in sts_b)) * 1000 / n
         ml_api_cpu_rule = sum(cpu_s(p) for p in server_pids) - api_cpu_c
+        apf_rule = _delta(apf_b, _apf_counts(kube))
         verbs_rule = {k: _sum_verbs(sts_c).get(k, 0) - vb.get(k, 0) for k in _sum_verbs(sts_c)}
         kinds_first = _sum_kinds(sts1)
         kinds_steady = _delta(_sum_kinds(sts_a), _sum_kinds(sts_b))
@@ -563,6 +587,7 @@ def main() -> int:
         print(f"  requests by kind, first pass:        {kinds_first}")
         print(f"  requests by kind, steady state:      {kinds_steady or 'none'}")
         print(f"  requests by kind, rule change:       {kinds_rule}")
+        print(f"  API Priority and Fairness, rule change (level: dispatched / rejected by reason): {apf_rule}")
         print(f"  nodes by Node writes they got (writes: nodes), first pass: {hist_first}; rule change: {hist_rule}")
         if args.profile:
             import pstats

@@ -221,3 +221,31 @@ def test_upstream_documented_install_one_shot_and_uninstall(kustomize_bin: Path,
             if got is not None and not got["metadata"].get("deletionTimestamp"):
                 left.append(f"{o['kind']}/{o['metadata']['name']}")
     assert left == []
+
+
+@pytest.mark.parametrize("how", ["over-overlay", "own-composition"])
+def test_masterless_flow_schema_follows_the_overlay_namespace(how: str, kustomize_bin: Path, tmp_path: Path) -> None:
+    """components/masterless's FlowSchema names the worker's ServiceAccount with its namespace
+    (a FlowSchema subject takes no wildcard namespace): an overlay's `namespace:` must reach it, as
+    it reaches the ClusterRoleBinding, or the workers' requests would miss their priority level."""
+    mine = tmp_path / "my-overlay"
+    mine.mkdir()
+    rel = os.path.relpath(DEPLOY_DIR, mine)
+    k: dict[str, Any] = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+                         "namespace": "my-nfd"}
+    if how == "over-overlay":
+        k["resources"] = [f"{rel}/overlays/masterless"]
+    else:
+        k["resources"] = [f"{rel}/base/{b}" for b in ("rbac", "master", "worker-daemonset")]
+        k["components"] = [f"{rel}/components/{c}" for c in ("worker-config", "master-config", "masterless")]
+    (mine / "kustomization.yaml").write_text(yaml.safe_dump(k))
+    objs = kustomize_build(kustomize_bin, mine)
+    (fs,) = [o for o in objs if o["kind"] == "FlowSchema"]
+    (pl,) = [o for o in objs if o["kind"] == "PriorityLevelConfiguration"]
+    assert fs["spec"]["rules"][0]["subjects"] == [
+        {"kind": "ServiceAccount", "serviceAccount": {"name": "nfd-worker", "namespace": "my-nfd"}}]
+    assert fs["spec"]["priorityLevelConfiguration"]["name"] == pl["metadata"]["name"]
+    (crb,) = [o for o in objs if o["kind"] == "ClusterRoleBinding" and o["metadata"]["name"] == "nfd-worker-node-update"]
+    assert crb["subjects"][0]["namespace"] == "my-nfd"
+    (sa,) = [o for o in objs if o["kind"] == "ServiceAccount" and o["metadata"]["name"] == "nfd-worker"]
+    assert sa["metadata"]["namespace"] == "my-nfd"

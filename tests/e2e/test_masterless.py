@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import ssl
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +31,7 @@ from tests.e2e.harness import (
     ManagedProcess,
     RestClient,
     load_manifest_objects,
+    read_kubeconfig_token,
     tcp_connections,
 )
 from tests.e2e.tools import helm_bin, helm_template
@@ -65,11 +69,16 @@ FIXTURE = REPO_ROOT / "tests" / "fixtures" / "sysfs" / "gpu-server"
 def component_objects(*, enable_taints: bool) -> list[dict[str, Any]]:
     """The component's RBAC and policy as kustomize would place them in NS; enableTaints set
     as the Helm chart renders it from master.config.enableTaints."""
-    objs = load_manifest_objects([COMPONENT / "rbac.yaml", COMPONENT / "node-update-policy.yaml"])
+    objs = load_manifest_objects([COMPONENT / "rbac.yaml", COMPONENT / "node-update-policy.yaml",
+                                  COMPONENT / "flow-control.yaml"])
     for o in objs:
         if o["kind"] == "ClusterRoleBinding":
             for s in o["subjects"]:
                 s["namespace"] = NS
+        if o["kind"] == "FlowSchema":
+            for r in o["spec"]["rules"]:
+                for s in r["subjects"]:
+                    s["serviceAccount"]["namespace"] = NS
         if o["kind"] == "ValidatingAdmissionPolicy":
             for v in o["spec"]["variables"]:
                 if v["name"] == "enableTaints":
@@ -87,6 +96,9 @@ def cluster(kube: KubeCluster) -> Iterator[KubeCluster]:
                        ("ValidatingAdmissionPolicy", "validatingadmissionpolicies")):
         with contextlib.suppress(HttpError):
             kube.request("DELETE", f"/apis/admissionregistration.k8s.io/v1/{path}/{POLICY}")
+    for path in ("flowschemas", "prioritylevelconfigurations"):
+        with contextlib.suppress(HttpError):
+            kube.request("DELETE", f"/apis/flowcontrol.apiserver.k8s.io/v1/{path}/nfd-worker")
     # The mode's Node grants go too: later modules in this apiserver check that nfd-worker
     # cannot read or write Nodes without them.
     for path in ("clusterrolebindings", "clusterroles"):
@@ -216,6 +228,51 @@ def test_worker_labels_its_node_from_its_own_discovery(env: MasterlessEnv) -> No
         "nfd.node.kubernetes.io/node-name": node}
     # HTTP/2: its three watches and its writes on one connection (four over HTTP/1.1)
     assert tcp_connections(env.kube.port, env.workers[node].pid) == 1
+
+
+def _pf_headers(kube: KubeCluster, token: str, path: str) -> tuple[str, str]:
+    """The FlowSchema and priority level UIDs the apiserver classified a request under."""
+    req = urllib.request.Request(kube.server + path, headers={"Authorization": f"Bearer {token}"})
+    ctx = ssl.create_default_context(cafile=kube.ca_file)
+    for _ in range(50):
+        try:
+            with urllib.request.urlopen(req, context=ctx, timeout=30) as r:
+                return r.headers["X-Kubernetes-PF-FlowSchema-UID"], r.headers["X-Kubernetes-PF-PriorityLevel-UID"]
+        except urllib.error.HTTPError as e:
+            # "storage is (re)initializing": a CRD's watch cache still filling
+            if e.code != 429:
+                raise
+            time.sleep(0.2)
+    raise AssertionError(f"{path}: 429 for 10 s")
+
+
+def _dispatched(kube: KubeCluster, level: str) -> int:
+    text = str(kube.request("GET", "/metrics"))
+    return sum(int(float(line.rpartition(" ")[2])) for line in text.splitlines()
+               if line.startswith("apiserver_flowcontrol_dispatched_requests_total{")
+               and f'priority_level="{level}"' in line)
+
+
+def test_flow_control_puts_the_workers_requests_in_their_own_queue(env: MasterlessEnv) -> None:
+    """flow-control.yaml: every request of a worker's token (any namespace) is classified under
+    the nfd-worker FlowSchema and served from its queuing level; other identities are not."""
+    fc = "/apis/flowcontrol.apiserver.k8s.io/v1"
+    fs = env.kube.get(f"{fc}/flowschemas/nfd-worker")
+    pl = env.kube.get(f"{fc}/prioritylevelconfigurations/nfd-worker")
+    assert pl["spec"]["limited"]["limitResponse"]["type"] == "Queue"
+    node = env.node("fc")
+    token = read_kubeconfig_token(env.worker_identity(node))
+    for path in (f"/api/v1/nodes/{node}", "/version", f"{NFD}/nodefeaturerules"):
+        assert _pf_headers(env.kube, token, path) == (fs["metadata"]["uid"], pl["metadata"]["uid"]), path
+    other = env.kube.serviceaccount_token(NS, "nfd-master")
+    assert _pf_headers(env.kube, other, "/version")[1] != pl["metadata"]["uid"]
+    # a real worker's requests (its lists, watches and Node writes) are dispatched from the level
+    before = _dispatched(env.kube, "nfd-worker")
+    env.put_rule(rule(f"{env.tag}-fc", [{"name": "always", "labels": {f"{env.tag}-fc": "yes"}}]))
+    env.nfs.append((NS, node))
+    env.start_worker(node, publish=True)
+    wait_for(lambda: env.labels(node).get(f"{FNS}/{env.tag}-fc") == "yes", what="worker's label")
+    assert _dispatched(env.kube, "nfd-worker") - before >= 4
 
 
 def test_switch_master_to_masterless_and_back_flaps_nothing(env: MasterlessEnv) -> None:
@@ -598,8 +655,28 @@ def test_helm_value_renders_the_same_policy_and_the_mode(helm_bin: Path, tmp_pat
     assert hv["enableTaints"] == "true" and hv["labelsKey"] == "'blue.nfd.node.kubernetes.io/feature-labels'"
     assert helm_pol["spec"]["matchConditions"][0]["expression"] == (
         "request.userInfo.username == 'system:serviceaccount:nfd-helm-ml:ml-node-feature-discovery-worker'")
-    without = helm_template(helm_bin, namespace="nfd-helm-ml", release="ml", tmpdir=tmp_path / "off")
-    assert not [o for o in without if "node-update" in o["metadata"]["name"]]
+    # flow-control.yaml, for this release's ServiceAccount by name and namespace
+    kust_fc = {o["kind"]: o for o in load_manifest_objects([COMPONENT / "flow-control.yaml"])}
+    helm_fc = {o["kind"]: o for o in objs if o["kind"] in ("FlowSchema", "PriorityLevelConfiguration")}
+    assert set(helm_fc) == {"FlowSchema", "PriorityLevelConfiguration"}
+    assert helm_fc["PriorityLevelConfiguration"]["spec"] == kust_fc["PriorityLevelConfiguration"]["spec"]
+    hfs, kfs = copy.deepcopy(helm_fc["FlowSchema"]["spec"]), copy.deepcopy(kust_fc["FlowSchema"]["spec"])
+    assert hfs["rules"][0]["subjects"] == [{"kind": "ServiceAccount", "serviceAccount": {
+        "name": "ml-node-feature-discovery-worker", "namespace": "nfd-helm-ml"}}]
+    assert hfs["priorityLevelConfiguration"]["name"] == helm_fc["PriorityLevelConfiguration"]["metadata"]["name"]
+    for spec in (hfs, kfs):
+        del spec["rules"][0]["subjects"], spec["priorityLevelConfiguration"]
+    assert hfs == kfs
+    without = helm_template(helm_bin, namespace="nfd-helm-ml", release="ml", tmpdir=tmp_path)
+    assert not [o for o in without if "node-update" in o["metadata"]["name"]
+                or o["kind"] in ("FlowSchema", "PriorityLevelConfiguration")]
+    # one ServiceAccount for the worker and nfd-master: no FlowSchema (leader election would queue)
+    shared = helm_template(helm_bin, namespace="nfd-helm-ml", release="ml", tmpdir=tmp_path,
+                           values={"master": {"serviceAccount": {"name": "nfd"}},
+                                   "worker": {"enableNodeUpdate": True, "serviceAccount": {"name": "nfd"}}})
+    assert not [o for o in shared if o["kind"] in ("FlowSchema", "PriorityLevelConfiguration")]
+    assert [o for o in shared if o["kind"] == "ValidatingAdmissionPolicy"]
     cluster.create_namespace("nfd-helm-ml", exist_ok=True)
-    cluster.apply_objects([o for o in objs if o["kind"] in ("ValidatingAdmissionPolicy", "ClusterRole",
-                                                             "ConfigMap")], dry_run=True)
+    cluster.apply_objects([o for o in objs if o["kind"] in ("ValidatingAdmissionPolicy", "ClusterRole", "ConfigMap",
+                                                             "FlowSchema", "PriorityLevelConfiguration")],
+                          dry_run=True)
