@@ -3,7 +3,8 @@
 N simulated masterless workers, each as a real DaemonSet pod's would be: its own pod-bound
 ServiceAccount token (node claim), its own API client and watches (NodeFeatureRules, the
 NodeFeatures of its node by label selector, its Node by field selector) and its own writes,
-through deploy/components/masterless's RBAC and admission policy. They run many per process
+through deploy/components/masterless's RBAC, admission policy and FlowSchema (its priority
+level queues their writes; ``--no-flow-control`` leaves them in workload-low). They run many per process
 (``--procs`` host processes, N/procs workers each). The objects are bench_master_scale.py's:
 N nodes, one realistic NodeFeature each (tens of kB), 100 rules.
 
