@@ -22,7 +22,6 @@ import argparse
 import asyncio
 import json
 import os
-import re
 import resource
 import signal
 import sys
@@ -400,21 +399,6 @@ def _put_rules(kube: Any, version: str) -> None:
     kube.request("PUT", path, body=changed)
 
 
-def _apf_counts(kube: Any) -> dict[str, int]:
-    """The apiserver's APF counters by priority level: requests dispatched and rejected (by
-    reason: queue-full, time-out, concurrency-limit, cancelled)."""
-    out: dict[str, int] = {}
-    text = kube.request("GET", "/metrics")
-    for line in str(text).splitlines():
-        m = re.match(r'apiserver_flowcontrol_(dispatched|rejected)_requests_total\{(.*)\} (\S+)$', line)
-        if not m:
-            continue
-        lab = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2)))
-        key = f"{lab.get('priority_level')}: {m.group(1)}" + (f" {lab['reason']}" if "reason" in lab else "")
-        out[key] = out.get(key, 0) + int(float(m.group(3)))
-    return out
-
-
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--nodes", type=int, default=1000)
@@ -457,7 +441,7 @@ def main() -> int:
 
     from nfd.master.bookkeeping import FEATURE_LABELS
     from tests.e2e.build import ensure_built
-    from tests.e2e.harness import KubeCluster, free_port, load_manifest_objects
+    from tests.e2e.harness import KubeCluster, flowcontrol_counts, free_port, load_manifest_objects
 
     n = args.nodes
     rule_objs = make_rules("v1")
@@ -559,7 +543,7 @@ def main() -> int:
             sts_b = _read_status(status_paths)
         cpu_before = _workers_cpu(sts_b)
         api_cpu_c = sum(cpu_s(p) for p in server_pids)
-        apf_b = _apf_counts(kube)
+        apf_b = flowcontrol_counts(kube)
         t0 = time.monotonic()
         _put_rules(kube, "v2")
         t_ml_prop = _wait_nodes(kube, n, v2_ok, timeout=args.timeout, what="masterless rule change")
@@ -576,7 +560,7 @@ def main() -> int:
         gc_rule_ms = (sum(s.get("gc_s", 0.0) for s in sts_c) - sum(s.get("gc_s", 0.0) for s in sts_b)) * 1000 / n
         gc2_rule_ms = (sum(s.get("gc2_s", 0.0) for s in sts_c) - sum(s.get("gc2_s", 0.0) for s in sts_b)) * 1000 / n
         ml_api_cpu_rule = sum(cpu_s(p) for p in server_pids) - api_cpu_c
-        apf_rule = _delta(apf_b, _apf_counts(kube))
+        apf_rule = _delta(apf_b, flowcontrol_counts(kube))
         verbs_rule = {k: _sum_verbs(sts_c).get(k, 0) - vb.get(k, 0) for k in _sum_verbs(sts_c)}
         kinds_first = _sum_kinds(sts1)
         kinds_steady = _delta(_sum_kinds(sts_a), _sum_kinds(sts_b))

@@ -20,6 +20,7 @@ import contextlib
 import ctypes
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -78,7 +79,10 @@ class RestClient:
         params: dict[str, Any] | None = None,
         content_type: str = "application/json",
         timeout: float = 30.0,
+        headers_out: dict[str, str] | None = None,
     ) -> Any:
+        """``headers_out``: filled with the answer's headers, names lowercased (e.g. API Priority
+        and Fairness's x-kubernetes-pf-* classification)."""
         url = self.server + path
         if params:
             url += "?" + urllib.parse.urlencode({k: v for k, v in params.items() if v is not None})
@@ -92,6 +96,8 @@ class RestClient:
             try:
                 with urllib.request.urlopen(req, context=self._ctx, timeout=timeout) as resp:
                     raw = resp.read()
+                    if headers_out is not None:
+                        headers_out.update((k.lower(), v) for k, v in resp.headers.items())
                 break
             except urllib.error.HTTPError as e:
                 raw = e.read()
@@ -116,6 +122,20 @@ class RestClient:
 
     def get(self, path: str, **params: Any) -> Any:
         return self.request("GET", path, params=params or None)
+
+
+def flowcontrol_counts(kube: KubeCluster) -> dict[str, int]:
+    """The apiserver's API Priority and Fairness counters from /metrics, summed by priority level:
+    ``"<level>: dispatched"`` and ``"<level>: rejected <reason>"`` (queue-full, time-out, ...)."""
+    out: dict[str, int] = {}
+    for line in str(kube.request("GET", "/metrics")).splitlines():
+        m = re.match(r'apiserver_flowcontrol_(dispatched|rejected)_requests_total\{(.*)\} (\S+)$', line)
+        if not m:
+            continue
+        lab = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2)))
+        key = f"{lab.get('priority_level')}: {m.group(1)}" + (f" {lab['reason']}" if "reason" in lab else "")
+        out[key] = out.get(key, 0) + int(float(m.group(3)))
+    return out
 
 
 def wait_until(fn: Callable[[], Any], *, timeout: float = 30.0, interval: float = 0.1,

@@ -14,10 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import ssl
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,8 +27,8 @@ from tests.e2e.harness import (
     KubeCluster,
     ManagedProcess,
     RestClient,
+    flowcontrol_counts,
     load_manifest_objects,
-    read_kubeconfig_token,
     tcp_connections,
 )
 from tests.e2e.tools import helm_bin, helm_template
@@ -230,27 +227,11 @@ def test_worker_labels_its_node_from_its_own_discovery(env: MasterlessEnv) -> No
     assert tcp_connections(env.kube.port, env.workers[node].pid) == 1
 
 
-def _pf_headers(kube: KubeCluster, token: str, path: str) -> tuple[str, str]:
+def _pf_uids(client: RestClient, path: str) -> tuple[str, str]:
     """The FlowSchema and priority level UIDs the apiserver classified a request under."""
-    req = urllib.request.Request(kube.server + path, headers={"Authorization": f"Bearer {token}"})
-    ctx = ssl.create_default_context(cafile=kube.ca_file)
-    for _ in range(50):
-        try:
-            with urllib.request.urlopen(req, context=ctx, timeout=30) as r:
-                return r.headers["X-Kubernetes-PF-FlowSchema-UID"], r.headers["X-Kubernetes-PF-PriorityLevel-UID"]
-        except urllib.error.HTTPError as e:
-            # "storage is (re)initializing": a CRD's watch cache still filling
-            if e.code != 429:
-                raise
-            time.sleep(0.2)
-    raise AssertionError(f"{path}: 429 for 10 s")
-
-
-def _dispatched(kube: KubeCluster, level: str) -> int:
-    text = str(kube.request("GET", "/metrics"))
-    return sum(int(float(line.rpartition(" ")[2])) for line in text.splitlines()
-               if line.startswith("apiserver_flowcontrol_dispatched_requests_total{")
-               and f'priority_level="{level}"' in line)
+    headers: dict[str, str] = {}
+    client.request("GET", path, headers_out=headers)
+    return headers["x-kubernetes-pf-flowschema-uid"], headers["x-kubernetes-pf-prioritylevel-uid"]
 
 
 def test_flow_control_puts_the_workers_requests_in_their_own_queue(env: MasterlessEnv) -> None:
@@ -261,18 +242,19 @@ def test_flow_control_puts_the_workers_requests_in_their_own_queue(env: Masterle
     pl = env.kube.get(f"{fc}/prioritylevelconfigurations/nfd-worker")
     assert pl["spec"]["limited"]["limitResponse"]["type"] == "Queue"
     node = env.node("fc")
-    token = read_kubeconfig_token(env.worker_identity(node))
+    worker = env.kube.client(env.worker_identity(node))
     for path in (f"/api/v1/nodes/{node}", "/version", f"{NFD}/nodefeaturerules"):
-        assert _pf_headers(env.kube, token, path) == (fs["metadata"]["uid"], pl["metadata"]["uid"]), path
-    other = env.kube.serviceaccount_token(NS, "nfd-master")
-    assert _pf_headers(env.kube, other, "/version")[1] != pl["metadata"]["uid"]
+        assert _pf_uids(worker, path) == (fs["metadata"]["uid"], pl["metadata"]["uid"]), path
+    other = RestClient(server=env.kube.server, ca_file=env.kube.ca_file,
+                       token=env.kube.serviceaccount_token(NS, "nfd-master"))
+    assert _pf_uids(other, "/version")[1] != pl["metadata"]["uid"]
     # a real worker's requests (its lists, watches and Node writes) are dispatched from the level
-    before = _dispatched(env.kube, "nfd-worker")
+    before = flowcontrol_counts(env.kube).get("nfd-worker: dispatched", 0)
     env.put_rule(rule(f"{env.tag}-fc", [{"name": "always", "labels": {f"{env.tag}-fc": "yes"}}]))
     env.nfs.append((NS, node))
     env.start_worker(node, publish=True)
     wait_for(lambda: env.labels(node).get(f"{FNS}/{env.tag}-fc") == "yes", what="worker's label")
-    assert _dispatched(env.kube, "nfd-worker") - before >= 4
+    assert flowcontrol_counts(env.kube).get("nfd-worker: dispatched", 0) - before >= 4
 
 
 def test_switch_master_to_masterless_and_back_flaps_nothing(env: MasterlessEnv) -> None:
