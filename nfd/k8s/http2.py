@@ -340,13 +340,10 @@ class H2Connection(asyncio.Protocol):
             self._flush()
 
     async def _keep_alive(self) -> None:
-        """A PING after PING_IDLE_S without a frame; no answer within PING_TIMEOUT_S: close.
-        Sleeps until the idle deadline of the last frame, so a connection that hears from the
-        server (watch events, bookmarks) wakes this loop about once per PING_IDLE_S."""
+        """A PING after PING_IDLE_S without a frame; no answer within PING_TIMEOUT_S: close."""
         while not self.closed:
-            idle_for = PING_IDLE_S - (time.monotonic() - self._last_frame)
-            if idle_for > 0:
-                await asyncio.sleep(idle_for + 0.01)
+            await asyncio.sleep(PING_IDLE_S / 3)
+            if self.closed or time.monotonic() - self._last_frame < PING_IDLE_S:
                 continue
             self._ping = self.loop.create_future()
             try:
