@@ -300,7 +300,8 @@ class ApiClient:
                 left = deadline - loop.time()
                 if left <= 0:
                     raise TimeoutError
-                chunk = await asyncio.wait_for(stream.read(), left)
+                async with asyncio.timeout_at(deadline):  # no task per chunk, as wait_for makes
+                    chunk = await stream.read()
                 if not chunk:
                     break
                 if inflate is not None:

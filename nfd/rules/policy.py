@@ -52,6 +52,10 @@ class PolicyConfig:
     _whitelist_re: GoRegexp | None = field(default=None, repr=False)
     _deny_exact: frozenset[str] = field(default=frozenset(), repr=False)
     _deny_suffix: tuple[str, ...] = field(default=(), repr=False)
+    # (kind, name, value) -> (accepted value, rejection reason) for static values: the same
+    # labels come back on every evaluation of a node (and on every node of a fleet)
+    _verdicts: dict[tuple[str, str, str], tuple[str | None, str | None]] = field(
+        default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.extra_label_ns = frozenset(self.extra_label_ns)
@@ -136,10 +140,36 @@ def dynamic_value(value: str, features: Features) -> tuple[str | None, str | Non
     return v, None
 
 
+VERDICTS_MAX = 65_536  # entries of PolicyConfig._verdicts before it starts over
+VERDICT_KEY_MAX = 512  # longer names and values (invalid anyway) are judged each time, not kept
+
+
+def _remember(config: PolicyConfig, key: tuple[str, str, str], verdict: tuple[str | None, str | None]) -> None:
+    if len(key[1]) + len(key[2]) > VERDICT_KEY_MAX:
+        return
+    cache = config._verdicts
+    if len(cache) >= VERDICTS_MAX:
+        cache.clear()
+    cache[key] = verdict
+
+
 def filter_label(
     name: str, value: str, features: Features, config: PolicyConfig
 ) -> tuple[str | None, str | None]:
     """The master's filterFeatureLabel: (accepted value, rejection reason)."""
+    if value.startswith("@"):
+        return _filter_label(name, value, features, config)
+    key = ("l", name, value)
+    hit = config._verdicts.get(key)
+    if hit is None:
+        hit = _filter_label(name, value, features, config)
+        _remember(config, key, hit)
+    return hit
+
+
+def _filter_label(
+    name: str, value: str, features: Features, config: PolicyConfig
+) -> tuple[str | None, str | None]:
     if value.startswith("@"):
         resolved, err = dynamic_value(value, features)
         if err is not None:
@@ -159,6 +189,19 @@ def filter_label(
 
 
 def filter_extended_resource(
+    name: str, value: str, features: Features, config: PolicyConfig
+) -> tuple[str | None, str | None]:
+    if value.startswith("@"):
+        return _filter_extended_resource(name, value, features, config)
+    key = ("e", name, value)
+    hit = config._verdicts.get(key)
+    if hit is None:
+        hit = _filter_extended_resource(name, value, features, config)
+        _remember(config, key, hit)
+    return hit
+
+
+def _filter_extended_resource(
     name: str, value: str, features: Features, config: PolicyConfig
 ) -> tuple[str | None, str | None]:
     if value.startswith("@"):

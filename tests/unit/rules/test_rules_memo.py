@@ -170,3 +170,36 @@ def test_random_edits_give_the_full_evaluation() -> None:
         got = run(compiled, f, memo)
         want = run(compiled, f, None)
         assert summary(got) == summary(want), step
+
+
+def test_untouched_rule_sets_are_served_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An edit to one object: the objects before it, and those after it that do not read
+    rule.matched, come back as one entry each (not rule by rule), with the same result."""
+    f = node_features()
+    a = compile_nodefeaturerule(nfr("a", [BASE[0], BASE[4]]))
+    b1 = compile_nodefeaturerule(nfr("b", [BASE[1]]))
+    c = compile_nodefeaturerule(nfr("c", [BASE[5]]))
+    d = compile_nodefeaturerule(nfr("d", [BASE[2]]))  # reads rule.matched (b's "version")
+    memo = RuleMemo()
+    run([a, b1, c, d], f, memo)
+    before = dict(memo.sets)
+    assert set(before) == {"a", "b", "c", "d"}
+    b2 = compile_nodefeaturerule(nfr("b", [{"name": "ver", "labels": {"version": "v2"}}]))
+    count = Counting(monkeypatch)
+    res = run([a, b2, c, d], f, memo)
+    assert count.calls == ["ver", "chained"]
+    assert memo.sets["a"] is before["a"] and memo.sets["c"] is before["c"]
+    assert memo.sets["b"] is not before["b"] and memo.sets["d"] is not before["d"]
+    assert summary(res) == summary(run([a, b2, c, d], f, None))
+    # and back: d reads the old rule.matched again, and matches again
+    res = run([a, b1, c, d], f, memo)
+    assert res.master_output.labels["feature.node.kubernetes.io/chained"] == "yes"
+    assert summary(res) == summary(run([a, b1, c, d], f, None))
+
+
+def test_a_rule_set_with_a_failed_rule_is_not_served_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    bad = {"name": "bad", "labels": {"x": "y"}, "matchCEL": ["attributes['kernel.version']['nope'] == '1'"]}
+    sets = [compile_nodefeaturerule(nfr("r", [BASE[0], bad]))]
+    memo = RuleMemo()
+    run(sets, node_features(), memo)
+    assert "r" not in memo.sets

@@ -282,3 +282,33 @@ def test_outputs_the_api_server_would_refuse_are_dropped_one_by_one() -> None:
     assert "duplicates" in reasons["example.com/u=again:NoSchedule"]
     assert len(res.annotations) < 300 and sum(len(k) + len(v) for k, v in res.annotations.items()) <= 256 * 1024
     assert any("annotations from rules would pass 262144 bytes" in r.reason for r in res.rejected)
+
+
+def test_verdicts_are_remembered_per_config_for_static_values_only() -> None:
+    cfg = PolicyConfig(deny_label_ns=frozenset({"denied.ns"}), label_whitelist="^ok")
+    assert filter_label("example.com/ok-a", "1", LSM, cfg) == ("1", None)
+    assert filter_label("denied.ns/ok", "1", LSM, cfg)[1] == "namespace 'denied.ns' is not allowed"
+    assert filter_label("example.com/bad", "1", LSM, cfg)[0] is None
+    assert set(cfg._verdicts) == {("l", "example.com/ok-a", "1"), ("l", "denied.ns/ok", "1"), ("l", "example.com/bad", "1")}
+    # a second call gives the same answer from the memo
+    assert filter_label("denied.ns/ok", "1", LSM, cfg)[1] == "namespace 'denied.ns' is not allowed"
+    # dynamic values depend on the features: never remembered
+    assert filter_label("example.com/ok-dyn", "@test.feature.LSM", LSM, cfg) == ("123", None)
+    other = Features(attributes={"test.feature": {"LSM": "456"}})
+    assert filter_label("example.com/ok-dyn", "@test.feature.LSM", other, cfg) == ("456", None)
+    # long (hostile) values are judged, not kept
+    long = "x" * 600
+    assert filter_label("example.com/ok-long", long, LSM, cfg)[0] is None
+    assert not any(k[1] == "example.com/ok-long" for k in cfg._verdicts)
+    # another config, another memo
+    assert filter_label("example.com/bad", "1", LSM, PolicyConfig())[0] == "1"
+
+
+def test_verdict_memo_starts_over_when_full(monkeypatch: pytest.MonkeyPatch) -> None:
+    import nfd.rules.policy as policy
+
+    monkeypatch.setattr(policy, "VERDICTS_MAX", 4)
+    cfg = PolicyConfig()
+    for i in range(10):
+        assert filter_label(f"example.com/l{i}", "v", LSM, cfg) == ("v", None)
+        assert len(cfg._verdicts) <= 4
