@@ -51,10 +51,18 @@ class WorkerConfig:
     klog: dict[str, Any] = field(default_factory=dict)
     #: ours: masterless mode, the worker updates its own Node (docs/masterless.md)
     enable_node_update: bool = False
+    #: ours: masterless mode, the window a cluster-wide trigger's writes are spread over
+    node_update_spread: float = 1.0
     #: ``sources`` block as written (parsed per source by nfd.sources.discovery)
     raw_sources: dict[str, Any] = field(default_factory=dict)
     #: effective per-source configs (only sources with a block; others use defaults)
     source_configs: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def check_spread(seconds: float, *, path: str) -> float:
+    if not 0 <= seconds <= NODE_UPDATE_SPREAD_MAX:
+        raise ValidationError(path, f"must be between 0 and {NODE_UPDATE_SPREAD_MAX:g}s, got {seconds:g}s")
+    return seconds
 
 
 def _str_list(v: Any, path: str) -> list[str]:
@@ -98,7 +106,9 @@ def build_config(doc: Any, *, source: str = "config") -> WorkerConfig:
 
 
 CORE_KEYS = ("sleepInterval", "featureSources", "labelSources", "sources", "labelWhiteList", "noPublish",
-             "noOwnerRefs", "noPublishFeatures", "ownerRefs", "klog", "enableNodeUpdate")
+             "noOwnerRefs", "noPublishFeatures", "ownerRefs", "klog", "enableNodeUpdate", "nodeUpdateSpread")
+
+NODE_UPDATE_SPREAD_MAX = 3600.0  # seconds: a rule change must still reach every node within the hour
 
 
 def _build(doc: Any) -> WorkerConfig:
@@ -141,6 +151,9 @@ def _build(doc: Any) -> WorkerConfig:
             raise ValidationError(f"core.{key}", "must be a boolean")
         if attr and key in core:
             setattr(cfg, attr, core[key])
+    if "nodeUpdateSpread" in core:
+        cfg.node_update_spread = check_spread(
+            parse_duration(core["nodeUpdateSpread"], path="core.nodeUpdateSpread"), path="core.nodeUpdateSpread")
     if "noPublishFeatures" in core:
         cfg.no_publish_features = _str_list(core["noPublishFeatures"], "core.noPublishFeatures")
     if "ownerRefs" in core:

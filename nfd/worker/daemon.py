@@ -102,6 +102,10 @@ class Worker:
             cfg.owner_refs = []
         if f.enable_node_update is not None:
             cfg.enable_node_update = f.enable_node_update
+        if f.node_update_spread is not None:
+            from nfd.worker.config import check_spread
+
+            cfg.node_update_spread = check_spread(f.node_update_spread, path="-node-update-spread")
         if 0 < cfg.sleep_interval < 1:
             cfg.sleep_interval = 1.0
         return cfg
@@ -119,6 +123,10 @@ class Worker:
             parse_gates(f.feature_gates)
         except NodeUpdateConfigError as e:
             raise ValueError(str(e)) from None
+        if f.node_update_spread is not None:
+            from nfd.worker.config import check_spread
+
+            check_spread(f.node_update_spread, path="-node-update-spread")
 
     async def sync_node_updater(self) -> None:
         """Start or stop masterless mode as the config says (live reload), and let a running
@@ -131,6 +139,7 @@ class Worker:
                 self.node_updater = None
             return
         if self.node_updater is not None:
+            self.node_updater.spread_s = self.cfg.node_update_spread
             self.node_updater.reload_config()
             return
         from nfd.worker.nodeupdate import NodeUpdateConfigError, NodeUpdater, parse_gates
@@ -144,6 +153,7 @@ class Worker:
                 master_config_path=self.flags.master_config,
                 instance=self.flags.instance,
                 feature_gates=parse_gates(self.flags.feature_gates),
+                spread_s=self.cfg.node_update_spread,
             )
         except NodeUpdateConfigError as e:
             if self._node_update_error != str(e):

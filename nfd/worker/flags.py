@@ -27,6 +27,7 @@ class Flags:
     add_dir_header: bool | None = None
     # masterless mode (ours, see docs/masterless.md)
     enable_node_update: bool | None = None
+    node_update_spread: float | None = None
     master_config: str = ""
     instance: str = ""
     feature_gates: str | None = None
@@ -39,7 +40,7 @@ def _list(v: str | None) -> list[str] | None:
 
 
 def parse_flags(argv: list[str]) -> Flags:
-    from nfd.common.goflags import GoFlagParser
+    from nfd.common.goflags import GoFlagParser, parse_duration
     from nfd.worker.config import DEFAULT_CONFIG_PATH
 
     p = GoFlagParser("nfd-worker", description="Node Feature Discovery worker", verbosity_default=None)
@@ -57,6 +58,9 @@ def parse_flags(argv: list[str]) -> Flags:
     p.add_flag("feature-gates", default=None, help="feature gates of the node update (DisableAutoPrefix, DRAResourceSlices)")
     p.add_bool("enable-node-update", default=None, help="update this node's labels, annotations, extended "
                "resources and taints from NodeFeatureRules here, without nfd-master (core.enableNodeUpdate)")
+    p.add_flag("node-update-spread", type=parse_duration, default=None,
+               help="with -enable-node-update: spread this node's write after a rule or config change over "
+               "a window this long, e.g. 30s (core.nodeUpdateSpread, default 1s; size it in docs/masterless.md)")
     p.add_flag("master-config", default="/etc/kubernetes/node-feature-discovery/nfd-master.conf",
                help="with -enable-node-update: nfd-master's config file (extraLabelNs, restrictions, ...)")
     p.add_flag("instance", default="", help="with -enable-node-update: instance name, as nfd-master's -instance")
@@ -84,6 +88,7 @@ def parse_flags(argv: list[str]) -> Flags:
         skip_headers=ns.skip_headers,
         add_dir_header=ns.add_dir_header,
         enable_node_update=ns.enable_node_update,
+        node_update_spread=ns.node_update_spread,
         master_config=ns.master_config,
         instance=ns.instance,
         feature_gates=ns.feature_gates,

@@ -78,13 +78,22 @@ class NodeUpdater:
             delete_grace_s=delete_grace_s,
             batch_s=batch_s,
             only_node=node_name,
-            # a rule change reaches every worker at once: spread their writes over 1 s
+            # a rule change reaches every worker at once: spread their writes (core.nodeUpdateSpread)
             spread_s=spread_s,
         )
         # nfdApiParallelism: one node needs one updater
         self.master = NfdMaster(api, config=cfg, options=opts)
         self.master.config = _one_updater(cfg)
         self._task: asyncio.Task[None] | None = None
+
+    @property
+    def spread_s(self) -> float:
+        return self.master.opts.spread_s
+
+    @spread_s.setter
+    def spread_s(self, value: float) -> None:
+        """A new window applies from the next cluster-wide trigger (config reload)."""
+        self.master.opts.spread_s = value
 
     @property
     def node_name(self) -> str:

@@ -49,3 +49,46 @@ def test_master_config_errors_name_the_field(tmp_path: Path) -> None:
     assert cfg.enable_taints and "vendor.io" in cfg.extra_label_ns
     cfg, text = load_master_config(str(tmp_path / "missing.conf"))
     assert text is None and not cfg.enable_taints
+
+
+def test_spread_flag_and_config_key(tmp_path: Path) -> None:
+    assert build_config({}).node_update_spread == 1.0
+    assert build_config({"core": {"nodeUpdateSpread": "45s"}}).node_update_spread == 45.0
+    assert build_config({"core": {"nodeUpdateSpread": "0"}}).node_update_spread == 0.0
+    with pytest.raises(ValueError, match=r"core\.nodeUpdateSpread: must be between 0 and 3600s, got 7200s"):
+        build_config({"core": {"nodeUpdateSpread": "2h"}})
+    with pytest.raises(ValueError, match=r"core\.nodeUpdateSpread"):
+        build_config({"core": {"nodeUpdateSpread": "soon"}})
+    assert parse_flags(["-node-update-spread=1m30s"]).node_update_spread == 90.0
+    assert parse_flags([]).node_update_spread is None
+    conf = tmp_path / "nfd-worker.conf"
+    conf.write_text("core:\n  nodeUpdateSpread: 20s\n")
+    w = Worker(parse_flags([f"-config={conf}"]), env={"NODE_NAME": "n"})
+    w.reload_config()
+    assert w.cfg.node_update_spread == 20.0
+    w = Worker(parse_flags([f"-config={conf}", "-node-update-spread=5s"]), env={"NODE_NAME": "n"})
+    w.reload_config()
+    assert w.cfg.node_update_spread == 5.0
+    with pytest.raises(ValueError, match="-node-update-spread: must be between 0 and 3600s"):
+        Worker(parse_flags(["-node-update-spread=2h"]), env={"NODE_NAME": "n"})
+
+
+def test_spread_reaches_the_node_updater_and_follows_a_reload(tmp_path: Path) -> None:
+    import asyncio
+
+    from nfd.worker.nodeupdate import NodeUpdater
+
+    class _NoApi:
+        limiter = None
+
+    conf = tmp_path / "nfd-worker.conf"
+    conf.write_text("core:\n  enableNodeUpdate: true\n  nodeUpdateSpread: 30s\n")
+    w = Worker(parse_flags([f"-config={conf}", f"-master-config={tmp_path}/none"]), env={"NODE_NAME": "n"})
+    w.reload_config()
+    w.node_updater = NodeUpdater(_NoApi(), node_name="n", namespace="nfd",  # type: ignore[arg-type]
+                                 master_config_path=str(tmp_path / "none"), spread_s=w.cfg.node_update_spread)
+    assert w.node_updater.master.opts.spread_s == 30.0
+    conf.write_text("core:\n  enableNodeUpdate: true\n  nodeUpdateSpread: 2m\n")
+    w.reload_config()
+    asyncio.run(w.sync_node_updater())
+    assert w.node_updater.spread_s == 120.0 and w.node_updater.master.opts.spread_s == 120.0
