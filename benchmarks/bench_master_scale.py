@@ -342,7 +342,23 @@ async def populate(kube: KubeCluster, n: int, rule_objs: list[dict[str, Any]], *
     await api.close()
 
 
-def node_states(kube: KubeCluster) -> list[dict[str, Any]]:
+def node_states(kube: KubeCluster, *, attempts: int = 5) -> list[dict[str, Any]]:
+    """Every bench node. An overloaded apiserver answers a page with 504 ("Too large resource
+    version": its watch cache is behind the continue token): the whole list starts over."""
+    from tests.e2e.harness import HttpError
+
+    for attempt in range(attempts):
+        try:
+            return _node_states(kube)
+        except HttpError as e:
+            if e.status != 504 or attempt == attempts - 1:
+                raise
+            print(f"  (listing nodes: {e}; again)", flush=True)
+            time.sleep(2.0)
+    raise AssertionError("unreachable")
+
+
+def _node_states(kube: KubeCluster) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     cont = None
     while True:
