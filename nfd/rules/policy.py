@@ -55,7 +55,7 @@ class PolicyConfig:
     # (kind, name, value) -> (accepted value, rejection reason) for static values: the same
     # labels come back on every evaluation of a node (and on every node of a fleet)
     _verdicts: dict[tuple[str, str, str], tuple[str | None, str | None]] = field(
-        default_factory=dict, repr=False, compare=False)
+        default_factory=dict, init=False, repr=False, compare=False)  # not carried by dataclasses.replace
 
     def __post_init__(self) -> None:
         self.extra_label_ns = frozenset(self.extra_label_ns)

@@ -312,3 +312,12 @@ def test_verdict_memo_starts_over_when_full(monkeypatch: pytest.MonkeyPatch) -> 
     for i in range(10):
         assert filter_label(f"example.com/l{i}", "v", LSM, cfg) == ("v", None)
         assert len(cfg._verdicts) <= 4
+
+
+def test_a_replaced_config_does_not_inherit_verdicts() -> None:
+    from dataclasses import replace
+
+    cfg = PolicyConfig()
+    assert filter_label("denied.ns/x", "1", LSM, cfg) == ("1", None)
+    denied = replace(cfg, deny_label_ns=frozenset({"denied.ns"}))
+    assert denied._verdicts == {} and filter_label("denied.ns/x", "1", LSM, denied)[0] is None
