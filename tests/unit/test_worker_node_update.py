@@ -73,21 +73,28 @@ def test_spread_flag_and_config_key(tmp_path: Path) -> None:
         Worker(parse_flags(["-node-update-spread=2h"]), env={"NODE_NAME": "n"})
 
 
-def test_spread_reaches_the_node_updater_and_follows_a_reload(tmp_path: Path) -> None:
+def test_spread_reaches_the_node_updater_and_follows_a_reload(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import asyncio
+    from types import SimpleNamespace
 
     from nfd.worker.nodeupdate import NodeUpdater
 
     class _NoApi:
         limiter = None
 
+    async def no_publisher() -> None:
+        return None
+
+    monkeypatch.setattr(NodeUpdater, "start", lambda self: None)  # no API here: built, not run
     conf = tmp_path / "nfd-worker.conf"
     conf.write_text("core:\n  enableNodeUpdate: true\n  nodeUpdateSpread: 30s\n")
     w = Worker(parse_flags([f"-config={conf}", f"-master-config={tmp_path}/none"]), env={"NODE_NAME": "n"})
     w.reload_config()
-    w.node_updater = NodeUpdater(_NoApi(), node_name="n", namespace="nfd",  # type: ignore[arg-type]
-                                 master_config_path=str(tmp_path / "none"), spread_s=w.cfg.node_update_spread)
-    assert w.node_updater.master.opts.spread_s == 30.0
+    w.api = _NoApi()
+    w.publisher = SimpleNamespace(namespace="nfd")
+    monkeypatch.setattr(w, "_ensure_publisher", no_publisher)
+    asyncio.run(w.sync_node_updater())
+    assert isinstance(w.node_updater, NodeUpdater) and w.node_updater.master.opts.spread_s == 30.0
     conf.write_text("core:\n  enableNodeUpdate: true\n  nodeUpdateSpread: 2m\n")
     w.reload_config()
     asyncio.run(w.sync_node_updater())
