@@ -554,29 +554,22 @@ class EvalBudget:
 _Prefixed = tuple[dict[str, str], dict[str, str], dict[str, str]]
 
 
+def _merge(dst: RuleOutput, src: RuleOutput) -> None:
+    dst.labels.update(src.labels)
+    dst.annotations.update(src.annotations)
+    dst.extended_resources.update(src.extended_resources)
+    dst.vars.update(src.vars)
+    dst.taints.extend(src.taints)
+
+
 def _combine(out: RuleOutput, master: RuleOutput, o: RuleOutput, prefixed: _Prefixed) -> None:
     """Add one matched rule's output to the raw and the master's (prefixed) combined outputs."""
-    out.labels.update(o.labels)
-    out.annotations.update(o.annotations)
-    out.extended_resources.update(o.extended_resources)
-    out.vars.update(o.vars)
-    out.taints.extend(o.taints)
+    _merge(out, o)
     master.labels.update(prefixed[0])
     master.annotations.update(prefixed[1])
     master.extended_resources.update(prefixed[2])
     master.vars.update(o.vars)
     master.taints.extend(o.taints)
-
-
-def _accumulate(acc: RuleOutput, acc_prefixed: _Prefixed, o: RuleOutput, prefixed: _Prefixed) -> None:
-    """A rule set's matched outputs combined in order, for _SetEntry (what _combine adds)."""
-    acc.labels.update(o.labels)
-    acc.annotations.update(o.annotations)
-    acc.extended_resources.update(o.extended_resources)
-    acc.vars.update(o.vars)
-    acc.taints.extend(o.taints)
-    for a, p in zip(acc_prefixed, prefixed, strict=True):
-        a.update(p)
 
 
 @dataclass(slots=True)
@@ -615,8 +608,8 @@ class _SetEntry:
     rule_set: CompiledRuleSet  # the same compiled object (the rulebook keeps unchanged ones)
     backrefs: dict[str, str] | None  # rule.matched on entry, when a rule of the set reads it
     results: list[RuleResult]
-    output: RuleOutput  # the matched rules' outputs combined in order
-    prefixed: _Prefixed  # the same with the master's prefixes
+    output: RuleOutput  # the matched rules' outputs combined in order (_combine's ``out``)
+    master: RuleOutput  # the same with the master's prefixes (_combine's ``master``)
     fed: dict[str, str]  # what the set fed into rule.matched, combined in order
     entries: list[tuple[tuple[str, int], _MemoEntry]]
 
@@ -712,7 +705,8 @@ def iter_process_rule_sets(
                 memo.sets[rs.name] = se
                 memo.entries.update(se.entries)
                 results.extend(se.results)
-                _combine(out, master, se.output, se.prefixed)
+                _merge(out, se.output)
+                _merge(master, se.master)
                 if feed_back and se.fed:
                     backref.feed(se.fed, {})
                 continue
@@ -720,7 +714,7 @@ def iter_process_rule_sets(
             set_in = dict(backref.cur or {}) if reads else None
             set_clean = True
             set_out = RuleOutput()
-            set_pre: _Prefixed = ({}, {}, {})
+            set_master = RuleOutput()
             set_fed: dict[str, str] = {}
             set_entries: list[tuple[tuple[str, int], _MemoEntry]] = []
             first = len(results)
@@ -735,7 +729,7 @@ def iter_process_rule_sets(
                     results.append(hit.result)
                     if hit.result.matched:
                         _combine(out, master, hit.result.output, hit.prefixed)
-                        _accumulate(set_out, set_pre, hit.result.output, hit.prefixed)
+                        _combine(set_out, set_master, hit.result.output, hit.prefixed)
                     if feed_back:
                         backref.feed(hit.result.output.labels, hit.result.output.vars)
                         set_fed.update(hit.result.output.labels)
@@ -791,7 +785,7 @@ def iter_process_rule_sets(
                 else:
                     set_clean = False
                 if res.matched:
-                    _accumulate(set_out, set_pre, o, prefixed)
+                    _combine(set_out, set_master, o, prefixed)
                 if feed_back:
                     set_fed.update(o.labels)
                     set_fed.update(o.vars)
@@ -799,5 +793,5 @@ def iter_process_rule_sets(
                 backref.feed(o.labels, o.vars)
             yield
         if memo is not None and set_clean:
-            memo.sets[rs.name] = _SetEntry(rs, set_in, results[first:], set_out, set_pre, set_fed, set_entries)
+            memo.sets[rs.name] = _SetEntry(rs, set_in, results[first:], set_out, set_master, set_fed, set_entries)
     return ProcessResult(output=out, results=results, errors=errors, features=view, master_output=master)

@@ -13,7 +13,7 @@ prefixing, ``denyNodeFeatureLabels`` for third-party objects).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -144,27 +144,30 @@ VERDICTS_MAX = 65_536  # entries of PolicyConfig._verdicts before it starts over
 VERDICT_KEY_MAX = 512  # longer names and values (invalid anyway) are judged each time, not kept
 
 
-def _remember(config: PolicyConfig, key: tuple[str, str, str], verdict: tuple[str | None, str | None]) -> None:
-    if len(key[1]) + len(key[2]) > VERDICT_KEY_MAX:
-        return
+def _judged(
+    kind: str, name: str, value: str, features: Features, config: PolicyConfig,
+    judge: Callable[[str, str, Features, PolicyConfig], tuple[str | None, str | None]],
+) -> tuple[str | None, str | None]:
+    """``judge``'s verdict, remembered in ``config`` for a static value (an ``@`` value depends on
+    the features; a long name or value, invalid anyway, would only fill the memo)."""
+    if value.startswith("@") or len(name) + len(value) > VERDICT_KEY_MAX:
+        return judge(name, value, features, config)
+    key = (kind, name, value)
     cache = config._verdicts
-    if len(cache) >= VERDICTS_MAX:
-        cache.clear()
-    cache[key] = verdict
+    hit = cache.get(key)
+    if hit is None:
+        hit = judge(name, value, features, config)
+        if len(cache) >= VERDICTS_MAX:
+            cache.clear()
+        cache[key] = hit
+    return hit
 
 
 def filter_label(
     name: str, value: str, features: Features, config: PolicyConfig
 ) -> tuple[str | None, str | None]:
     """The master's filterFeatureLabel: (accepted value, rejection reason)."""
-    if value.startswith("@"):
-        return _filter_label(name, value, features, config)
-    key = ("l", name, value)
-    hit = config._verdicts.get(key)
-    if hit is None:
-        hit = _filter_label(name, value, features, config)
-        _remember(config, key, hit)
-    return hit
+    return _judged("l", name, value, features, config, _filter_label)
 
 
 def _filter_label(
@@ -191,14 +194,7 @@ def _filter_label(
 def filter_extended_resource(
     name: str, value: str, features: Features, config: PolicyConfig
 ) -> tuple[str | None, str | None]:
-    if value.startswith("@"):
-        return _filter_extended_resource(name, value, features, config)
-    key = ("e", name, value)
-    hit = config._verdicts.get(key)
-    if hit is None:
-        hit = _filter_extended_resource(name, value, features, config)
-        _remember(config, key, hit)
-    return hit
+    return _judged("e", name, value, features, config, _filter_extended_resource)
 
 
 def _filter_extended_resource(

@@ -102,10 +102,8 @@ class Worker:
             cfg.owner_refs = []
         if f.enable_node_update is not None:
             cfg.enable_node_update = f.enable_node_update
-        if f.node_update_spread is not None:
-            from nfd.worker.config import check_spread
-
-            cfg.node_update_spread = check_spread(f.node_update_spread, path="-node-update-spread")
+        if f.node_update_spread is not None:  # checked at start (_check_node_update_flags)
+            cfg.node_update_spread = f.node_update_spread
         if 0 < cfg.sleep_interval < 1:
             cfg.sleep_interval = 1.0
         return cfg
