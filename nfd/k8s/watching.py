@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from nfd.k8s.backoff import Backoff
-from nfd.k8s.client import ApiClient
+from nfd.k8s.client import ApiClient, Peek
 from nfd.k8s.errors import ApiError, ApiUnavailable, Gone
 from nfd.k8s.fetching import list_objects
 from nfd.k8s.resources import Resource
@@ -56,6 +56,7 @@ async def watch_events(
     timeout_seconds: int = 300,
     metadata_only: bool = False,
     send_initial_events: bool = False,
+    peek: Peek | None = None,
 ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
     """Yield (type, object) from one watch request. An ERROR event with code 410 raises Gone.
 
@@ -77,6 +78,7 @@ async def watch_events(
         params=params,
         accept=METADATA_WATCH if metadata_only else "application/json",
         timeout_s=timeout_seconds + 30,
+        peek=peek,
     ):
         etype = ev.get("type", "")
         obj = ev.get("object") or {}
@@ -128,6 +130,9 @@ class Informer:
         self.relists = 0
         self._need_list = True
         self._handlers: list[Handler] = []
+        # Sees each live watch line before it is decoded; what it returns (a BOOKMARK, say)
+        # stands in for the event. The initial events of a streaming list never go through it.
+        self.peek: Peek | None = None
         self._synced_event = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
@@ -240,6 +245,7 @@ class Informer:
                     field_selector=self.field_selector,
                     timeout_seconds=self.watch_timeout_s,
                     metadata_only=self.metadata_only,
+                    peek=self.peek,
                 ):
                     self._on_watch_event(etype, obj)
                     retry.ok()
@@ -299,6 +305,10 @@ class Informer:
         the server encodes. Like a complete LIST, the end marker is evidence of what is gone.
         """
         fresh: dict[Key, dict[str, Any]] | None = {}
+
+        def live_peek(line: bytes) -> dict[str, Any] | None:
+            return self.peek(line) if fresh is None and self.peek is not None else None
+
         async for etype, obj in watch_events(
             self.api,
             self.res,
@@ -310,6 +320,7 @@ class Informer:
             timeout_seconds=max(self.watch_timeout_s, WATCH_LIST_TIMEOUT_S),
             metadata_only=self.metadata_only,
             send_initial_events=True,
+            peek=live_peek,
         ):
             if fresh is None:
                 self._on_watch_event(etype, obj)

@@ -14,6 +14,7 @@ import asyncio
 import json
 import logging
 import os
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -127,6 +128,15 @@ def spread_delay(node: str, *, spread_s: float) -> float:
     return spread_s * (zlib.crc32(node.encode()) % 1000) / 1000.0
 
 
+#: The start of a Node MODIFIED watch line as the API server writes it (Go's field order:
+#: name, uid, resourceVersion come first in metadata, and none can hold a quote). Anything
+#: else is decoded as usual.
+_NODE_MODIFIED = re.compile(
+    rb'\{"type":"MODIFIED","object":\{"kind":"Node","apiVersion":"v1","metadata":\{'
+    rb'"name":"([a-z0-9.-]{1,253})","uid":"[0-9a-f-]{1,64}","resourceVersion":"([0-9]{1,20})"'
+)
+
+
 def _slim_nfr(obj: dict[str, Any]) -> dict[str, Any]:
     meta = obj.get("metadata") or {}
     return {
@@ -179,6 +189,7 @@ class NfdMaster:
         self._recent_deletes: dict[str, dict[tuple[str, str], float]] = {}
         self._own_rv: dict[str, int] = {}  # newest resourceVersion our own writes produced
         self._own_slim: dict[str, dict[str, Any]] = {}  # that state, until its echo arrives
+        self.echoes_skipped = 0  # watch events of our own writes taken without decoding them
         # Nodes being processed -> newest resourceVersion of a change seen meanwhile (0: none).
         # Decided when the processing ends: most are the echoes of the writes then in flight.
         self._busy: dict[str, int] = {}
@@ -216,6 +227,7 @@ class NfdMaster:
         self.nf_informer.on_event(self._on_nf_event)
         self.nfr_informer.on_event(self._on_nfr_event)
         self.node_informer.on_event(self._on_node_event)
+        self.node_informer.peek = self._peek_node_line
         if self.nfg_informer is not None:
             self.nfg_informer.on_event(self._on_nfg_event)
 
@@ -360,6 +372,26 @@ class NfdMaster:
             return
         if self.ready:
             self.group_queue.add((obj.get("metadata") or {}).get("name") or "")
+
+    def _peek_node_line(self, line: bytes) -> dict[str, Any] | None:
+        """A bookmark in place of the echo of our own write, which is then not decoded.
+
+        The echo is a whole Node (managedFields and all) that _on_node_event would drop
+        anyway: its state is already cached by _remember. Only a node that is cached and an
+        echo no newer than our newest write qualify; everything else is decoded.
+        """
+        m = _NODE_MODIFIED.match(line)
+        if m is None:
+            return None
+        name = m[1].decode()
+        rv = int(m[2])
+        own = self._own_rv.get(name, 0)
+        if rv > own or ("", name) not in self.node_informer.cache:
+            return None
+        if rv == own:
+            self._own_slim.pop(name, None)
+        self.echoes_skipped += 1
+        return {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": m[2].decode()}}}
 
     def _on_node_event(self, etype: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         name = (obj.get("metadata") or {}).get("name") or ""

@@ -662,3 +662,61 @@ def test_helm_value_renders_the_same_policy_and_the_mode(helm_bin: Path, tmp_pat
     cluster.apply_objects([o for o in objs if o["kind"] in ("ValidatingAdmissionPolicy", "ClusterRole", "ConfigMap",
                                                              "FlowSchema", "PriorityLevelConfiguration")],
                           dry_run=True)
+
+
+def test_the_echo_of_a_workers_own_write_is_not_decoded(env: MasterlessEnv) -> None:
+    """The Node watch event of the worker's own write is taken as a bookmark from its first
+    bytes (the state is cached from the PATCH answer); a change by anyone else is decoded.
+    This pins the API server's line format the skip relies on."""
+    import asyncio
+
+    from nfd.k8s.client import ApiClient
+    from nfd.worker.nodeupdate import NodeUpdater
+
+    (node,) = setup_world(env, 1)
+
+    async def run() -> tuple[int, str, str, dict[str, str]]:
+        api = await ApiClient.from_kubeconfig(env.kube.kubeconfig)
+        up = NodeUpdater(api, node_name=node, namespace=NS, master_config_path=str(env.config))
+        m = up.master
+        try:
+            up.start()
+
+            async def until(cond: Any, what: str) -> None:
+                for _ in range(600):
+                    if cond():
+                        return
+                    await asyncio.sleep(0.1)
+                raise AssertionError(f"timed out: {what}")
+
+            def server_rv() -> str:
+                return str(env.get_node(node)["metadata"]["resourceVersion"])
+
+            await until(lambda: up.processed >= 1 and m.counts["written"] >= 1, "the first write")
+            await until(lambda: m.echoes_skipped >= 1, "the echo skipped")
+
+            def settled() -> bool:
+                rv = server_rv()
+                cached = m.node_informer.get(node) or {}
+                return m.node_informer.resource_version == rv == cached["metadata"]["resourceVersion"]
+
+            await until(settled, "the watch resumes past the echoes, the cache holds the last write")
+            rv = server_rv()
+            cached_rv = m.node_informer.get(node)["metadata"]["resourceVersion"]  # type: ignore[index]
+            skipped = m.echoes_skipped
+            # someone else's change is decoded into the cache
+            env.kube.request("PATCH", f"/api/v1/nodes/{node}", body={"metadata": {"labels": {"admin/x": "y"}}},
+                             content_type="application/strategic-merge-patch+json")
+            await until(lambda: (m.node_informer.get(node) or {}).get("metadata", {}).get("labels", {})
+                        .get("admin/x") == "y", "an outside change decoded")
+            assert m.echoes_skipped == skipped
+            labels = dict(m.node_informer.get(node)["metadata"]["labels"])  # type: ignore[index]
+            return skipped, cached_rv, rv, labels
+        finally:
+            await up.stop()
+            await api.close()
+
+    skipped, cached_rv, rv, labels = asyncio.run(run())
+    assert skipped >= 1
+    assert cached_rv == rv  # the cache holds the state the write left, from its answer
+    assert labels[f"{FNS}/worker-label"] == "w"

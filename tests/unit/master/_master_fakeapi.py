@@ -12,10 +12,12 @@ import asyncio
 import copy
 import json
 import re
+import uuid
 from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
 
+from nfd.common import jsoncodec
 from nfd.k8s.errors import ApiUnavailable, error_for
 from tests.support.fakeapi import RequestOptions
 
@@ -75,6 +77,17 @@ def merge_patch(obj: Any, patch: Any) -> Any:
     return out
 
 
+def wire_event(ev: dict[str, Any]) -> dict[str, Any]:
+    """The event in the API server's field order (Go's struct order), as its watch writes it."""
+    obj = ev["object"]
+    meta = obj.get("metadata") or {}
+    first = ("name", "generateName", "namespace", "selfLink", "uid", "resourceVersion")
+    wire_meta = {k: meta[k] for k in first if k in meta} | {k: v for k, v in meta.items() if k not in first}
+    head = {k: obj[k] for k in ("kind", "apiVersion") if k in obj}
+    rest = {k: v for k, v in obj.items() if k not in ("kind", "apiVersion", "metadata")}
+    return {"type": ev["type"], "object": head | {"metadata": wire_meta} | rest}
+
+
 class FakeApi(RequestOptions):
     namespace = "nfd"
 
@@ -98,7 +111,7 @@ class FakeApi(RequestOptions):
         key = (meta.get("namespace") or "", meta["name"])
         self.rv += 1
         meta["resourceVersion"] = str(self.rv)
-        meta.setdefault("uid", f"uid-{plural}-{key[1]}")
+        meta.setdefault("uid", str(uuid.uuid5(uuid.NAMESPACE_URL, f"{plural}/{key[0]}/{key[1]}")))  # as the server makes them
         existed = key in self.store.setdefault(plural, {})
         self.store[plural][key] = obj
         self._notify(plural, event or ("MODIFIED" if existed else "ADDED"), obj)
@@ -225,7 +238,8 @@ class FakeApi(RequestOptions):
         raise _Fail(405, "MethodNotAllowed", method)
 
     async def stream_lines(
-        self, path: str, *, params: dict[str, Any] | None = None, accept: str = "", timeout_s: float = 600.0
+        self, path: str, *, params: dict[str, Any] | None = None, accept: str = "", timeout_s: float = 600.0,
+        peek: Any = None,
     ) -> AsyncIterator[dict[str, Any]]:
         self.metrics["WATCH"] += 1
         if self.down:
@@ -256,7 +270,9 @@ class FakeApi(RequestOptions):
                 ev = await q.get()
                 if ev is None:
                     raise ApiUnavailable(f"WATCH {path}: connection reset")
-                yield ev
+                stand_in = peek(jsoncodec.dumps(wire_event(ev))) if peek is not None else None
+                self.metrics["peeked" if stand_in is not None else "decoded"] += 1
+                yield ev if stand_in is None else stand_in
         finally:
             self._watchers.remove(entry)
 

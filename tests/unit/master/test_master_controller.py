@@ -6,8 +6,9 @@ import asyncio
 from dataclasses import replace
 from typing import Any
 
+import orjson
 import pytest
-from _master_fakeapi import FakeApi
+from _master_fakeapi import FakeApi, wire_event
 
 from nfd.master import bookkeeping as bk
 from nfd.master.config import MasterConfig, Restrictions
@@ -461,7 +462,40 @@ async def test_echoes_of_own_writes_queue_nothing(api: FakeApi) -> None:
     assert n1 is not None
     cached = m.node_informer.get("n1")
     assert cached is not None and cached["metadata"]["resourceVersion"] == n1["metadata"]["resourceVersion"]
+    # both echoes of each write were taken from their first bytes, not decoded
+    assert m.echoes_skipped == api.metrics["peeked"] >= 4
     await m.stop()
+
+
+def _node_line(name: str, rv: int, *, etype: str = "MODIFIED", labels: dict[str, str] | None = None) -> bytes:
+    obj = {"kind": "Node", "apiVersion": "v1",
+           "metadata": {"labels": labels or {}, "resourceVersion": str(rv), "uid": "0f9e-11", "name": name}}
+    return orjson.dumps(wire_event({"type": etype, "object": obj}))
+
+
+async def test_only_the_echo_of_our_newest_write_to_a_cached_node_is_skipped(api: FakeApi) -> None:
+    m = NfdMaster(api, config=MasterConfig(), options=MasterOptions(namespace=NFD_NS))  # type: ignore[arg-type]
+    m.node_informer.cache[("", "n1")] = {"metadata": {"name": "n1", "resourceVersion": "40"}}
+    m._own_rv["n1"] = 50
+    m._own_slim["n1"] = {"metadata": {"name": "n1", "resourceVersion": "50"}}
+    m._own_rv["n9"] = 50  # written, but not in the cache: its event must be seen
+    peek = m._peek_node_line
+    assert peek(_node_line("n1", 45)) == {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "45"}}}
+    assert "n1" in m._own_slim  # kept until the echo of the newest write
+    assert peek(_node_line("n1", 50)) is not None and "n1" not in m._own_slim
+    assert peek(_node_line("n1", 51)) is None  # newer than our write: someone else's
+    assert peek(_node_line("n9", 50)) is None
+    assert peek(_node_line("n2", 5)) is None  # never written by us
+    assert peek(_node_line("n1", 45, etype="ADDED")) is None
+    # a label named resourceVersion comes after metadata.resourceVersion on the wire
+    assert peek(_node_line("n1", 51, labels={"resourceVersion": "1"})) is None
+    # anything not in the API server's exact shape is decoded
+    odd = _node_line("n1", 45).replace(b'"kind":"Node",', b"")
+    assert peek(odd) is None
+    assert peek(b'{"type":"MODIFIED","object":{"kind":"Node","apiVersion":"v1","metadata":{"name":"n1",'
+                b'"uid":"x","resourceVersion":"45"') is None
+    assert peek(b"garbage") is None and peek(b"") is None
+    assert m.echoes_skipped == 2
 
 
 async def test_server_errors_on_writes_are_retried_with_backoff(api: FakeApi) -> None:
