@@ -123,7 +123,9 @@ async def host(spec_path: str, status_path: str) -> None:
               "passes": sum(u.processed for u in updaters), "verbs": verbs, "kinds": kinds,
               "node_writes": node_writes, "rss_kib": _rss_kib(),
               "base_rss_kib": base_rss, "cpu_s": ru.ru_utime + ru.ru_stime, "gc_s": gc_s[0], "gc2_s": gc_s[1],
-              "harness_s": harness_s[0]}
+              "harness_s": harness_s[0],
+              "echoes": {"skipped": sum(u.master.echoes_skipped for u in updaters),
+                         "decoded": sum(u.master.echoes_decoded for u in updaters)}}
         tmp = status_path + ".tmp"
         Path(tmp).write_text(json.dumps(st))
         os.replace(tmp, status_path)
@@ -596,6 +598,10 @@ def main() -> int:
         print(f"  requests by kind, rule change:       {kinds_rule}")
         print(f"  API Priority and Fairness, rule change (level: dispatched / rejected by reason): {apf_rule}")
         print(f"  nodes by Node writes they got (writes: nodes), first pass: {hist_first}; rule change: {hist_rule}")
+        echoes = _delta(_sum_kinds(sts_b, "echoes"), _sum_kinds(sts_c, "echoes"))
+        accepted = sum(v for k, v in kinds_rule.items() if k.startswith("PATCH nodes") and len(k.split()) == 2)
+        print(f"  Node watch echoes of the rule change's {accepted} writes: {echoes.get('skipped', 0)} taken "
+              f"undecoded, {echoes.get('decoded', 0)} decoded after the write's answer (the rest came before it)")
         if args.profile:
             import pstats
 

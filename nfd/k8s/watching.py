@@ -245,7 +245,7 @@ class Informer:
                     field_selector=self.field_selector,
                     timeout_seconds=self.watch_timeout_s,
                     metadata_only=self.metadata_only,
-                    peek=self.peek,
+                    peek=self._peek,
                 ):
                     self._on_watch_event(etype, obj)
                     retry.ok()
@@ -274,6 +274,9 @@ class Informer:
                     continue
                 self.healthy = False
                 await asyncio.sleep(retry.failed(e, detail=f"; keeping {len(self.cache)} cached objects"))
+
+    def _peek(self, line: bytes) -> dict[str, Any] | None:
+        return self.peek(line) if self.peek is not None else None  # set or cleared at any time
 
     def _mark_synced(self) -> None:
         if not self.synced:
@@ -307,7 +310,7 @@ class Informer:
         fresh: dict[Key, dict[str, Any]] | None = {}
 
         def live_peek(line: bytes) -> dict[str, Any] | None:
-            return self.peek(line) if fresh is None and self.peek is not None else None
+            return self._peek(line) if fresh is None else None
 
         async for etype, obj in watch_events(
             self.api,

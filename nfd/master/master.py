@@ -190,6 +190,7 @@ class NfdMaster:
         self._own_rv: dict[str, int] = {}  # newest resourceVersion our own writes produced
         self._own_slim: dict[str, dict[str, Any]] = {}  # that state, until its echo arrives
         self.echoes_skipped = 0  # watch events of our own writes taken without decoding them
+        self.echoes_decoded = 0  # the same, decoded (the peek did not recognise the line)
         # Nodes being processed -> newest resourceVersion of a change seen meanwhile (0: none).
         # Decided when the processing ends: most are the echoes of the writes then in flight.
         self._busy: dict[str, int] = {}
@@ -408,6 +409,7 @@ class NfdMaster:
         if etype == "MODIFIED" and rv.isdigit() and int(rv) <= own:
             # The echo of our own write (or older): nothing new to react to. An older echo must
             # not replace the newer state our last write returned.
+            self.echoes_decoded += 1
             if int(rv) < own and name in self._own_slim:
                 self.node_informer.cache[("", name)] = self._own_slim[name]
             else:
