@@ -385,14 +385,18 @@ class NfdMaster:
         if m is None:
             return None
         name = m[1].decode()
-        rv = int(m[2])
-        own = self._own_rv.get(name, 0)
-        if rv > own or ("", name) not in self.node_informer.cache:
+        if ("", name) not in self.node_informer.cache or not self._own_echo(name, int(m[2])):
             return None
-        if rv == own:
-            self._own_slim.pop(name, None)
         self.echoes_skipped += 1
         return {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": m[2].decode()}}}
+
+    def _own_echo(self, name: str, rv: int) -> bool:
+        """Whether a Node event is the echo of our own write (or older): nothing new to react
+        to. The echo of the newest write also ends the wait for it (_own_slim)."""
+        own = self._own_rv.get(name, 0)
+        if rv == own:
+            self._own_slim.pop(name, None)
+        return rv <= own
 
     def _on_node_event(self, etype: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         name = (obj.get("metadata") or {}).get("name") or ""
@@ -405,15 +409,11 @@ class NfdMaster:
             return
         nm = obj.get("metadata") or {}
         rv = nm.get("resourceVersion") or ""
-        own = self._own_rv.get(name, 0)
-        if etype == "MODIFIED" and rv.isdigit() and int(rv) <= own:
-            # The echo of our own write (or older): nothing new to react to. An older echo must
-            # not replace the newer state our last write returned.
+        if etype == "MODIFIED" and rv.isdigit() and self._own_echo(name, int(rv)):
+            # An older echo must not replace the newer state our last write returned.
             self.echoes_decoded += 1
-            if int(rv) < own and name in self._own_slim:
+            if name in self._own_slim:
                 self.node_informer.cache[("", name)] = self._own_slim[name]
-            else:
-                self._own_slim.pop(name, None)
             return
         if not self.ready:
             return
