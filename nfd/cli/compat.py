@@ -150,14 +150,12 @@ def cmd_validate_node(args: argparse.Namespace) -> int:
 def cmd_attach(args: argparse.Namespace) -> int:
     from nfd.compat.spec import SpecError, parse_spec
 
+    from nfd.common.fileargs import FileArgError, read_bytes_arg
+
     try:
-        if args.spec == "-":
-            data = sys.stdin.buffer.read()
-        else:
-            with open(args.spec, "rb") as f:
-                data = f.read()
-    except OSError as e:
-        raise UsageError(f"--spec {args.spec}: cannot read: {e.strerror or e}") from None
+        data = read_bytes_arg(args.spec, flag="--spec")
+    except FileArgError as e:
+        raise UsageError(str(e)) from None
     if not args.skip_validation:
         try:
             parse_spec(data, source=args.spec)

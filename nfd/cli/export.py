@@ -93,9 +93,11 @@ def main(argv: list[str] | None = None) -> int:
         else:
             text = json.dumps(obj, indent=2) + "\n"
 
-    if args.path:
-        with open(args.path, "w", encoding="utf-8") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
+    from nfd.common.fileargs import FileArgError, write_text_arg
+
+    try:
+        write_text_arg(args.path or "-", text, flag="--path")
+    except FileArgError as e:
+        print(f"nfd export: {e}", file=sys.stderr)
+        return 2
     return 0

@@ -45,14 +45,12 @@ def load_documents(path: str) -> list[Any]:
 
     from nfd.common import safeyaml
 
+    from nfd.common.fileargs import FileArgError, read_text_arg
+
     try:
-        if path == "-":
-            text = sys.stdin.read()
-        else:
-            with open(path, encoding="utf-8") as fh:
-                text = fh.read()
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
+        text = read_text_arg(path)
+    except FileArgError as e:
+        raise InputError(str(e)) from None
     try:
         docs = [d for d in safeyaml.safe_load_all(text, source=path, loader=_loader()) if d is not None]
     except safeyaml.YamlLimitError as e:

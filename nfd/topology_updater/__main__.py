@@ -84,13 +84,21 @@ async def run(opts: object, *, kubeconfig: str) -> int:
     server = await httpserver.serve(
         opts.port, {"/healthz": httpserver.healthz, "/metrics": httpserver.metrics_route(metrics.registry)}
     )
-    api = await ApiClient.from_kubeconfig(kubeconfig or None, user_agent=f"{PROGRAM}/{__version__}")
+    from nfd.k8s.config import ConfigError
+
+    try:
+        api = await ApiClient.from_kubeconfig(kubeconfig or None, user_agent=f"{PROGRAM}/{__version__}")
+    except ConfigError as e:  # one error line and exit 1, as nfd-gc and nfd-master
+        server.close()
+        log.error("failed to create the Kubernetes client: %s", e)
+        return 1
     kubelet = PodResourcesClient(opts.podresources_socket)
     updater: TopologyUpdater | None = None
     try:
         if not opts.namespace:
             opts.namespace = api.namespace or ""
-        await wait_for_crd(api)
+        if not opts.no_publish:  # the CRD is needed only to publish
+            await wait_for_crd(api)
         try:
             topology = read_topology(opts.paths)
         except TopologyError as e:

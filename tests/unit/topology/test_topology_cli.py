@@ -71,3 +71,51 @@ def test_gc_flags_and_exit_codes(capsys) -> None:
     assert gc_main.main(["-version"]) == 0
     assert "nfd-gc" in capsys.readouterr().out
     assert gc_main.main(["-gc-interval=0s"]) == 2
+
+
+@pytest.mark.parametrize("kubeconfig", ["/nonexistent/kubeconfig", ""])
+def test_updater_without_cluster_config_is_one_error_line(monkeypatch, caplog, kubeconfig) -> None:
+    """No kubeconfig / not in a cluster: the ConfigError is one logged line and exit 1."""
+    import asyncio
+
+    from nfd.topology_updater.updater import Options
+
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.setenv("HOME", "/nonexistent-home")
+    opts = Options(node_name="n1", kubelet_config_uri="file:///k.yaml", podresources_socket="/x",
+                   no_publish=True, oneshot=True, port=0)
+    assert asyncio.run(tu_main.run(opts, kubeconfig=kubeconfig)) == 1
+    errors = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert len(errors) == 1 and "failed to create the Kubernetes client" in errors[0].getMessage()
+    assert (kubeconfig or "not in a cluster") in errors[0].getMessage()
+
+
+@pytest.mark.parametrize("no_publish", [True, False])
+def test_updater_no_publish_does_not_wait_for_the_crd(monkeypatch, tmp_path, no_publish) -> None:
+    """-no-publish never writes an NRT, so it must not wait (forever, if the API is down) for its CRD."""
+    import asyncio
+
+    from nfd.topology_updater import sysfs, updater
+    from nfd.topology_updater.updater import Options
+
+    kc = tmp_path / "kc"
+    kc.write_text(
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
+        "current-context: x\n"
+    )
+    waited: list[bool] = []
+
+    async def fake_wait(api, **_kw) -> None:
+        waited.append(True)
+
+    def no_topology(_paths):
+        raise sysfs.TopologyError("stop here")
+
+    monkeypatch.setattr(updater, "wait_for_crd", fake_wait)
+    monkeypatch.setattr(sysfs, "read_topology", no_topology)
+    opts = Options(node_name="n1", kubelet_config_uri="file:///k.yaml", podresources_socket="/x",
+                   no_publish=no_publish, oneshot=True, port=0, namespace="ns")
+    assert asyncio.run(tu_main.run(opts, kubeconfig=str(kc))) == 1
+    assert waited == ([] if no_publish else [True])
