@@ -1,6 +1,6 @@
 """``nfd compat``: image compatibility (upstream's ``nfd compat validate-node``, plus ``attach``).
 
-    nfd compat validate-node --image REF [--tags t1,t2] [--platform os[/arch[/variant]][:osver]]
+    nfd compat validate-node (--image REF | --spec-file FILE) [--tags t1,t2] [--platform os[/arch[/variant]][:osver]]
                              [--plain-http] [--output-json] [--registry-username USER]
                              [--registry-password-stdin | --registry-token-stdin] [--host-root DIR]
     nfd compat attach --image REF --spec FILE [--platform ...] [--plain-http] [auth flags]
@@ -58,8 +58,9 @@ def _pflag_bools(argv: list[str]) -> list[str]:
     return out
 
 
-def _add_registry_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--image", required=True, help="the URL of the image containing compatibility metadata")
+def _add_registry_flags(p: argparse.ArgumentParser, *, image_required: bool = True) -> None:
+    p.add_argument("--image", required=image_required, default="",
+                   help="the URL of the image containing compatibility metadata")
     p.add_argument("--platform", default="", help="the artifact platform in the format os[/arch][/variant][:os_version]")
     p.add_argument("--plain-http", action="store_true", help="use of HTTP protocol for all registry communications")
     p.add_argument("--registry-username", default="", help="registry username")
@@ -75,7 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Perform node validation based on its associated image compatibility artifact",
                        epilog="example:\n  nfd compat validate-node --image <image-url>",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    _add_registry_flags(v)
+    _add_registry_flags(v, image_required=False)
+    v.add_argument("--spec-file", default="",
+                   help="check this local compatibility spec file (YAML, - for stdin) instead of an image's "
+                        "artifact; no registry is contacted")
     v.add_argument("--tags", action="append", default=[],
                    help="a list of tags that must match the tags set on the compatibility objects")
     v.add_argument("--output-json", action="store_true", help="print a JSON object")
@@ -131,12 +135,26 @@ def cmd_validate_node(args: argparse.Namespace) -> int:
     from nfd.compat.spec import SpecError, parse_spec
     from nfd.compat.validator import to_json_text, validate
 
-    client, platform = _client(args)
-    blob, digest = client.fetch_spec(platform)
+    from nfd.common.fileargs import FileArgError, read_bytes_arg
+
+    if args.spec_file and args.image:
+        raise UsageError("--spec-file and --image cannot be used together")
+    if args.spec_file:
+        try:
+            blob = read_bytes_arg(args.spec_file, flag="--spec-file")
+        except FileArgError as e:
+            raise UsageError(str(e)) from None
+        source, what = args.spec_file, "compatibility spec"
+    elif args.image:
+        client, platform = _client(args)
+        blob, digest = client.fetch_spec(platform)
+        source, what = f"compatibility artifact {digest} of {args.image}", "compatibility artifact"
+    else:
+        raise UsageError('required flag(s) "image" not set (or --spec-file)')
     try:
-        spec = parse_spec(blob, source=f"compatibility artifact {digest} of {args.image}")
+        spec = parse_spec(blob, source=source)
     except SpecError as e:
-        print(f"Error: malformed compatibility artifact: {e}", file=sys.stderr)
+        print(f"Error: malformed {what}: {e}", file=sys.stderr)
         return EXIT_MALFORMED
     tags = [t for item in args.tags for t in item.split(",") if t]
     statuses = validate(spec, _discover(args.host_root), tags=tags)

@@ -180,3 +180,38 @@ def test_pflag_booleans_and_usage_errors(capsys: pytest.CaptureFixture[str]) -> 
     assert "invalid argument" in capsys.readouterr().err
     assert main(["validate-node", "--image", "reg/app:v1", "--platform", "a/b/c/d"]) == 1
     assert "expected format" in capsys.readouterr().err
+
+
+def test_validate_node_with_a_local_spec_file(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--spec-file checks a spec being written against this node, with no registry."""
+    from pathlib import Path
+
+    from nfd.cli.compat import main
+
+    repo = Path(__file__).resolve().parents[3]
+    spec = repo / "docs" / "examples" / "image-compatibility.yaml"
+    sriov = repo / "tests" / "fixtures" / "sysfs" / "sriov-host" / "root"
+    gpu = repo / "tests" / "fixtures" / "sysfs" / "gpu-server" / "root"
+    results = {}
+    for name, root in (("sriov", sriov), ("gpu", gpu)):
+        assert main(["validate-node", "--spec-file", str(spec), "--host-root", str(root), "--output-json"]) == 0
+        sets = json.loads(capsys.readouterr().out)
+        results[name] = {s["tag"]: [r["isMatch"] for r in s["rules"]] for s in sets}
+    assert results["sriov"]["sriov"][1] is True and results["sriov"]["gpu"] == [False]
+    assert results["gpu"]["gpu"] == [True]
+    # the table form, and the tag filter, as with --image
+    assert main(["validate-node", "--spec-file", str(spec), "--host-root", str(gpu), "--tags", "gpu"]) == 0
+    out = capsys.readouterr().out
+    assert "RULE: AN NVIDIA GPU -  OK" in out and "SR-IOV" not in out
+    # bad inputs: one line each, non-zero
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("version: v9\n")
+    assert main(["validate-node", "--spec-file", str(bad)]) == 5
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"Error: malformed compatibility spec: {bad}: version")
+    assert main(["validate-node", "--spec-file", str(tmp_path / "none.yaml")]) == 1
+    assert "--spec-file" in capsys.readouterr().err
+    assert main(["validate-node", "--spec-file", str(spec), "--image", "reg.io/a:b"]) == 1
+    assert "cannot be used together" in capsys.readouterr().err
+    assert main(["validate-node"]) == 1
+    assert 'required flag(s) "image" not set' in capsys.readouterr().err
