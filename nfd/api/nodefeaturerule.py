@@ -303,9 +303,15 @@ def parse_rule(obj: Any, *, path: str, group: bool = False) -> Rule:
     return r
 
 
-# -- unknown fields (reported by validation; the API server's strict field validation rejects
-#    them, and the decoder ignores them, so a typo like ``values:`` silently changes a rule) ----
+# -- unknown fields: the decoder ignores them (and the API server prunes them), so a typo such as
+#    ``matchFeature:`` or ``values:`` silently changes a rule; they are named as warnings, as
+#    ``kubectl apply`` does. The field sets are the CRD schema's (crds/; a unit test compares).
 
+_TOP_FIELDS = {
+    "NodeFeatureRule": frozenset({"apiVersion", "kind", "metadata", "spec"}),
+    "NodeFeatureGroup": frozenset({"apiVersion", "kind", "metadata", "spec", "status"}),
+}
+_SPEC_FIELDS = {"NodeFeatureRule": ("rules", False), "NodeFeatureGroup": ("featureGroupRules", True)}
 _RULE_FIELDS = frozenset(
     {
         "name",
@@ -327,15 +333,18 @@ _EXPR_FIELDS = frozenset({"op", "value", "type"})
 _TAINT_FIELDS = frozenset({"key", "value", "effect", "timeAdded"})
 
 
-def unknown_fields(obj: Any, *, path: str, group: bool = False) -> list[tuple[str, str]]:
-    """(field path, message) for every field of a rule that the API does not define."""
-    out: list[tuple[str, str]] = []
+def unknown_field_message(path: str) -> str:
+    """kubectl's wording of the warning: ``unknown field "spec.rules[0].matchFeature"``."""
+    return f'unknown field "{path}"'
+
+
+def unknown_rule_fields(obj: Any, *, path: str, group: bool = False) -> list[str]:
+    """The path of every field of one rule that the API does not define, in document order."""
+    out: list[str] = []
 
     def check(o: Any, allowed: frozenset[str], p: str) -> None:
         if isinstance(o, dict):
-            for k in o:
-                if k not in allowed:
-                    out.append((f"{p}.{k}", f"unknown field {str(k)!r}"))
+            out.extend(f"{p}.{k}" for k in o if k not in allowed)
 
     def terms(ts: Any, p: str) -> None:
         if not isinstance(ts, list):
@@ -366,3 +375,26 @@ def unknown_fields(obj: Any, *, path: str, group: bool = False) -> list[tuple[st
         for i, t in enumerate(tt):
             check(t, _TAINT_FIELDS, f"{path}.taints[{i}]")
     return out
+
+
+def unknown_fields(obj: Any, *, kind: str | None = None) -> list[str]:
+    """The path of every field of a NodeFeatureRule (or NodeFeatureGroup) object that its schema
+    does not define: top level, ``spec`` and every rule. ``kind`` defaults to the object's own;
+    an object of another kind has none reported. The one list that ``nfd rules``,
+    ``kubectl-nfd`` and nfd-master's log all use."""
+    if not isinstance(obj, dict):
+        return []
+    kind = kind or obj.get("kind")
+    if kind not in _SPEC_FIELDS:
+        return []
+    list_field, group = _SPEC_FIELDS[kind]
+    out = [k for k in obj if k not in _TOP_FIELDS[kind]]
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return [str(k) for k in out]
+    out.extend(f"spec.{k}" for k in spec if k != list_field)
+    rules = spec.get(list_field)
+    if isinstance(rules, list):
+        for i, r in enumerate(rules):
+            out.extend(unknown_rule_fields(r, path=f"spec.{list_field}[{i}]", group=group))
+    return [str(k) for k in out]

@@ -132,10 +132,9 @@ def _discover(host_root: str | None) -> Any:
 
 
 def cmd_validate_node(args: argparse.Namespace) -> int:
+    from nfd.common.fileargs import FileArgError, read_bytes_arg
     from nfd.compat.spec import SpecError, parse_spec
     from nfd.compat.validator import to_json_text, validate
-
-    from nfd.common.fileargs import FileArgError, read_bytes_arg
 
     if args.spec_file and args.image:
         raise UsageError("--spec-file and --image cannot be used together")
@@ -166,9 +165,8 @@ def cmd_validate_node(args: argparse.Namespace) -> int:
 
 
 def cmd_attach(args: argparse.Namespace) -> int:
-    from nfd.compat.spec import SpecError, parse_spec
-
     from nfd.common.fileargs import FileArgError, read_bytes_arg
+    from nfd.compat.spec import SpecError, parse_spec
 
     try:
         data = read_bytes_arg(args.spec, flag="--spec")

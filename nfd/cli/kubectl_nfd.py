@@ -49,8 +49,7 @@ class FileError(Exception):
 # -- files ---------------------------------------------------------------------------------
 
 
-def _first_document(path: str, what: str) -> dict[str, Any]:
-    """The first YAML document of ``path`` (upstream's sigs.k8s.io/yaml reads only that one)."""
+def _documents(path: str, what: str) -> list[Any]:
     from nfd.cli.rules import InputError, load_documents
 
     try:
@@ -60,26 +59,43 @@ def _first_document(path: str, what: str) -> dict[str, Any]:
         verb = "reading" if "cannot read" in msg else "parsing"
         raise FileError(f"error {verb} {what} file: {msg}") from None
     if not docs:
-        return {}
-    doc = docs[0]
+        raise FileError(f"error reading {what} file: {path}: no {what} object found (the file is empty)")
+    return docs
+
+
+def _first_document(path: str, what: str) -> dict[str, Any]:
+    """The first YAML document of ``path`` (upstream's sigs.k8s.io/yaml reads only that one);
+    a document of another kind is refused, naming the file and its kind."""
+    doc = _documents(path, what)[0]
     if not isinstance(doc, dict):
         raise FileError(f"error parsing {what}: {path}: the document is not a mapping")
+    kind = doc.get("kind")
+    if kind is not None and kind != what:
+        raise FileError(f"error parsing {what}: {path}: the document is a {kind}, not a {what}")
     return doc
 
 
 def _load_rule_set(path: str) -> Any:
     """The rule file compiled; a structural problem (a wrong type) is a file error as upstream's
-    unmarshalling error is."""
+    unmarshalling error is. Unknown fields are printed as warnings."""
     from nfd.api.errors import ValidationError
     from nfd.rules.engine import compile_nodefeaturerule
 
     doc = _first_document(path, "NodeFeatureRule")
     obj = dict(doc)
-    obj["kind"] = "NodeFeatureRule"  # upstream does not check the kind
+    obj["kind"] = "NodeFeatureRule"  # as upstream, a document without a kind is taken as one
+    _print_warnings(obj)
     try:
         return compile_nodefeaturerule(obj)
     except ValidationError as e:
         raise FileError(f"error parsing NodeFeatureRule: {path}: {e}") from None
+
+
+def _print_warnings(obj: dict[str, Any]) -> None:
+    from nfd.api.nodefeaturerule import unknown_field_message, unknown_fields
+
+    for p in unknown_fields(obj):
+        print(f"Warning: {unknown_field_message(p)}", file=sys.stderr)
 
 
 def _features_of_nodefeature(path: str) -> Any:
@@ -101,34 +117,24 @@ def _features_of_nodefeature(path: str) -> Any:
 # -- validate ------------------------------------------------------------------------------
 
 
-def validate_rules(rule_set: Any) -> list[str]:
-    """Upstream's ValidateNFR checks: name, annotations, labels and extended resources (``@``
-    values as "0"), taints, template parse, ``<domain>.<feature>`` names. Prints the rules."""
-    from nfd.rules.engine import BrokenRule
+def validate_file(path: str) -> tuple[list[str], list[str]]:
+    """(errors, warnings) of every NodeFeatureRule in ``path``: nfd.rules.lint.check_object,
+    the validation of ``nfd rules validate``, so both find the same problems (upstream's plugin
+    checks names and values only). Prints upstream's ``Validating rule:`` lines."""
+    from nfd.rules.lint import check_object, warning_lines
 
+    docs = _documents(path, "NodeFeatureRule")
     errs: list[str] = []
-    for r in rule_set.rules:
-        broken = isinstance(r, BrokenRule)
-        print("Validating rule: ", "" if broken and r.name.startswith("#") else r.name)
-        if isinstance(r, BrokenRule):
-            errs.append(r.error)
-            continue
-        if not r.name:
-            errs.append("rule name cannot be empty")
-        errs.extend(_annotation_errors(r.annotations))
-        errs.extend(_label_errors({k: "0" if v.startswith("@") else v for k, v in r.labels.items()}))
-        errs.extend(_taint_errors(r.taints))
-        errs.extend(_er_errors({k: "0" if v.startswith("@") else v for k, v in r.extended_resources.items()}))
-        for slot in (r.labels_template, r.vars_template):
-            if slot is not None and slot.error is not None:
-                errs.append(slot.error.partition(": failed to parse template: ")[2] or slot.error)
-        for m in ([r.match_features] if r.match_features is not None else []) + list(r.match_any):
-            for t in m.terms:
-                if len(t.feature.split(".")) != 2:
-                    errs.append(
-                        f"invalid feature name {t.feature} (not <domain>.<feature>), cannot be used for templating"
-                    )
-    return errs
+    warns: list[str] = []
+    for doc in docs:
+        check = check_object(doc, kinds=("NodeFeatureRule",))
+        if check.rule_set is not None:
+            for r in check.rule_set.rules:
+                print("Validating rule: ", "" if r.name.startswith("#") else r.name)
+        head = f"NodeFeatureRule {check.name!r}: " if len(docs) > 1 else ""
+        errs.extend(f"{head}{p}: {m}" if p else f"{head}{m}" for p, m in check.problems)
+        warns.extend(head + w for w in warning_lines(check))
+    return errs, warns
 
 
 def _label_errors(labels: dict[str, str]) -> list[str]:
@@ -341,9 +347,11 @@ def run(args: argparse.Namespace) -> int:
     if args.command == "validate":
         print(f"Validating NodeFeatureRule {args.rules}")
         try:
-            errs = validate_rules(_load_rule_set(args.rules))
+            errs, warns = validate_file(args.rules)
         except FileError as e:
-            errs = [str(e)]
+            errs, warns = [str(e)], []
+        for w in warns:
+            print(f"Warning: {w}", file=sys.stderr)
         return _report(errs, f"NodeFeatureRule {args.rules} is not valid", f"NodeFeatureRule {args.rules} is valid")
     if args.command == "dryrun":
         rq, nq = go_quote(args.rules), go_quote(args.nodefeature)

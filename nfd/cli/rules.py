@@ -44,7 +44,6 @@ def load_documents(path: str) -> list[Any]:
     import yaml
 
     from nfd.common import safeyaml
-
     from nfd.common.fileargs import FileArgError, read_text_arg
 
     try:
@@ -112,8 +111,7 @@ def _obj_name(obj: dict[str, Any]) -> str:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from nfd.rules.engine import compile_group_rules, compile_nodefeaturerule
-    from nfd.rules.lint import rule_set_problems
+    from nfd.rules.lint import check_object, warning_lines
 
     problems = 0
     checked = 0
@@ -124,23 +122,28 @@ def cmd_validate(args: argparse.Namespace) -> int:
             print(f"error: {e}", file=sys.stderr)
             return 2
         for obj in objs:
-            kind = obj["kind"]
-            name = _obj_name(obj)
             checked += 1
-            try:
-                rs = compile_nodefeaturerule(obj) if kind == "NodeFeatureRule" else compile_group_rules(obj)
-            except ValidationError as e:
-                print(f"{path}: {kind} {name!r}: {e}")
-                problems += 1
-                continue
-            for fpath, msg in rule_set_problems(rs, auto_prefix=not args.disable_auto_prefix):
-                print(f"{path}: {kind} {name!r}: {fpath}: {msg}")
+            check = check_object(obj, auto_prefix=not args.disable_auto_prefix)
+            head = f"{path}: {check.kind} {check.name!r}"
+            for line in warning_lines(check):
+                print(f"{head}: warning: {line}")
+            for fpath, msg in check.problems:
+                print(f"{head}: {fpath}: {msg}" if fpath else f"{head}: {msg}")
                 problems += 1
     if problems:
         print(f"{problems} problem(s) found", file=sys.stderr)
         return 1
     print(f"{checked} object(s) valid", file=sys.stderr)
     return 0
+
+
+def print_warnings(path: str, obj: dict[str, Any]) -> None:
+    """What validation would warn about in a rule object dryrun evaluates (unknown fields), on
+    stderr as ``kubectl apply`` prints its warnings; evaluation goes on."""
+    from nfd.api.nodefeaturerule import unknown_field_message, unknown_fields
+
+    for p in unknown_fields(obj):
+        print(f"Warning: {path}: NodeFeatureRule {_obj_name(obj)!r}: {unknown_field_message(p)}", file=sys.stderr)
 
 
 # -- dryrun --------------------------------------------------------------------------------
@@ -200,6 +203,7 @@ def cmd_dryrun(args: argparse.Namespace) -> int:
     files: dict[str, str] = {}  # rule set name -> file, for messages
     for fname, obj in rule_objs:
         files.setdefault(_obj_name(obj), fname)
+        print_warnings(fname, obj)
         try:
             rule_sets.append(compile_nodefeaturerule(obj))
         except ValidationError as e:  # malformed spec: the whole object fails, like one bad rule

@@ -56,6 +56,7 @@ class RuleBook:
         cur = self.sets.get(name)
         if cur is not None and cur.spec_key == spec_key:
             return None
+        _warn_unknown_fields(obj, name)  # once per revision: an unchanged spec returned above
         keys = _rule_keys(obj)
         reuse = None
         if cur is not None and keys is not None:
@@ -101,6 +102,27 @@ class RuleBook:
         if self._ordered is None:
             self._ordered = [self.sets[n].compiled for n in sorted(self.sets)]
         return self._ordered
+
+
+MAX_LOGGED_FIELDS = 10
+
+
+def _warn_unknown_fields(obj: dict[str, Any], name: str) -> None:
+    """Name the fields of a new revision that the rule engine ignores (a typo such as
+    ``matchFeature:`` makes a rule match every node); the API server prunes them from objects it
+    validates against the CRD schema, so this shows only where that schema is not enforced."""
+    from nfd.api.nodefeaturerule import unknown_field_message, unknown_fields
+
+    try:
+        paths = unknown_fields(obj, kind="NodeFeatureRule")
+    except Exception:  # a malformed object is reported by the compile that follows
+        return
+    if not paths:
+        return
+    shown = ", ".join(unknown_field_message(p) for p in paths[:MAX_LOGGED_FIELDS])
+    more = f" (and {len(paths) - MAX_LOGGED_FIELDS} more)" if len(paths) > MAX_LOGGED_FIELDS else ""
+    rv = (obj.get("metadata") or {}).get("resourceVersion") or ""
+    log.warning("NodeFeatureRule %s%s: %s%s; ignored", name, f" (resourceVersion {rv})" if rv else "", shown, more)
 
 
 def _rule_keys(obj: dict[str, Any]) -> list[tuple[int, bytes]] | None:

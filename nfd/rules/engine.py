@@ -34,7 +34,6 @@ from nfd.api.nodefeaturerule import (
     Rule,
     parse_header,
     parse_rule,
-    unknown_fields,
 )
 from nfd.rules.devices import NODE_DEVICES
 from nfd.rules.expression import Expr, Matcher, RuleError, Term, go_quote
@@ -396,9 +395,7 @@ def compile_rule(rule: dict[str, Any] | Rule, *, path: str = "rule", group: bool
     """Compile one rule. Raises ValidationErrors (structure) or ValidationError (matchCEL)."""
     if isinstance(rule, Rule):
         return CompiledRule(rule, path=path)
-    compiled = CompiledRule(parse_rule(rule, path=path, group=group), path=path)
-    compiled.problems.extend(unknown_fields(rule, path=path, group=group))
-    return compiled
+    return CompiledRule(parse_rule(rule, path=path, group=group), path=path)
 
 
 def _compile_set(

@@ -140,3 +140,55 @@ def test_nodefeaturegroup() -> None:
     with pytest.raises(ValidationErrors) as ei:
         NodeFeatureGroup.from_json({**g, "spec": {"featureGroupRules": [{"name": 5}]}})
     assert ei.value.errors[0].path == "spec.featureGroupRules[0].name"
+
+
+def test_unknown_fields_follow_the_crd_schema() -> None:
+    """The field sets unknown_fields checks against are the CRD's (crds/), level by level."""
+    from nfd.api import nodefeaturerule as m
+    from nfd.api.crds import version_schema
+
+    def props(s: dict) -> frozenset[str]:
+        return frozenset(s["properties"])
+
+    for kind, (list_field, group) in m._SPEC_FIELDS.items():
+        top = version_schema(kind, "v1alpha1")
+        assert props(top) == m._TOP_FIELDS[kind], kind
+        spec = top["properties"]["spec"]
+        assert props(spec) == {list_field}
+        rule = spec["properties"][list_field]["items"]
+        assert props(rule) == (m._GROUP_RULE_FIELDS if group else m._RULE_FIELDS), kind
+        term = rule["properties"]["matchFeatures"]["items"]
+        assert props(term) == m._TERM_FIELDS
+        assert props(term["properties"]["matchExpressions"]["additionalProperties"]) == m._EXPR_FIELDS
+        assert props(term["properties"]["matchName"]) == m._EXPR_FIELDS
+        assert props(rule["properties"]["matchAny"]["items"]) == {"matchFeatures"}
+        if not group:
+            assert props(rule["properties"]["taints"]["items"]) == m._TAINT_FIELDS
+
+
+def test_unknown_fields_paths() -> None:
+    from nfd.api.nodefeaturerule import unknown_fields
+
+    obj = {
+        "apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeatureRule", "metadata": {"name": "x"},
+        "status": {}, "spec": {"rule": [], "rules": [
+            {"name": "a", "matchFeature": [], "matchFeatures": [{"feature": "cpu.cpuid", "matchExpression": {},
+                                                                 "matchExpressions": {"AVX": {"op": "Exists", "values": []}}}]},
+            {"name": "b", "matchAny": [{"matchFeatures": [{"feature": "x.y", "matchName": {"op": "In", "val": []}}],
+                                        "extra": 1}], "taints": [{"key": "a/b", "effect": "NoSchedule", "valu": "x"}]},
+            "not-a-rule",
+        ]},
+    }
+    assert unknown_fields(obj) == [
+        "status",
+        "spec.rule",
+        "spec.rules[0].matchFeature",
+        "spec.rules[0].matchFeatures[0].matchExpression",
+        "spec.rules[0].matchFeatures[0].matchExpressions.AVX.values",
+        "spec.rules[1].matchAny[0].extra",
+        "spec.rules[1].matchAny[0].matchFeatures[0].matchName.val",
+        "spec.rules[1].taints[0].valu",
+    ]
+    group = {"kind": "NodeFeatureGroup", "status": {}, "spec": {"featureGroupRules": [{"name": "g", "labels": {}}]}}
+    assert unknown_fields(group) == ["spec.featureGroupRules[0].labels"]
+    assert unknown_fields({"kind": "Pod", "x": 1}) == [] and unknown_fields([1]) == []

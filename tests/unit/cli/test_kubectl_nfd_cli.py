@@ -126,15 +126,96 @@ def test_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         """)
     assert main(["validate", "--nodefeaturerule-file", bad]) == 1
     cap = capsys.readouterr()
-    assert cap.out.splitlines()[-1] == f"NodeFeatureRule {bad} is not valid"
-    err = cap.err.splitlines()
-    assert err[0] == "rule name cannot be empty"
-    assert err[1] == 'invalid annotation "nope":"v" unprefixed keys are not allowed'
-    assert err[2] == 'invalid label "kubernetes.io/x":"y" namespace is not allowed'
-    assert err[3] == "invalid taint example.com/t=:Sometimes: invalid taint effect"
-    assert err[4].startswith('invalid extended resource "example.com/n":"lots" invalid value')
-    assert len(err) == 7 and err[6] == (
-        "invalid feature name cpuid (not <domain>.<feature>), cannot be used for templating")
+    assert cap.out.splitlines() == [f"Validating NodeFeatureRule {bad}", "Validating rule:  ",
+                                    f"NodeFeatureRule {bad} is not valid"]
+    # what the master would refuse, each with its field path (nfd.rules.lint.check_object)
+    assert cap.err.splitlines() == [
+        "spec.rules[0].name: required",
+        "spec.rules[0].labelsTemplate: failed to parse template: template: :1: unclosed action",
+        'spec.rules[0].matchFeatures[0].feature: invalid feature name "cpuid" (not <domain>.<feature>)',
+        "spec.rules[0].labels.kubernetes.io/x: namespace is not allowed",
+        'spec.rules[0].extendedResources.example.com/n: invalid value "lots": quantities must match '
+        "the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
+        "spec.rules[0].taints[0]: invalid taint effect",
+    ]
+
+
+BAD_RULES = {
+    "operator": 'matchFeatures: [{feature: cpu.cpuid, matchExpressions: {AVX: {op: Equals}}}]',
+    "regexp": 'matchFeatures: [{feature: cpu.model, matchExpressions: {vendor_id: {op: InRegexp, value: ["("]}}}]',
+    "cel": 'matchCEL: ["flags[\\"cpu.cpuid\\"].AVX &&"]',
+    "template": 'labelsTemplate: "{{ .x "',
+    "label": 'labels: {"kubernetes.io/x": "1"}',
+    "values": 'matchFeatures: [{feature: cpu.model, matchExpressions: {family: {op: Gt}}}]',
+}
+
+
+@pytest.mark.parametrize("what", sorted(BAD_RULES))
+def test_validate_finds_what_nfd_rules_validate_finds(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                      what: str) -> None:
+    """Both validators report the same problems, each what nfd-master would refuse; upstream's
+    plugin says "is valid" for an unknown operator, a bad regexp or CEL."""
+    from nfd.cli.rules import main as rules_main
+
+    path = write(tmp_path, "r.yaml", f"""
+        apiVersion: nfd.k8s-sigs.io/v1alpha1
+        kind: NodeFeatureRule
+        metadata: {{name: bad}}
+        spec:
+          rules:
+          - name: r
+            {BAD_RULES[what]}
+        """)
+    assert main(["validate", "-f", path]) == 1
+    ours = capsys.readouterr().err.splitlines()
+    assert ours and not any(line.startswith("Warning") for line in ours)
+    assert rules_main(["validate", "-f", path]) == 1
+    theirs = [line.removeprefix(f"{path}: NodeFeatureRule 'bad': ") for line in capsys.readouterr().out.splitlines()]
+    assert ours == theirs
+
+
+@pytest.mark.parametrize("text, msg", [
+    ("", "no NodeFeatureRule object found (the file is empty)"),
+    (RULES.replace("nfd.k8s-sigs.io/v1alpha1", "nfd.k8s-sigs.io/v1"), "apiVersion: must be 'nfd.k8s-sigs.io/v1alpha1'"),
+    (RULES.replace("kind: NodeFeatureRule", "kind: NodeFeature"), "kind: must be 'NodeFeatureRule', got 'NodeFeature'"),
+])
+def test_validate_refuses_empty_files_and_wrong_kinds(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                      text: str, msg: str) -> None:
+    path = write(tmp_path, "r.yaml", text)
+    assert main(["validate", "-f", path]) == 1
+    cap = capsys.readouterr()
+    assert cap.out.splitlines()[-1] == f"NodeFeatureRule {path} is not valid"
+    assert msg in cap.err
+
+
+def test_unknown_fields_are_warnings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rules = write(tmp_path, "r.yaml", """
+        apiVersion: nfd.k8s-sigs.io/v1alpha1
+        kind: NodeFeatureRule
+        metadata: {name: typo}
+        spec:
+          rules:
+          - name: r
+            labels: {example.com/x: "1"}
+            matchFeature: [{feature: cpu.cpuid, matchExpressions: {AVX512F: {op: Exists}}}]
+        """)
+    assert main(["validate", "-f", rules]) == 0
+    assert capsys.readouterr().err == 'Warning: unknown field "spec.rules[0].matchFeature"\n'
+    nf = write(tmp_path, "nf.yaml", NODEFEATURE)
+    assert main(["dryrun", "-f", rules, "-n", nf]) == 0
+    cap = capsys.readouterr()
+    assert cap.err == 'Warning: unknown field "spec.rules[0].matchFeature"\n'
+    assert "example.com/x=1" in cap.out  # the typo made the rule match every node: hence the warning
+
+
+def test_dryrun_refuses_a_rule_file_as_the_nodefeature(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rules = write(tmp_path, "r.yaml", RULES)
+    assert main(["dryrun", "-f", rules, "-n", rules]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"error parsing NodeFeature: {rules}: the document is a NodeFeatureRule, not a NodeFeature"]
+    nf = write(tmp_path, "nf.yaml", NODEFEATURE)
+    assert main(["dryrun", "-f", nf, "-n", nf]) == 1
+    assert "the document is a NodeFeature, not a NodeFeatureRule" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("argv, missing", [
@@ -155,9 +236,10 @@ def test_unreadable_files_exit_1_without_traceback(tmp_path: Path, capsys: pytes
     notyaml = write(tmp_path, "bad.yaml", "a: [\n")
     assert main(["dryrun", "-f", notyaml, "-n", notyaml]) == 1
     assert "not valid YAML" in capsys.readouterr().err
-    wrong = write(tmp_path, "wrong.yaml", "spec: {rules: 3}\n")
+    wrong = write(tmp_path, "wrong.yaml", "apiVersion: nfd.k8s-sigs.io/v1alpha1\nkind: NodeFeatureRule\n"
+                                          "metadata: {name: w}\nspec: {rules: 3}\n")
     assert main(["validate", "-f", wrong]) == 1
-    assert "spec.rules" in capsys.readouterr().err
+    assert "spec.rules: must be a list" in capsys.readouterr().err
 
 
 def test_no_command_prints_help(capsys: pytest.CaptureFixture[str]) -> None:

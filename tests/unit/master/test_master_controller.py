@@ -552,3 +552,39 @@ async def test_echoes_of_own_writes_requeue_nothing_but_a_change_meanwhile_does(
     await settle(m, api)
     assert processed == ["n1"]  # the echo of its write did not queue it again
     await m.stop()
+
+
+async def test_unknown_rule_fields_are_logged_once_per_revision(api: FakeApi, caplog: pytest.LogCaptureFixture) -> None:
+    """A typo (``matchFeature:``) makes a rule match every node: the master names the field, once
+    per revision of the object (not on every evaluation or unchanged resync), and applies the
+    rule as the decoder reads it (the field ignored), as upstream."""
+    import logging
+
+    typo = {"name": "typo", "labels": {"typo": "1"},
+            "matchFeature": [{"feature": "cpu.cpuid", "matchExpressions": {"AVX512F": {"op": "Exists"}}}]}
+    api.put("nodefeaturerules", rule_obj("r2", [typo]))
+    caplog.set_level(logging.WARNING, logger="nfd.master")
+
+    def warned() -> list[str]:
+        return [r.getMessage() for r in caplog.records if "unknown field" in r.getMessage()]
+
+    m = await start(api)
+    assert len(warned()) == 1
+    assert warned()[0].startswith('NodeFeatureRule r2 (resourceVersion ')
+    assert 'unknown field "spec.rules[0].matchFeature"' in warned()[0]
+    assert api.obj("nodes", "n2")["metadata"]["labels"][f"{NS}/typo"] == "1"  # type: ignore[index]
+    # node passes and an unchanged re-delivery of the object: no new line
+    m.update_all_nodes("test")
+    api.put("nodefeaturerules", api.obj("nodefeaturerules", "r2"))  # type: ignore[arg-type]
+    await settle(m, api)
+    assert len(warned()) == 1
+    # a new revision with the typo still there: one more
+    api.put("nodefeaturerules", rule_obj("r2", [dict(typo, labels={"typo": "2"})]))
+    await settle(m, api)
+    assert len(warned()) == 2
+    # fixed: nothing more
+    fixed = {k: v for k, v in typo.items() if k != "matchFeature"}
+    api.put("nodefeaturerules", rule_obj("r2", [dict(fixed, matchFeatures=typo["matchFeature"])]))
+    await settle(m, api)
+    assert len(warned()) == 2
+    await m.stop()

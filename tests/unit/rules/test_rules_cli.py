@@ -516,6 +516,17 @@ def test_validate(tmp_path: Path, capsys: Any) -> None:
     assert str(good) not in out
 
 
+def test_validate_refuses_wrong_or_missing_api_version(tmp_path: Path, capsys: Any) -> None:
+    p = tmp_path / "f.yaml"
+    body = nfr("x", '- name: r\n  labels: {a: "1"}')
+    for api, msg in [("nfd.k8s-sigs.io/v1beta9", "apiVersion: must be 'nfd.k8s-sigs.io/v1alpha1', got "
+                      "'nfd.k8s-sigs.io/v1beta9'"), (None, "apiVersion: required")]:
+        text = body.replace("nfd.k8s-sigs.io/v1alpha1", api) if api else body.split("\n", 1)[1]
+        p.write_text(text)
+        assert main(["validate", "-f", str(p)]) == 1
+        assert capsys.readouterr().out == f"{p}: NodeFeatureRule 'x': {msg}\n"
+
+
 @pytest.mark.parametrize(("content", "rc"), [("a: [x", 2), ("kind: Pod\n", 2), ("", 2)])
 def test_validate_bad_files(tmp_path: Path, capsys: Any, content: str, rc: int) -> None:
     p = tmp_path / "f.yaml"
@@ -601,18 +612,39 @@ def test_validate_reports_unknown_fields(tmp_path: Path, capsys: Any) -> None:
             """,
         )
     )
-    assert main(["validate", "-f", str(p)]) == 1
+    assert main(["validate", "-f", str(p)]) == 1  # InRegexp left without a value: an error
     out = capsys.readouterr().out
-    assert "spec.rules[0].matchFeature: unknown field 'matchFeature'" in out
-    assert (
-        "spec.rules[0].matchAny[0].matchFeatures[0].matchExpressions.NAME.values: unknown field 'values'"
-        in out
-    )
-    assert "spec.rules[0].matchAny[0].matchFeatures[0].matchNames: unknown field 'matchNames'" in out
-    assert "spec.rules[0].taints[0].valu: unknown field 'valu'" in out
+    head = f"{p}: NodeFeatureRule 'typos': warning: unknown field "
+    for path in [
+        "spec.rules[0].matchFeature",
+        "spec.rules[0].matchAny[0].matchFeatures[0].matchExpressions.NAME.values",
+        "spec.rules[0].matchAny[0].matchFeatures[0].matchNames",
+        "spec.rules[0].taints[0].valu",
+    ]:
+        assert f'{head}"{path}"' in out, path
+    # unknown fields alone are warnings: the master takes such a rule (ignoring the field)
+    p.write_text(nfr("typo", '- name: r\n  labels: {a: "1"}\n  matchFeature: [{feature: cpu.cpuid}]'))
+    assert main(["validate", "-f", str(p)]) == 0
+    assert capsys.readouterr().out == f'{p}: NodeFeatureRule \'typo\': warning: unknown field "spec.rules[0].matchFeature"\n'
+    p.write_text(nfr("typos",
+                     """
+                     - name: r
+                       labels: {a: "1"}
+                       matchFeature:
+                         - feature: cpu.cpuid
+                       matchAny:
+                         - matchFeatures:
+                             - feature: system.osrelease
+                               matchExpressions:
+                                 NAME: {op: InRegexp, values: ["^openSUSE"]}
+                     """))
     # the engine itself ignores unknown fields, like upstream's decoder
     nf = tmp_path / "nf.yaml"
     nf.write_text(NODEFEATURE)
     assert main(["dryrun", "-f", str(p), "--nodefeature", str(nf), "--raw", "-o", "json"]) == 1
-    out = json.loads(capsys.readouterr().out)
+    cap = capsys.readouterr()
+    out = json.loads(cap.out)
     assert out["errors"][0]["rule"] == "r"  # InRegexp without values, compared against NAME
+    # ...and dryrun names them, as kubectl apply would
+    err = cap.err
+    assert f'Warning: {p}: NodeFeatureRule \'typos\': unknown field "spec.rules[0].matchFeature"' in err
