@@ -200,19 +200,21 @@ def _dynamic_value(value: str, features: Any) -> tuple[str | None, str | None]:
 
 def process_rules(rule_set: Any, features: Any) -> list[str]:
     """Run every rule against ``features`` (no feedback) and print upstream's sections; returns
-    the processing errors (which make the exit status 1)."""
-    from nfd.rules.engine import evaluate_rule
+    the processing errors (which make the exit status 1). The rules run within nfd-master's
+    per-node budgets (EvalBudget): a rule the master would stop fails here with the error that
+    names the budget."""
+    from nfd.rules.engine import EvalBudget, process_rule_sets
 
     errs: list[str] = []
     taints: list[dict[str, str]] = []
     labels: dict[str, str] = {}
     resources: dict[str, str] = {}
     annotations: dict[str, str] = {}
-    for rule in rule_set.rules:
-        print("Processing rule: ", rule.name)
-        res = evaluate_rule(rule, features)
+    result = process_rule_sets([rule_set], features, feed_back=False, auto_prefix=False, budget=EvalBudget())
+    for res in result.results:
+        print("Processing rule: ", res.name)
         if res.error is not None:
-            errs.append(f"failed to process rule: {go_quote(rule.name)} - {res.error}")
+            errs.append(f"failed to process rule: {go_quote(res.name)} - {res.error}")
             continue
         if not res.matched:
             continue

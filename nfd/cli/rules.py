@@ -174,7 +174,7 @@ def _policy_config(args: argparse.Namespace) -> Any:
 
 def cmd_dryrun(args: argparse.Namespace) -> int:
     from nfd.api.nodefeature import NodeFeature
-    from nfd.rules.engine import BrokenRule, CompiledRuleSet, compile_nodefeaturerule, process_rule_sets
+    from nfd.rules.engine import BrokenRule, CompiledRuleSet, EvalBudget, compile_nodefeaturerule, process_rule_sets
     from nfd.rules.policy import apply_policy, merge_node_features
 
     try:
@@ -209,8 +209,11 @@ def cmd_dryrun(args: argparse.Namespace) -> int:
         except ValidationError as e:  # malformed spec: the whole object fails, like one bad rule
             name = _obj_name(obj)
             rule_sets.append(CompiledRuleSet(name=name, rules=[BrokenRule(name, str(e), "spec")]))
+    # the master's per-node budgets (EvalBudget's defaults, as nfd-master uses them), so a rule
+    # that the master would stop is stopped here too, its error naming the budget
+    budget = None if args.no_budget else EvalBudget()
     res = process_rule_sets(
-        rule_sets, features, node_name=node_name, auto_prefix=not config.disable_auto_prefix
+        rule_sets, features, node_name=node_name, auto_prefix=not config.disable_auto_prefix, budget=budget
     )
     errors = [{"rule": n, "message": m} for n, m in res.errors]
     if args.raw:
@@ -302,6 +305,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--nodefeature", required=True, help="NodeFeature YAML (several documents are merged)")
     d.add_argument("-o", "--output", choices=("text", "json"), default="text")
     d.add_argument("--raw", action="store_true", help="the engine's combined output before master policy")
+    d.add_argument("--no-budget", action="store_true",
+                   help="evaluate without nfd-master's per-node time and template-step budgets")
     d.add_argument("--config", help="nfd-master configuration file for the policy")
     d.add_argument("--enable-taints", action="store_true")
     d.add_argument("--disable-auto-prefix", action="store_true")

@@ -126,7 +126,8 @@ class _TemplateSlot:
             else:
                 # what is left of this node's template steps (EvalBudget.template_steps)
                 if box[0] <= 0:
-                    raise RuleError(f"{self.path}: not expanded: this node's templates used their step budget")
+                    raise RuleError(f"{self.path}: not expanded: this node's templates used their step budget "
+                                    f"of {box[1]} steps")
                 used: list[int] = []
                 try:
                     text = self.tmpl.execute(data, max_steps=min(self.tmpl.max_steps, box[0]), steps_used=used)
@@ -613,7 +614,7 @@ class _SetEntry:
 
 T = TypeVar("T")
 
-# The running node evaluation's template steps left, [n] (set per rule by iter_process_rule_sets).
+# The running node evaluation's template steps, [left, budget] (set per rule by iter_process_rule_sets).
 _node_template_steps: ContextVar[list[int] | None] = ContextVar("nfd_node_template_steps", default=None)
 
 
@@ -694,7 +695,8 @@ def iter_process_rule_sets(
     cpu0 = time.thread_time() if budget is not None else 0.0
     gc_node0 = _GC_S[0]
     slow: list[str] = []
-    steps_box = [budget.template_steps] if budget is not None else None
+    # [steps left, the budget]: what the node's templates may still run
+    steps_box = [budget.template_steps, budget.template_steps] if budget is not None else None
     for rs in sorted(rule_sets, key=lambda r: r.name):
         if memo is not None:
             se = set_hits.get(rs.name)

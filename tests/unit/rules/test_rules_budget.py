@@ -144,3 +144,60 @@ def test_template_steps_are_shared_by_a_nodes_rules() -> None:
     assert all("step budget" in msg for _, msg in res.errors[1:]), res.errors
     # each evaluation gets its own allowance; without a budget each template has its own only
     assert len([r for r in process_rule_sets([rs], features(major="6")).results if r.matched]) == 6
+
+
+BURN = "{{ range until 1000 }}{{ range until 1000 }}{{ end }}{{ end }}"
+
+
+def _burners(n: int) -> dict[str, Any]:
+    return nfr("burn", *({"name": f"burn{i}", "labelsTemplate": BURN,
+                          "matchFeatures": [{"feature": "cpu.cpuid", "matchExpressions": {"AVX": {"op": "Exists"}}}]}
+                         for i in range(n)))
+
+
+NODE_BUDGET = ("this node's templates used their step budget", "this node's rules used their time budget")
+
+
+def test_offline_tools_stop_where_the_master_stops(tmp_path: Any, capsys: Any) -> None:
+    """40 budget-burning templates: nfd-master stops them at its per-node budget; nfd rules dryrun
+    and kubectl-nfd dryrun do the same and name the budget, one line per rule."""
+    import json
+
+    import yaml
+
+    from nfd.cli.kubectl_nfd import main as kubectl_main
+    from nfd.cli.rules import main as rules_main
+    from nfd.master.config import MasterConfig
+    from nfd.master.nodefeatures import MergedNodeFeatures
+    from nfd.master.pipeline import compute_desired_steps, policy_config
+    from nfd.rules.engine import run_to_end
+
+    obj = _burners(40)
+    f = Features()
+    f.add_flags("cpu.cpuid", ["AVX"])
+    # the master's path
+    book = RuleBook()
+    assert book.upsert(obj) is None
+    _, rep = run_to_end(compute_desired_steps(MergedNodeFeatures(features=f), rule_sets=book.ordered(),
+                                              policy=policy_config(MasterConfig()), node_name="n1",
+                                              budget=EvalBudget()))
+    master_stopped = [n for n, msg in rep.rule_errors if any(b in msg for b in NODE_BUDGET)]
+    assert len(master_stopped) >= 30
+    # the offline tools
+    rules, nf = tmp_path / "r.yaml", tmp_path / "nf.yaml"
+    rules.write_text(yaml.safe_dump(obj))
+    nf.write_text(yaml.safe_dump({"apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeature",
+                                  "metadata": {"name": "n1"},
+                                  "spec": {"features": {"flags": {"cpu.cpuid": {"elements": {"AVX": {}}}}}}}))
+    assert rules_main(["dryrun", "-f", str(rules), "--nodefeature", str(nf), "-o", "json"]) == 1
+    errors = json.loads(capsys.readouterr().out)["errors"]
+    assert len(errors) == 40
+    stopped = [e["rule"] for e in errors if any(b in e["message"] for b in NODE_BUDGET)]
+    assert len(stopped) >= 30
+    assert all("budget" in e["message"] for e in errors)  # each says which budget stopped it
+    assert rules_main(["dryrun", "-f", str(rules), "--nodefeature", str(nf)]) == 1
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("  burn/")]
+    assert len(lines) == 40 and all("budget" in ln for ln in lines)
+    assert kubectl_main(["dryrun", "-f", str(rules), "-n", str(nf)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 40 and sum(any(b in ln for b in NODE_BUDGET) for ln in err) >= 30
