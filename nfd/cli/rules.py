@@ -174,7 +174,13 @@ def _policy_config(args: argparse.Namespace) -> Any:
 
 def cmd_dryrun(args: argparse.Namespace) -> int:
     from nfd.api.nodefeature import NodeFeature
-    from nfd.rules.engine import BrokenRule, CompiledRuleSet, EvalBudget, compile_nodefeaturerule, process_rule_sets
+    from nfd.rules.engine import (
+        BrokenRule,
+        CompiledRuleSet,
+        EvalBudget,
+        compile_nodefeaturerule,
+        process_rule_sets,
+    )
     from nfd.rules.policy import apply_policy, merge_node_features
 
     try:
