@@ -25,13 +25,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--node-name", "-node-name", default=None, help="node name (default: $NODE_NAME or hostname)")
     p.add_argument("-o", "--output", default=None, help="features: json|yaml (json); labels: text|json (text)")
     p.add_argument("--path", "-p", default=None, help="write to this file instead of stdout")
-    p.add_argument("-v", "--verbose", action="count", default=0, help="log warnings (-v) or debug (-vv)")
+    p.add_argument("-v", "--verbose", action="count", default=0,
+                   help="warnings are always logged; -v adds info, -vv debug")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    level = logging.ERROR if args.verbose == 0 else logging.WARNING if args.verbose == 1 else logging.DEBUG
+    # warnings at the default verbosity, as upstream's klog: an unknown source, a bad
+    # NFD_NVML_PROFILE or a missing --config file must not pass in silence
+    level = logging.WARNING if args.verbose == 0 else logging.INFO if args.verbose == 1 else logging.DEBUG
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
 
     from nfd.hostpaths import HostPaths

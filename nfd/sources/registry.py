@@ -53,6 +53,10 @@ def get(name: str) -> FeatureSource | None:
     return src
 
 
+# unknown source names already warned about
+_unknown_reported: set[str] = set()
+
+
 def resolve(spec: list[str], *, kind: str) -> list[str]:
     """Upstream's ``featureSources``/``labelSources`` syntax -> sorted enabled source names.
 
@@ -75,7 +79,9 @@ def resolve(spec: list[str], *, kind: str) -> list[str]:
         n = item[1:] if disable else item
         s = get(n) if n in SOURCE_MODULES else None
         if s is None:
-            log.warning("%s source %r: unknown source, ignored", kind, n)
+            if n not in _unknown_reported:  # once per process, not per kind or reload
+                _unknown_reported.add(n)
+                log.warning("%s source %r: unknown source, ignored", kind, n)
             continue
         if not _has_kind(s, kind):
             log.info("%s source %r: not a %s source, ignored", kind, n, kind)

@@ -188,13 +188,23 @@ def read_doc(path: str) -> Any:
         raise ValueError(f"{path}: invalid YAML: {str(e).splitlines()[0]}") from e
 
 
+# config paths already reported missing: said once per process, not on every reload check
+_missing_reported: set[str] = set()
+
+
 def load_config_file(path: str, options: str | None = None) -> WorkerConfig:
-    """File (missing file = defaults, as upstream) overlaid with the ``-options`` string."""
+    """File (missing file = defaults, as upstream) overlaid with the ``-options`` string.
+
+    A missing file other than the default path was named on the command line (``-config``,
+    ``--config``): that is said once, as a warning, since defaults are then used in silence."""
     import os
 
     import yaml
 
     doc: Any = {}
+    if path and not os.path.exists(path) and path != DEFAULT_CONFIG_PATH and path not in _missing_reported:
+        _missing_reported.add(path)
+        log.warning("config file %s not found, using defaults", path)
     if path and os.path.exists(path):
         doc = read_doc(path) or {}
         if not isinstance(doc, dict):

@@ -127,15 +127,16 @@ class NvmlSource(FeatureSource):
         except ImportError as e:
             self._note_absent(f"pynvml cannot be imported: {e}")
             return False
-        except ValueError as e:  # a bad NFD_NVML_PROFILE
-            self._note_absent(str(e))
+        except ValueError as e:  # a bad NFD_NVML_PROFILE: an input error, said at the default verbosity
+            self._note_absent(f"{nv.PROFILE_ENV}: {e}", warning=True)
             return False
         return True
 
-    def _note_absent(self, why: str) -> None:
+    def _note_absent(self, why: str, *, warning: bool = False) -> None:
         if not self._absent_logged:
-            log.info(
-                "nvml: no usable NVML on this node (%s); the nvml source is off and re-checks each cycle", why
+            log.log(
+                logging.WARNING if warning else logging.INFO,
+                "nvml: no usable NVML on this node (%s); the nvml source is off and re-checks each cycle", why,
             )
             self._absent_logged = True
 
