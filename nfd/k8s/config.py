@@ -103,9 +103,13 @@ def load_kubeconfig(path: str | None = None, *, context: str | None = None) -> C
 
     from nfd.common import safeyaml
 
+    from nfd.common.fileargs import FileArgError, read_text_arg
+
     try:
-        doc: Any = safeyaml.safe_load(Path(path).read_text(), source=path)
-    except (OSError, ValueError, yaml.YAMLError) as e:
+        doc: Any = safeyaml.safe_load(read_text_arg(path, stdin=False), source=path)
+    except FileArgError as e:  # "<path>: cannot read: Is a directory"
+        raise ConfigError(f"kubeconfig {e}") from None
+    except (ValueError, yaml.YAMLError) as e:
         raise ConfigError(f"{path}: cannot read kubeconfig: {e}") from e
     if not isinstance(doc, dict):
         raise ConfigError(f"{path}: kubeconfig is not a mapping")

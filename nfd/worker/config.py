@@ -180,8 +180,13 @@ def read_doc(path: str) -> Any:
 
     from nfd.common import safeyaml
 
-    with open(path, encoding="utf-8") as f:
-        text = f.read((4 << 20) + 1)
+    from nfd.common.fileargs import os_reason
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read((4 << 20) + 1)
+    except (OSError, UnicodeDecodeError) as e:  # one line naming the file, as every path argument
+        raise OSError(f"{path}: cannot read: {os_reason(e)}") from None
     try:
         return safeyaml.safe_load(text, source=path, max_bytes=4 << 20)
     except yaml.YAMLError as e:

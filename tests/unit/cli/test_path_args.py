@@ -57,3 +57,13 @@ def test_helpers_name_flag_and_reason(tmp_path: Path) -> None:
         write_text_arg(str(tmp_path), "x", flag="--p")
     write_text_arg(str(tmp_path / "ok"), "hello")
     assert (tmp_path / "ok").read_text() == "hello"
+
+
+def test_config_and_kubeconfig_paths_use_the_same_words(tmp_path: Path) -> None:
+    from nfd.k8s.config import ConfigError, load_kubeconfig
+    from nfd.worker.config import load_config_file
+
+    with pytest.raises(ConfigError, match=rf"^kubeconfig {tmp_path}: cannot read: Is a directory$"):
+        load_kubeconfig(str(tmp_path))
+    with pytest.raises(OSError, match=rf"^{tmp_path}: cannot read: Is a directory$"):
+        load_config_file(str(tmp_path))
