@@ -102,7 +102,6 @@ def load_kubeconfig(path: str | None = None, *, context: str | None = None) -> C
     import yaml
 
     from nfd.common import safeyaml
-
     from nfd.common.fileargs import FileArgError, read_text_arg
 
     try:

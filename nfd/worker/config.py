@@ -179,7 +179,6 @@ def read_doc(path: str) -> Any:
     import yaml
 
     from nfd.common import safeyaml
-
     from nfd.common.fileargs import os_reason
 
     try:
