@@ -380,3 +380,20 @@ def test_invalid_nodefeaturegroup_and_nrt_rejected(kube: KubeCluster, namespace:
     del nrt["zones"][1]["type"]
     err = _rejected(kube, f"{NRT}/v1alpha2/noderesourcetopologies", nrt)
     assert "zones[1].type: Required value" in err.message
+
+
+def test_unknown_rule_fields_are_pruned_without_strict_validation(kube: KubeCluster, cleanup: list[str]) -> None:
+    """What a client that does not ask for strict validation gets (fieldValidation=Warn, the
+    server's default): the object is stored without the unknown field, and a warning header. So
+    nfd-master, reading the stored object, never sees a typo such as ``matchFeature``; the
+    offline tools (nfd rules, kubectl nfd) are where it is named (nfd.api.nodefeaturerule
+    .unknown_fields); the master's own per-revision warning is tested on its code path in
+    tests/unit/master/test_master_controller.py."""
+    obj = copy.deepcopy(SAMPLE_NFR)
+    obj["metadata"]["name"] = kube.unique_name("nfr")
+    obj["spec"]["rules"] = [{"name": "r", "labels": {"a": "b"},
+                             "matchFeature": [{"feature": "cpu.cpuid"}]}]
+    out = kube.request("POST", f"{NFD}/nodefeaturerules", body=obj, params={"fieldValidation": "Warn"})
+    cleanup.append(f"{NFD}/nodefeaturerules/{out['metadata']['name']}")
+    got = kube.get(f"{NFD}/nodefeaturerules/{out['metadata']['name']}")
+    assert got["spec"]["rules"] == [{"name": "r", "labels": {"a": "b"}}]
