@@ -7,11 +7,14 @@ run unchanged:
     kubectl nfd dryrun   -f RULES.yaml -n NODEFEATURE.yaml
     kubectl nfd test     -f RULES.yaml -n NODE [-k KUBECONFIG] [-s NAMESPACE]
 
-As upstream: the first YAML document of each file is read, rules run without ``rule.matched``
-feedback and without auto-prefixing, ``@`` values are resolved from the NodeFeature's attributes,
-sections ``*** Labels ***`` etc. are printed with their validation errors, and only a rule that
-fails to run (or a file that cannot be read) gives exit status 1. ``nfd rules validate|dryrun``
-is the richer form (master policy, feedback, JSON); see docs/rules.md.
+As upstream: dryrun/test read the first YAML document of each file, rules run without
+``rule.matched`` feedback and without auto-prefixing, ``@`` values are resolved from the
+NodeFeature's attributes, sections ``*** Labels ***`` etc. are printed with their validation
+errors, and a rule that fails to run (or a file that cannot be read) gives exit status 1.
+Beyond upstream: validate runs ``nfd rules validate``'s check (nfd.rules.lint.check_object) on
+every document, so it refuses what nfd-master would; unknown fields are warned about; a file of
+the wrong kind is refused; rules run within nfd-master's per-node budgets. ``nfd rules
+validate|dryrun`` is the richer form (master policy, feedback, JSON); see docs/rules.md.
 
 ``test`` merges the node's NodeFeatures as nfd-master does (objects in the master's namespace,
 ``-s/--namespace``, first, then by name, then namespace; upstream documents ``-s`` but never

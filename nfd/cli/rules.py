@@ -5,6 +5,7 @@
                      (NF.yaml: NodeFeature object(s), or ``nfd export features`` output)
                      [--config nfd-master.conf] [--enable-taints] [--disable-auto-prefix]
                      [--extra-label-ns NS,...] [--deny-label-ns NS,...] [--label-whitelist RE]
+                     [--no-budget]   (default: nfd-master's per-node budgets, EvalBudget)
 
 Exit status: 0 fine; 1 a rule problem (validate) or a rule error (dryrun); 2 a file that cannot be
 read, is not YAML, or does not hold NodeFeatureRule (resp. NodeFeature) objects.

@@ -1,6 +1,6 @@
 """Static checks of NodeFeatureRule/NodeFeatureGroup objects: ``check_object`` is the one
-validation of ``nfd rules validate``, ``kubectl-nfd validate`` and ``dryrun``, so all find the
-same problems.
+validation of ``nfd rules validate`` and ``kubectl-nfd validate``, so both find the same
+problems (the dryruns name the same unknown fields, nfd.api.nodefeaturerule.unknown_fields).
 
 Everything the engine can know without features: structural errors, unknown operators, value
 counts, bad regexps/versions/numbers, template parse errors, feature names that are not
