@@ -106,7 +106,7 @@ async def run(opts: object, *, kubeconfig: str) -> int:
             return 1
         updater = TopologyUpdater(opts, api=api, kubelet=kubelet, topology=topology, metrics=metrics)
         if not await updater.start_pod_cache():
-            log.error("timed out waiting for node-scoped Pod cache sync for node %q", opts.node_name)
+            log.error('timed out waiting for node-scoped Pod cache sync for node "%s"', opts.node_name)
             return 1
         return await updater.run()
     finally:

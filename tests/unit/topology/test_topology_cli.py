@@ -119,3 +119,36 @@ def test_updater_no_publish_does_not_wait_for_the_crd(monkeypatch, tmp_path, no_
                    no_publish=no_publish, oneshot=True, port=0, namespace="ns")
     assert asyncio.run(tu_main.run(opts, kubeconfig=str(kc))) == 1
     assert waited == ([] if no_publish else [True])
+
+
+def test_updater_pod_cache_timeout_is_one_error_line(monkeypatch, tmp_path, caplog) -> None:
+    """-no-publish against an API that never answers: the pod cache sync times out, one error
+    line (it was a logging traceback: a Go %q in a Python format), exit 1."""
+    import asyncio
+
+    from nfd.topology_updater import sysfs, updater
+    from nfd.topology_updater.updater import Options
+
+    kc = tmp_path / "kc"
+    kc.write_text(
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
+        "current-context: x\n"
+    )
+
+    class NeverSynced:
+        pods = None
+
+        def __init__(self, *_a, **_kw) -> None:
+            pass
+
+        async def start_pod_cache(self) -> bool:
+            return False
+
+    monkeypatch.setattr(sysfs, "read_topology", lambda _paths: object())
+    monkeypatch.setattr(updater, "TopologyUpdater", NeverSynced)
+    opts = Options(node_name="n1", kubelet_config_uri="file:///k.yaml", podresources_socket="/x",
+                   no_publish=True, oneshot=True, port=0, namespace="ns")
+    assert asyncio.run(tu_main.run(opts, kubeconfig=str(kc))) == 1
+    errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert errors == ['timed out waiting for node-scoped Pod cache sync for node "n1"']
