@@ -91,6 +91,17 @@ def test_updater_without_cluster_config_is_one_error_line(monkeypatch, caplog, k
     assert (kubeconfig or "not in a cluster") in errors[0].getMessage()
 
 
+def _unreachable_kubeconfig(tmp_path):
+    """A kubeconfig whose server refuses every connection."""
+    kc = tmp_path / "kc"
+    kc.write_text(
+        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
+        "current-context: x\n"
+    )
+    return kc
+
+
 @pytest.mark.parametrize("no_publish", [True, False])
 def test_updater_no_publish_does_not_wait_for_the_crd(monkeypatch, tmp_path, no_publish) -> None:
     """-no-publish never writes an NRT, so it must not wait (forever, if the API is down) for its CRD."""
@@ -99,12 +110,7 @@ def test_updater_no_publish_does_not_wait_for_the_crd(monkeypatch, tmp_path, no_
     from nfd.topology_updater import sysfs, updater
     from nfd.topology_updater.updater import Options
 
-    kc = tmp_path / "kc"
-    kc.write_text(
-        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
-        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
-        "current-context: x\n"
-    )
+    kc = _unreachable_kubeconfig(tmp_path)
     waited: list[bool] = []
 
     async def fake_wait(api, **_kw) -> None:
@@ -129,12 +135,7 @@ def test_updater_pod_cache_timeout_is_one_error_line(monkeypatch, tmp_path, capl
     from nfd.topology_updater import sysfs, updater
     from nfd.topology_updater.updater import Options
 
-    kc = tmp_path / "kc"
-    kc.write_text(
-        "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
-        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
-        "current-context: x\n"
-    )
+    kc = _unreachable_kubeconfig(tmp_path)
 
     class NeverSynced:
         pods = None
