@@ -5,10 +5,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from nfd.lang.gostd.strconv import quote as go_quote
+
 from . import funcs as K
 from .errors import FuncError
 from .funcs import Method
-from .values import GoObject, Uint64, go_quote
+from .values import GoObject, Uint64
 
 _SEMVER = r"v?([0-9]+)(\.[0-9]+)?(\.[0-9]+)?(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?"
 _VERSION_RE = re.compile("^" + _SEMVER + r"\Z")

@@ -1,4 +1,5 @@
-"""Go's time.Time as Sprig's date functions use it: Format/Parse layouts, Duration strings."""
+"""Go's time.Time as Sprig's date functions use it: Format/Parse layouts; durations and the
+time package's quoting come from nfd.lang.gostd.time."""
 
 from __future__ import annotations
 
@@ -7,10 +8,16 @@ import time as _time
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from typing import Any
 
+from nfd.lang.gostd import from_go_bytes, go_bytes
+from nfd.lang.gostd.strconv import quote as go_quote
+from nfd.lang.gostd.time import DurationError, format_duration
+from nfd.lang.gostd.time import parse_duration as _parse_duration
+from nfd.lang.gostd.time import quote as _q
+
 from . import funcs as K
 from .errors import FuncError
 from .funcs import Method
-from .values import GoObject, Int64, from_go_bytes, go_bytes, go_quote
+from .values import GoObject, Int64
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _START = _time.monotonic()
@@ -930,78 +937,12 @@ def _qb(s: str) -> str:
     return _q(from_go_bytes(s.encode("latin-1")))
 
 
-def _q(s: str) -> str:
-    """The time package's own quoting: bytes outside printable ASCII as \\x escapes."""
-    out = ['"']
-    for b in go_bytes(s):
-        if b >= 0x80 or b < 0x20:
-            out.append(f"\\x{b:02x}")
-        elif b in (0x22, 0x5C):
-            out.append("\\" + chr(b))
-        else:
-            out.append(chr(b))
-    out.append('"')
-    return "".join(out)
-
-
 # --- durations ---------------------------------------------------------------
-
-_UNITS = {"ns": 1, "us": 1000, "µs": 1000, "μs": 1000, "ms": 10**6, "s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9}
 
 
 def parse_duration(s: str) -> int:
-    """time.ParseDuration → nanoseconds."""
-    orig = s
-    neg = False
-    if s[:1] in "+-":
-        neg = s[0] == "-"
-        s = s[1:]
-    if s == "0":
-        return 0
-    if not s:
-        raise FuncError(f"time: invalid duration {_q(orig)}")
-    total = 0.0
-    for m in re.finditer(r"(\d*\.?\d*)(ns|us|µs|μs|ms|s|m|h)?", s):
-        if not m.group(0):
-            continue
-        num, unit = m.group(1), m.group(2)
-        if num in ("", "."):
-            raise FuncError(f"time: invalid duration {_q(orig)}")
-        if unit is None:
-            raise FuncError(f"time: missing unit in duration {_q(orig)}")
-        total += float(num) * _UNITS[unit]
-    if not re.fullmatch(r"((\d*\.?\d*)(ns|us|µs|μs|ms|s|m|h))+", s):
-        raise FuncError(f"time: invalid duration {_q(orig)}")
-    v = int(round(total))
-    return -v if neg else v
-
-
-def format_duration(ns: int) -> str:
-    """time.Duration.String: 1h2m3.5s, 1.5ms, 0s."""
-    if ns == 0:
-        return "0s"
-    neg = ns < 0
-    u = -ns if neg else ns
-    if u < 10**9:
-        for unit, size in (("ns", 1), ("µs", 1000), ("ms", 10**6)):
-            if u < size * 1000:
-                out = _frac(u, size) + unit
-                break
-    else:
-        h, rem = divmod(u, 3600 * 10**9)
-        m, rem = divmod(rem, 60 * 10**9)
-        out = ""
-        if h:
-            out += f"{h}h"
-        if h or m:
-            out += f"{m}m"
-        out += _frac(rem, 10**9) + "s"
-    return ("-" if neg else "") + out
-
-
-def _frac(v: int, size: int) -> str:
-    whole, frac = divmod(v, size)
-    if not frac:
-        return str(whole)
-    digits = len(str(size)) - 1
-    return f"{whole}." + f"{frac:0{digits}d}".rstrip("0")
+    """time.ParseDuration → nanoseconds; FuncError with Go's text."""
+    try:
+        return _parse_duration(s)
+    except DurationError as e:
+        raise FuncError(str(e)) from None
