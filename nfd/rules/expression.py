@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nfd.lang.goregex import GoRegexError, compile_go
-from nfd.rules.version import parse_version
+from nfd.lang.semver import parse_version
 
 VALID_OPS = frozenset(
     {
