@@ -123,6 +123,9 @@ def _underscore_ok(s: str) -> bool:
     return saw != "_"
 
 
+_DECIMAL = re.compile(r"[0-9]+")
+
+
 def _digit(c: str) -> int:
     if "0" <= c <= "9":
         return ord(c) - 48
@@ -158,6 +161,11 @@ def parse_uint(s: str, base: int = 10, bit_size: int = 64, *, _func: str = "Pars
     elif not 2 <= base <= 36:
         raise NumError(_func, s, f"invalid base {base}")
     limit = (1 << bits) - 1
+    if base == 10 and _DECIMAL.fullmatch(digits):  # the common case, at C speed
+        n = int(digits)
+        if n > limit:
+            raise NumError(_func, s, ERR_RANGE)
+        return n
     n, underscores = 0, False
     for c in digits:
         if c == "_" and base0:
