@@ -77,11 +77,11 @@ def _shortest_digits(f: float) -> tuple[str, int]:
 
 
 def format_float(f: float, fmt: str = "g", prec: int = -1) -> str:
-    """strconv.FormatFloat(f, fmt, -1, 64) for fmt 'g', 'G', 'e', 'E': the shortest digits
+    """strconv.FormatFloat(f, fmt, -1, 64) for fmt 'g', 'G', 'e', 'E', 'f': the shortest digits
     that read back as ``f``; 'g' switches to the exponent form when the exponent is < -4 or
-    >= 6 (Go's rule for the shortest precision)."""
-    if prec != -1 or fmt not in "gGeE":
-        raise ValueError("format_float models the shortest ('g'/'e', prec -1) forms only")
+    >= 6 (Go's rule for the shortest precision), 'f' never does."""
+    if prec != -1 or fmt not in ("g", "G", "e", "E", "f"):
+        raise ValueError("format_float models the shortest ('g'/'e'/'f', prec -1) forms only")
     if math.isnan(f):
         return "NaN"
     if math.isinf(f):
@@ -89,7 +89,7 @@ def format_float(f: float, fmt: str = "g", prec: int = -1) -> str:
     sign = "-" if math.copysign(1.0, f) < 0 else ""
     digits, dp = ("0", 1) if f == 0 else _shortest_digits(f)
     exp = dp - 1
-    if fmt in "eE" or exp < -4 or exp >= 6:
+    if fmt in "eE" or fmt != "f" and (exp < -4 or exp >= 6):
         e = "E" if fmt in "GE" else "e"
         mant = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
         return f"{sign}{mant}{e}{'-' if exp < 0 else '+'}{abs(exp):02d}"

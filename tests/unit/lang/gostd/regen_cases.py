@@ -63,7 +63,7 @@ def _bytes(s: str) -> bytes:
 QUOTES = ["", "abc", 'a"b\\c', "tab\there", "nl\n", "\x00\x01\x1f\x7f", "\a\b\f\r\v", "é", "\u00a0", "\u00ad",
           "\u2028", "\u200b", "\ufeff", "\ufffd", "😀", "\U000e0001", "\U0010ffff", "日本語", "a\udcffb",
           "\udcc3\udca9", "\udce2\udc82", "\u0301", "x\u0378y", "\U0001f9ff", "\u061c", "\ue000"]
-FLOATS = [0.0, -0.0, 1.0, -1.0, 0.1, 0.5, 1.5, 100.0, 123456.0, 999999.0, 1e6, 1234567.0, 1e20, 1e21, 1e22,
+FLOATS = [1e300, 1e-300, 123456789.125, 0.0, -0.0, 1.0, -1.0, 0.1, 0.5, 1.5, 100.0, 123456.0, 999999.0, 1e6, 1234567.0, 1e20, 1e21, 1e22,
           1e-4, 1e-5, 0.000123, 1.0000000000000002, 5e-324, 2.2250738585072014e-308, 1.7976931348623157e308,
           float("inf"), float("-inf"), float("nan"), 3.141592653589793, 2.0**53, 2.0**63, 1 / 3, 12345.678]
 INTS = ["", "0", "1", "-1", "+1", "00", "007", "0x1F", "0X1f", "0b101", "0o17", "0o", "0x", "0b", "08", "1_000",
@@ -143,7 +143,7 @@ def _random_inputs(rnd: random.Random) -> list[dict[str, Any]]:
                     "in": "".join(rnd.choice(quote_chars) for _ in range(rnd.randint(0, 6)))})
     for _ in range(200):
         bits = rnd.getrandbits(64)
-        out.append({"fn": "format_float", "in": f"{bits:016x}", "n": ord(rnd.choice("geGE"))})
+        out.append({"fn": "format_float", "in": f"{bits:016x}", "n": ord(rnd.choice("geGEf"))})
     for _ in range(100):
         f = rnd.choice([rnd.uniform(-1e6, 1e6), rnd.uniform(-1, 1) * 10.0 ** rnd.randint(-30, 30)])
         out.append({"fn": "format_float", "in": f"{struct.unpack('<Q', struct.pack('<d', f))[0]:016x}", "n": ord("g")})
@@ -156,7 +156,7 @@ def requests() -> list[dict[str, Any]]:
         reqs += [{"fn": "quote", "in": s}, {"fn": "quote_ascii", "in": s}]
     for f in FLOATS:
         bits = struct.unpack("<Q", struct.pack("<d", f))[0]
-        reqs += [{"fn": "format_float", "in": f"{bits:016x}", "n": ord(c)} for c in "geGE"]
+        reqs += [{"fn": "format_float", "in": f"{bits:016x}", "n": ord(c)} for c in "geGEf"]
     for s in INTS:
         reqs += [{"fn": "parse_int", "in": s, "n": b, "m": m} for b, m in INT_FORMS]
         reqs += [{"fn": "parse_uint", "in": s, "n": b, "m": m} for b, m in INT_FORMS[:4]]
