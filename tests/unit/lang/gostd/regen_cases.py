@@ -4,7 +4,8 @@ outside the repository).
 
     python3 tests/unit/lang/gostd/regen_cases.py
 
-test_gostd_oracle.py only reads cases.json; Go is not needed to run it. Inputs are listed
+Time cases are in UTC, so they do not depend on the machine's zone. test_gostd_oracle.py only
+reads cases.json; Go is not needed to run it. Inputs are listed
 here and widened with seeded random ones, so a rerun gives the same file.
 """
 
@@ -119,6 +120,17 @@ DURATIONS = ["0", "-0", "+0", "", "1s", "1.5h", "-1.5h", "1h30m", "300ms", "1us"
              "0.000000001s", "0.0000000001s", "1.0000000000000000000001h", "99999999999999999999s", "1e3s",
              "1Ms", "1MS", "1.5µs", "12.345678901234567890123s", "0.1h", "1x", "1é", "1\udcffs", "s", "h1",
              "1h.", "1.h", "+.5s", "-.5s", "00001s", "1h0.5m0.25s"]
+LAYOUTS = ["2006-01-02", "2006-01-02T15:04:05Z07:00", "2006-01-02T15:04:05.999999999Z07:00", "Jan _2 15:04:05",
+           "Mon Jan 2 15:04:05 MST 2006", "02/01/06 03:04PM", "2006-002", "15:04:05.000", "January 2, 2006",
+           "20060102150405", "2006-01-02 15:04:05 -0700", "Monday", "3:04pm", "06-1-2", "2006-01-02T15:04:05,999"]
+TIME_VALUES = ["2024-02-29", "2023-02-29", "2024-13-01", "2024-01-02T03:04:05Z", "2024-01-02T03:04:05+01:00",
+               "2024-01-02T03:04:05.123456789-07:30", "Feb  3 04:05:06", "Tue Jan 2 15:04:05 UTC 2024",
+               "Tue Jan 2 15:04:05 PST 2024", "31/12/99 11:59PM", "2024-366", "2023-366", "12:34:56.789",
+               "March 4, 2025", "20240102030405", "2024-01-02 03:04:05 +0530", "Friday", "1:02am", "24-1-2",
+               "2024-01-02T03:04:05,5", "", "x", "2024-01-02T03:04:05", "9999-12-31", "0000-01-01",
+               "2024-01-02T03:04:05+24:00", "2024-1-2", "2024-01-02 extra"]
+UNIX_TIMES = [(0, 0), (1700000000, 123456789), (-1, 999999999), (951782400, 0), (253402300799, 1), (-62135596800, 0),
+              (1234567890, 500), (4102444800, 0)]
 DURATION_NS = [0, 1, 999, 1000, 1500, 999999, 1000000, 1500000, 999999999, 10**9, 1500000000, 60 * 10**9,
                3600 * 10**9, 3661 * 10**9 + 5, -1, -1500000000, (1 << 63) - 1, -(1 << 63), 86400 * 10**9]
 
@@ -167,6 +179,8 @@ def requests() -> list[dict[str, Any]]:
     reqs += [{"fn": fn, "in": s} for s in URLS for fn in ("url_parse", "url_parse_request")]
     reqs += [{"fn": "parse_duration", "in": s} for s in DURATIONS]
     reqs += [{"fn": "format_duration", "in": str(n)} for n in DURATION_NS]
+    reqs += [{"fn": "time_parse", "in": lay, "b": v} for lay in LAYOUTS for v in TIME_VALUES]
+    reqs += [{"fn": "time_format", "in": lay, "n": sec, "m": ns} for lay in LAYOUTS for sec, ns in UNIX_TIMES]
     reqs += _random_inputs(random.Random(32))
     seen: set[str] = set()
     unique = []
@@ -193,6 +207,7 @@ def main() -> None:
     oracle = build_oracle()
     reqs = requests()
     lines = "".join(json.dumps({"fn": r["fn"], "a": base64.b64encode(_bytes(r["in"])).decode(),
+                                "b": base64.b64encode(_bytes(r.get("b", ""))).decode(),
                                 "n": r.get("n", 0), "m": r.get("m", 0)}) + "\n" for r in reqs)
     proc = subprocess.run([str(oracle)], input=lines, capture_output=True, text=True, check=True)
     answers = [json.loads(line) for line in proc.stdout.splitlines()]
@@ -200,7 +215,7 @@ def main() -> None:
     cases = []
     for r, a in zip(reqs, answers, strict=True):
         out = a.get("out")
-        if r["fn"].startswith("url_") and out is not None:
+        if (r["fn"].startswith("url_") or r["fn"] == "time_format") and out is not None:
             out = _decode(out)
         cases.append({**r, "out": out, "err": a.get("err", "")})
     CASES.write_text("[\n" + ",\n".join(json.dumps(c, ensure_ascii=True) for c in cases) + "\n]\n")

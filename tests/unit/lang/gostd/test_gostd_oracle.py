@@ -7,6 +7,7 @@ import json
 import math
 import struct
 from collections.abc import Callable
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,9 @@ def _ours(case: dict[str, Any]) -> tuple[Any, str]:
         "url_parse_request": lambda: _url(url.parse_request_uri(s)),
         "parse_duration": lambda: str(gotime.parse_duration(s)),
         "format_duration": lambda: gotime.format_duration(int(s)),
+        "time_parse": lambda: gotime.format_time(gotime.parse_time(s, case["b"], UTC),
+                                                 "2006-01-02T15:04:05.999999999Z07:00 MST"),
+        "time_format": lambda: gotime.format_time(gotime.Time.from_unix(n, UTC, m), s),
     }
     try:
         return calls[fn](), ""

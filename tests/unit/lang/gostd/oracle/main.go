@@ -19,6 +19,7 @@ import (
 type request struct {
 	Fn string `json:"fn"`
 	A  string `json:"a"` // base64 of the input string
+	B  string `json:"b"` // base64 of a second input (time_parse: the value)
 	N  int    `json:"n"`
 	M  int    `json:"m"`
 }
@@ -120,6 +121,18 @@ func run(r request) answer {
 	case "parse_duration":
 		d, err := time.ParseDuration(s)
 		return answer{Out: strconv.FormatInt(int64(d), 10), Err: errText(err)}
+	case "time_parse":
+		value, err := base64.StdEncoding.DecodeString(r.B)
+		if err != nil {
+			return answer{Err: "oracle: bad base64"}
+		}
+		t, err := time.Parse(s, string(value))
+		if err != nil {
+			return answer{Err: err.Error()}
+		}
+		return answer{Out: t.Format(time.RFC3339Nano + " MST")}
+	case "time_format":
+		return answer{Out: b64(time.Unix(int64(r.N), int64(r.M)).UTC().Format(s))}
 	case "format_duration":
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
