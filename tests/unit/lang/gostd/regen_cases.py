@@ -19,6 +19,7 @@ import random
 import struct
 import subprocess
 import sys
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ REPO_ROOT = Path(__file__).resolve().parents[4]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from nfd.lang.gostd.time import Time, format_time  # noqa: E402
 from tests.e2e.build import find_go, go_version  # noqa: E402
 from tests.e2e.tools import cache_root  # noqa: E402
 
@@ -181,6 +183,9 @@ def requests() -> list[dict[str, Any]]:
     reqs += [{"fn": "format_duration", "in": str(n)} for n in DURATION_NS]
     reqs += [{"fn": "time_parse", "in": lay, "b": v} for lay in LAYOUTS for v in TIME_VALUES]
     reqs += [{"fn": "time_format", "in": lay, "n": sec, "m": ns} for lay in LAYOUTS for sec, ns in UNIX_TIMES]
+    # values in each layout (written by nfd, read back by Go): the parse paths that succeed
+    reqs += [{"fn": "time_parse", "in": lay, "b": format_time(Time.from_unix(sec, UTC, ns), lay)}
+             for lay in LAYOUTS for sec, ns in UNIX_TIMES]
     reqs += _random_inputs(random.Random(32))
     seen: set[str] = set()
     unique = []
