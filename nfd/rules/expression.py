@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from nfd.lang.goregex import GoRegexError, compile_go
-from nfd.lang.gostd.strconv import NumError, atoi
+from nfd.lang.gostd.strconv import int64_or_none
 from nfd.lang.gostd.strconv import quote as go_quote
 from nfd.lang.semver import parse_version
 
@@ -57,10 +57,7 @@ class RuleError(Exception):
 
 def go_atoi(s: str) -> int | None:
     """strconv.Atoi: optional sign, ASCII digits, int64 range; None when Go would error."""
-    try:
-        return atoi(s)
-    except NumError:
-        return None
+    return int64_or_none(s)
 
 
 def go_quote_list(values: list[str]) -> str:

@@ -182,8 +182,25 @@ def parse_uint(s: str, base: int = 10, bit_size: int = 64, *, _func: str = "Pars
     return n
 
 
+_SIGNED_DECIMAL = re.compile(r"[+-]?[0-9]+")
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def int64_or_none(s: str) -> int | None:
+    """ParseInt(s, 10, 64)'s value (Atoi's on 64 bits), or None where it fails, building no
+    error: for hot paths that only need to know (a rule's Gt on every node's value)."""
+    if _SIGNED_DECIMAL.fullmatch(s) is None:
+        return None
+    v = int(s)
+    return v if _INT64_MIN <= v <= _INT64_MAX else None
+
+
 def parse_int(s: str, base: int = 10, bit_size: int = 64, *, _func: str = "ParseInt") -> int:
     """strconv.ParseInt: an optional sign, then ParseUint's digits, within the signed range."""
+    if base == 10 and bit_size in (0, 64):
+        v = int64_or_none(s)
+        if v is not None:
+            return v
     if not s:
         raise NumError(_func, s, ERR_SYNTAX)
     body, neg = s, False

@@ -340,10 +340,8 @@ def go_split(s: str, sep: str, n: int) -> list[str]:
 
 def atoi(s: str) -> int:
     """strconv.Atoi, 0 on error."""
-    try:
-        return strconv.atoi(s)
-    except strconv.NumError:
-        return 0
+    v = strconv.int64_or_none(s)
+    return 0 if v is None else v
 
 
 def b64enc(s: str) -> str:
