@@ -1,6 +1,6 @@
-"""Regenerate cases.json: inputs for nfd/lang/gostd, answered by real Go (oracle/main.go, our own
-program over Go's strconv, net/netip, net/url and time, built with the installed Go and cached
-outside the repository).
+"""Regenerate cases.json: inputs for nfd/lang/gostd, answered by real Go (tests/tools/gostd, our
+own program over Go's strconv, net/netip, net/url and time, built with the installed Go and
+cached outside the repository like the other test tools).
 
     python3 tests/unit/lang/gostd/regen_cases.py
 
@@ -12,9 +12,7 @@ here and widened with seeded random ones, so a rerun gives the same file.
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
-import os
 import random
 import struct
 import subprocess
@@ -28,33 +26,17 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from nfd.lang.gostd.time import Time, format_time  # noqa: E402
-from tests.e2e.build import find_go, go_version  # noqa: E402
-from tests.e2e.tools import cache_root  # noqa: E402
+from tests.e2e.build import find_go  # noqa: E402
+from tests.e2e.tools import ensure_tool  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-ORACLE_DIR = HERE / "oracle"
 CASES = HERE / "cases.json"
 
 
 def build_oracle() -> Path:
-    go = find_go()
-    if go is None:
+    if find_go() is None:
         raise SystemExit("Go is not installed: the oracle is Go's own standard library")
-    h = hashlib.sha256()
-    for p in sorted(ORACLE_DIR.iterdir()):
-        if p.suffix in (".go", ".mod"):
-            h.update(p.name.encode() + b"\0" + p.read_bytes())
-    h.update(go_version(go).encode())
-    binary = cache_root() / f"gostd-oracle-{h.hexdigest()[:16]}" / "oracle"
-    if not binary.exists():
-        binary.parent.mkdir(parents=True, exist_ok=True)
-        tmp = binary.with_suffix(".tmp")
-        r = subprocess.run([go, "build", "-o", str(tmp), "."], cwd=ORACLE_DIR, capture_output=True, text=True,
-                           env={**os.environ, "CGO_ENABLED": "0"})
-        if r.returncode != 0:
-            raise SystemExit(f"building the oracle failed:\n{r.stderr}")
-        tmp.rename(binary)
-    return binary
+    return ensure_tool("gostd-oracle")
 
 
 def _bytes(s: str) -> bytes:
