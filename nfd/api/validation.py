@@ -12,6 +12,7 @@ import functools
 import re
 
 from nfd.api.quantity import QuantityError, parse_quantity
+from nfd.lang.gostd.strconv import quote as _q  # Go's %q
 
 ERR_NS_NOT_ALLOWED = "namespace is not allowed"
 ERR_UNPREFIXED = "unprefixed keys are not allowed"
@@ -42,11 +43,6 @@ _VALUE_MSG = (
     "and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or "
     "'12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
 )
-
-
-def _q(s: str) -> str:
-    """Go's %q for the common case (quotes and backslashes escaped)."""
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def split_ns(name: str) -> tuple[str, str]:

@@ -1,6 +1,6 @@
 """A fake NVML for tests and demos: pynvml's function names, driven by a device profile.
 
-Profiles are YAML files in ``nfd/sources/nvml_profiles/`` (or any path); see docs/gpu.md for
+Profiles are YAML files in ``nfd/nvml_fake/device_profiles/`` (or any path); see docs/gpu.md for
 the format. Errors are real ``pynvml.NVMLError`` instances, so code under test cannot tell the
 fake from the library. Faults are injected per call and optionally per GPU::
 

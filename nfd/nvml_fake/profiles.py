@@ -9,9 +9,7 @@ import yaml
 
 from nfd.common import safeyaml
 
-PROFILE_DIR = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "sources", "nvml_profiles"
-)
+PROFILE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "device_profiles")
 
 
 def available_profiles() -> list[str]:

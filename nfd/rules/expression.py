@@ -16,12 +16,13 @@ key or a flag element just does not match). Problems are also collected statical
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
 from nfd.lang.goregex import GoRegexError, compile_go
-from nfd.rules.version import parse_version
+from nfd.lang.gostd.strconv import int64_or_none
+from nfd.lang.gostd.strconv import quote as go_quote
+from nfd.lang.semver import parse_version
 
 VALID_OPS = frozenset(
     {
@@ -46,8 +47,6 @@ _PRESENCE_OPS = frozenset({"", "Exists", "DoesNotExist"})
 # Operators whose comparison parses the *input* value and may fail on it.
 _PARSING_OPS = frozenset({"Gt", "Ge", "Lt", "Le", "GtLt", "GeLe"})
 
-_INT_RE = re.compile(r"[+-]?[0-9]+")
-_INT_MIN, _INT_MAX = -(1 << 63), (1 << 63) - 1
 
 MatchedElement = dict[str, str]
 
@@ -58,19 +57,12 @@ class RuleError(Exception):
 
 def go_atoi(s: str) -> int | None:
     """strconv.Atoi: optional sign, ASCII digits, int64 range; None when Go would error."""
-    if not _INT_RE.fullmatch(s):
-        return None
-    v = int(s)
-    return v if _INT_MIN <= v <= _INT_MAX else None
+    return int64_or_none(s)
 
 
 def go_quote_list(values: list[str]) -> str:
     """Go's ``%q`` of a []string: ``["a" "b"]``."""
     return "[" + " ".join(go_quote(v) for v in values) + "]"
-
-
-def go_quote(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
 def go_list(values: list[str]) -> str:

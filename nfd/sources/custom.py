@@ -19,6 +19,7 @@ from typing import Any
 from nfd.api.errors import ValidationError, ValidationErrors
 from nfd.api.features import Features
 from nfd.common.gokeys import canonical_keys
+from nfd.lang.gostd.strconv import format_float
 from nfd.sources.base import DiscoveryContext, FeatureSource
 
 ALLOWED_OPS = {"In", "NotIn", "InRegexp", "Exists", "DoesNotExist", "Gt", "Lt", "GtLt", "IsTrue", "IsFalse"}
@@ -54,7 +55,7 @@ def _scalar(v: Any, path: str) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, float):
-        return str(int(v)) if v.is_integer() else repr(v)  # Go FormatFloat(v, 'f', -1, 64)
+        return format_float(v, "f")  # a YAML number decoded into a Go string, as upstream
     if isinstance(v, int):
         return str(v)
     if isinstance(v, str):

@@ -7,7 +7,6 @@ besides the lazy source registry.
 from __future__ import annotations
 
 import logging
-import re
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from nfd.api import DEFAULT_LABEL_NS
 from nfd.api.errors import ValidationError
 from nfd.api.features import Features
+from nfd.api.validation import is_qualified_name, is_valid_label_value
 from nfd.sources import registry
 from nfd.sources.base import DiscoveryContext
 
@@ -23,8 +23,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("nfd.sources")
 
-_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 def parse_source_configs(raw: Any, *, path: str = "sources") -> dict[str, dict[str, Any]]:
@@ -104,18 +102,6 @@ def discover(
     return res
 
 
-def valid_label_name(key: str) -> bool:
-    prefix, sep, name = key.rpartition("/")
-    bad_prefix = not prefix or len(prefix) > 253 or not all(_DNS_LABEL.match(p) for p in prefix.split("."))
-    if sep and bad_prefix:
-        return False
-    return 0 < len(name) <= 63 and bool(_NAME.match(name))
-
-
-def valid_label_value(value: str) -> bool:
-    return value == "" or (len(value) <= 63 and bool(_NAME.match(value)))
-
-
 def compute_labels(
     features: Features,
     names: list[str],
@@ -125,7 +111,8 @@ def compute_labels(
     whitelist: GoRegexp | None = None,
 ) -> dict[str, str]:
     """Labels of label sources ``names``, run in (priority, name) order so later sources win,
-    prefixed and validated as upstream's worker does."""
+    prefixed and validated as upstream's worker does (Kubernetes' IsQualifiedName and
+    IsValidLabelValue: the validators the master and the CLIs use)."""
     srcs = [(s.priority, n, s) for n in names if (s := registry.get(n)) is not None and s.is_label_source]
     out: dict[str, str] = {}
     for _, name, src in sorted(srcs, key=lambda t: (t[0], t[1])):
@@ -137,10 +124,10 @@ def compute_labels(
         for raw_name, value in labels.items():
             key = raw_name if ("/" in raw_name or not src.prefix_labels) else f"{DEFAULT_LABEL_NS}/{name}-{raw_name}"
             value = str(value)
-            if not valid_label_name(key):
+            if not is_qualified_name(key):
                 log.info("source %s: invalid label name %r dropped", name, key)
                 continue
-            if not valid_label_value(value):
+            if not is_valid_label_value(value):
                 log.info("source %s: label %s: invalid value %r dropped", name, key, value)
                 continue
             if whitelist is not None and not whitelist.match_string(key.rpartition("/")[2]):

@@ -66,6 +66,7 @@ MODULES = (
     Module("scheduler", {"kube-scheduler": "."}),
     Module("registry", {"registry": "github.com/distribution/distribution/v3/cmd/registry"}),
     Module("celk8s", {"celk8s": "."}),
+    Module("gostd", {"gostd-oracle": "."}),  # Go's strconv/netip/url/time for tests/unit/lang/gostd
 )
 TOOL_MODULE = {tool: m for m in MODULES for tool in m.packages}
 

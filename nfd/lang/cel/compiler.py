@@ -14,11 +14,12 @@ forms check types at run time.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 from nfd.lang.cel import k8scalls
 from nfd.lang.cel import library as lib
 from nfd.lang.cel import runtime as rt
+from nfd.lang.cel.compiled import _C, _NC, VARIABLES
 from nfd.lang.cel.runtime import Act, Fn
 from nfd.lang.cel.runtime import spend as _spend
 from nfd.lang.cel.syntax import Call, CelSyntaxError, Ident, Index, ListLit, Lit, MapLit, Node, Select
@@ -27,6 +28,7 @@ from nfd.lang.cel.types import (
     BYTES,
     DOUBLE,
     DYN,
+    FREE,
     INT,
     NULL,
     NUMERIC,
@@ -35,6 +37,7 @@ from nfd.lang.cel.types import (
     UINT,
     VERSION,
     Type,
+    _Free,
     assignable,
     comparable_eq,
     fmt,
@@ -48,29 +51,11 @@ from nfd.lang.cel.types import (
 )
 from nfd.lang.cel.values import CelError, CostLimitExceeded, UInt, type_name
 
-# The variables every expression sees. Feature sets missing on a node read as empty, so
-# `instances["usb.device"].exists(...)` is false on a node without USB instead of an error.
-VARIABLES: dict[str, Type] = {
-    "flags": map_of(STRING, list_of(STRING)),
-    "attributes": map_of(STRING, map_of(STRING, STRING)),
-    "instances": map_of(STRING, list_of(map_of(STRING, STRING))),
-    "node": map_of(STRING, STRING),
-    # DRA devices as the DRA scheduler's `device` (driver, attributes, capacity, ...)
-    "devices": list_of(map_of(STRING, DYN)),
-}
 _EMPTY: dict[str, Any] = {"flags": frozenset(), "attributes": {}, "instances": ()}
 
-_NC = object()  # "not a constant"
 _SCALARS = (INT, UINT, DOUBLE, STRING, BYTES, BOOL, VERSION, QUANTITY)
 _FOLD_STRICT = {"version", "quantity", "matches"}  # constant-argument errors are compile errors
 FOLD_BUDGET = 100_000  # what building one constant at compile time may cost
-
-
-class _C(NamedTuple):
-    t: Type
-    fn: Fn
-    py: str  # the same expression as Python source for the fast path (see Compiler.source)
-    const: Any = _NC
 
 
 def _top_var(name: str) -> Fn:
@@ -573,17 +558,6 @@ class Compiler:
 # The parser reads the optional syntax (Select/Index.optional, List/MapLit.optional_indices);
 # until optional values exist, the checker refuses it here.
 _NO_OPTIONALS = "optional syntax (a.?b, a[?k], [?x], {?k: v}) is not supported"
-
-class _Free(str):
-    """The element type of an empty list or map literal: ``dyn`` everywhere (it compares equal),
-    but ``unify`` lets the other side decide, as cel-go's unbound type parameter does, so
-    ``[[], [1]]`` is a ``list(list(int))``. Sound because no value of that type exists."""
-
-    __slots__ = ()
-
-
-FREE: Type = _Free(DYN)
-
 
 def unify(a: Type, b: Type) -> Type:
     """``join`` of the types of list elements, map keys/values or ternary branches."""

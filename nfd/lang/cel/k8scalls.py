@@ -12,11 +12,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from nfd.lang.cel import library as lib
+from nfd.lang.cel import runtime as rt
 from nfd.lang.cel import strformat
+from nfd.lang.cel.compiled import _C, VARIABLES
 from nfd.lang.cel.syntax import Call, CelSyntaxError, Ident, Index, ListLit, Lit, MapLit, Node, Select
 from nfd.lang.cel.types import (
     BOOL,
     DYN,
+    FREE,
     INT,
     STRING,
     UINT,
@@ -34,7 +37,7 @@ from nfd.lang.cel.types import (
 from nfd.lang.cel.values import OPTIONAL_NONE, CelError, Optional, UInt, type_name
 
 if TYPE_CHECKING:
-    from nfd.lang.cel.compiler import _C, Compiler
+    from nfd.lang.cel.compiler import Compiler
 
 # the method names this module may take over (a cheap first test for every call)
 _HOOKED = frozenset({"bind", "of", "ofNonZeroValue", "none", "unwrap", "contains", "equivalent", "intersects",
@@ -43,8 +46,6 @@ _HOOKED = frozenset({"bind", "of", "ofNonZeroValue", "none", "unwrap", "contains
 
 
 def _mk(t: Type, fn: Any, py: str) -> _C:
-    from nfd.lang.cel.compiler import _C
-
     return _C(t, fn, py)
 
 
@@ -65,8 +66,6 @@ def namespace_of(c: Compiler, n: Call) -> str | None:
     qualified = f"{t.name}.{n.name}"
     if qualified not in lib.NAMESPACED or t.name in c.scope or t.name in c.declared:
         return None
-    from nfd.lang.cel.compiler import VARIABLES
-
     return None if t.name in VARIABLES else qualified
 
 
@@ -125,8 +124,6 @@ def _namespaced(c: Compiler, n: Call, name: str) -> _C:
     if name in ("optional.of", "optional.ofNonZeroValue") and len(args) == 1:
         overloads = [o._replace(params=(ts[0],), result=optional_of(ts[0])) for o in overloads]
     elif name == "optional.none":
-        from nfd.lang.cel.compiler import FREE
-
         overloads = [o._replace(result=optional_of(FREE)) for o in overloads]
     elif name == "optional.unwrap" and len(args) == 1 and is_list(ts[0]) and is_optional(ts[0][1]):
         overloads = [o._replace(params=(ts[0],), result=list_of(ts[0][1][1])) for o in overloads]
@@ -399,8 +396,6 @@ def optional_list(c: Compiler, n: ListLit) -> _C:
 
 def optional_map(c: Compiler, n: MapLit) -> _C:
     """``{?k: v}``: ``v`` is an optional; the entry is there only when it has a value."""
-    from nfd.lang.cel import runtime as rt
-
     entries = [(c.compile(k), c.compile(v)) for k, v in n.entries]
     marks = set(n.optional_indices)
     kt: Type = entries[0][0].t if entries else DYN

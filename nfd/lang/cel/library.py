@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import math
 import operator
-import re
 from collections.abc import Callable
-from decimal import Decimal
 from fractions import Fraction
 from typing import Any, NamedTuple
 
-from nfd.lang.cel import gourl
+from nfd.lang.cel import strformat
 from nfd.lang.cel.types import (
     BOOL,
     BYTES,
@@ -33,7 +31,6 @@ from nfd.lang.cel.values import (
     INT64_MAX,
     INT64_MIN,
     MISSING,
-    UINT64_MAX,
     CelError,
     KeyedMap,
     Quantity,
@@ -44,6 +41,8 @@ from nfd.lang.cel.values import (
     type_name,
 )
 from nfd.lang.goregex import GoRegexError, GoRegexp, compile_go
+from nfd.lang.gostd import strconv
+from nfd.lang.gostd import url as gourl
 
 
 class Overload(NamedTuple):
@@ -234,19 +233,12 @@ def _add_list(a: Any, b: Any) -> list[Any]:
 
 # -- conversions --------------------------------------------------------------------------------
 
-_INT_RE = re.compile(r"[+-]?[0-9]+")
-_UINT_RE = re.compile(r"[0-9]+")
-_FLOAT_RE = re.compile(r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)", re.I)
-
-
 def parse_int(s: str) -> int:
-    """``int(string)``: base-10 with optional sign, no spaces, int64 range; fails like Go's Atoi."""
-    if not _INT_RE.fullmatch(s):
-        raise CelError(f"cannot convert {s!r} to int: invalid syntax")
-    v = int(s)
-    if not INT64_MIN <= v <= INT64_MAX:
-        raise CelError(f"cannot convert {s!r} to int: value out of range")
-    return v
+    """``int(string)``: strconv.ParseInt(s, 10, 64), as cel-go converts."""
+    try:
+        return strconv.parse_int(s, 10, 64)
+    except strconv.NumError as e:
+        raise CelError(f"cannot convert {s!r} to int: {e.err}") from None
 
 
 def _int_from_double(d: float) -> int:
@@ -262,12 +254,10 @@ def _int_from_uint(u: int) -> int:
 
 
 def _uint_from_string(s: str) -> UInt:
-    if not _UINT_RE.fullmatch(s):
-        raise CelError(f"cannot convert {s!r} to uint: invalid syntax")
-    v = int(s)
-    if v > UINT64_MAX:
-        raise CelError(f"cannot convert {s!r} to uint: value out of range")
-    return UInt(v)
+    try:
+        return UInt(strconv.parse_uint(s, 10, 64))
+    except strconv.NumError as e:
+        raise CelError(f"cannot convert {s!r} to uint: {e.err}") from None
 
 
 def _uint_from_int(i: int) -> UInt:
@@ -283,33 +273,15 @@ def _uint_from_double(d: float) -> UInt:
 
 
 def _double_from_string(s: str) -> float:
-    if not _FLOAT_RE.fullmatch(s):
-        raise CelError(f"cannot convert {s!r} to double: invalid syntax")
-    return float(s)
+    try:
+        return strconv.parse_float(s)
+    except strconv.NumError as e:
+        raise CelError(f"cannot convert {s!r} to double: {e.err}") from None
 
 
 def format_double(d: float) -> str:
     """Go's ``strconv.FormatFloat(d, 'g', -1, 64)``, which cel-go's ``string(double)`` uses."""
-    if math.isnan(d):
-        return "NaN"
-    if math.isinf(d):
-        return "+Inf" if d > 0 else "-Inf"
-    sign = "-" if math.copysign(1.0, d) < 0 else ""
-    if d == 0:
-        return sign + "0"
-    _, digit_tuple, exp = Decimal(repr(abs(d))).normalize().as_tuple()
-    assert isinstance(exp, int)
-    ds = "".join(map(str, digit_tuple))  # shortest digits, no trailing zeros
-    dp = len(ds) + exp  # value = 0.<ds> * 10**dp
-    x = dp - 1
-    if x < -4 or x >= 6:  # Go switches to %e at exponent 6 for shortest formatting
-        mant = ds[0] + ("." + ds[1:] if len(ds) > 1 else "")
-        return f"{sign}{mant}e{'-' if x < 0 else '+'}{abs(x):02d}"
-    if dp <= 0:
-        return f"{sign}0.{'0' * -dp}{ds}"
-    if dp >= len(ds):
-        return f"{sign}{ds}{'0' * (dp - len(ds))}"
-    return f"{sign}{ds[:dp]}.{ds[dp:]}"
+    return strconv.format_float(d)
 
 
 def _string_from_bytes(b: bytes) -> str:
@@ -610,7 +582,6 @@ MACROS2 = {"all", "exists", "exists_one", "existsOne", "transformList", "transfo
 # and of the cel-go extensions Kubernetes enables (sets, strings.format, optional types),
 # checked against the real thing by tests/unit/cel/test_k8s_library.py.
 
-from nfd.lang.cel import strformat  # noqa: E402 - the format clauses need format_double above
 from nfd.lang.cel.types import (  # noqa: E402
     CIDR_T,
     IP_T,
@@ -824,6 +795,10 @@ def _url_text(b: bytes) -> str:
     return b.decode(errors="replace")
 
 
+def _url_query(u: URL) -> dict[str, list[str]]:
+    return {_url_text(k): [_url_text(v) for v in vs] for k, vs in u.u.query().items()}
+
+
 # optional --------------------------------------------------------------------------------------
 
 
@@ -937,7 +912,7 @@ _K8S: dict[str, list[Overload]] = {
     "getHostname": [_o(URL_T, (), STRING, lambda u: _url_text(u.u.hostname()))],
     "getPort": [_o(URL_T, (), STRING, lambda u: _url_text(u.u.port()))],
     "getEscapedPath": [_o(URL_T, (), STRING, lambda u: _url_text(u.u.escaped_path()))],
-    "getQuery": [_o(URL_T, (), map_of(STRING, LIST_STRING), lambda u: u.u.query())],
+    "getQuery": [_o(URL_T, (), map_of(STRING, LIST_STRING), _url_query)],
     "format": [_o(STRING, (LIST_DYN,), STRING, strformat.format_string)],
     "sign": [_o(None, (QUANTITY,), INT, _q_sign)],  # Kubernetes' sign(q); q.sign() stays as nfd had it
     "strings.quote": [_o(None, (STRING,), STRING, _quote)],

@@ -15,7 +15,9 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from nfd.lang.cel.values import CelError, go_quote, type_name
+from nfd.lang.cel.values import CelError, type_name
+from nfd.lang.gostd.strconv import format_float as format_double
+from nfd.lang.gostd.strconv import quote as go_quote
 
 DEFAULT_PRECISION = 6
 _SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
@@ -103,8 +105,6 @@ def _bytes_text(b: bytes) -> str:
 
 
 def _string(v: Any, precision: int | None = None, verb: str = "s") -> str:
-    from nfd.lang.cel.library import format_double
-
     k = _kind(v)
     if k == "list":
         return _list(v)

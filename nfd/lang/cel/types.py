@@ -122,3 +122,14 @@ _PY: dict[str, type] = {
     INT: int, UINT: UInt, DOUBLE: float, STRING: str, BYTES: bytes, BOOL: bool,
     VERSION: Version, QUANTITY: Quantity, SEMVER: Semver, IP_T: IP, CIDR_T: CIDR, URL_T: URL,
 }
+
+
+class _Free(str):
+    """The element type of an empty list or map literal: ``dyn`` everywhere (it compares equal),
+    but ``unify`` lets the other side decide, as cel-go's unbound type parameter does, so
+    ``[[], [1]]`` is a ``list(list(int))``. Sound because no value of that type exists."""
+
+    __slots__ = ()
+
+
+FREE: Type = _Free(DYN)

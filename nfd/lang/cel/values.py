@@ -14,8 +14,10 @@ from collections.abc import Iterable, Iterator
 from fractions import Fraction
 from typing import Any
 
-from nfd.lang.cel import gourl
-from nfd.rules.version import parse_version
+from nfd.lang.gostd import netip, strconv
+from nfd.lang.gostd import url as gourl
+from nfd.lang.gostd.strconv import quote as go_quote
+from nfd.lang.semver import parse_version
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
@@ -318,12 +320,10 @@ def _semver_number(s: str, what: str) -> int:
 
 
 def _parse_uint64(s: str) -> int:
-    if not s:
-        raise CelError('strconv.ParseUint: parsing "": invalid syntax')
-    v = int(s)
-    if v > UINT64_MAX:
-        raise CelError(f"strconv.ParseUint: parsing {go_quote(s)}: value out of range")
-    return v
+    try:
+        return strconv.parse_uint(s, 10, 64)
+    except strconv.NumError as e:
+        raise CelError(str(e)) from None
 
 
 class Semver:
@@ -420,32 +420,6 @@ def _semver_normalize(s: str) -> str:
     return ".".join(parts)
 
 
-def go_quote(s: str) -> str:
-    """Go's ``%q`` of a string (strconv.Quote), for error messages and ``format``."""
-    out = ['"']
-    for ch in s:
-        c = ord(ch)
-        if ch in ('"', "\\"):
-            out.append("\\" + ch)
-        elif ch in _GO_ESCAPES:
-            out.append(_GO_ESCAPES[ch])
-        elif ch.isprintable() or ch == " ":
-            out.append(ch)
-        elif c < 0x80:
-            out.append(f"\\x{c:02x}")
-        elif 0xD800 <= c <= 0xDFFF:
-            out.append("\\ufffd")
-        elif c < 0x10000:
-            out.append(f"\\u{c:04x}")
-        else:
-            out.append(f"\\U{c:08x}")
-    out.append('"')
-    return "".join(out)
-
-
-_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
-
-
 class IP:
     """``ip(s)``: an IPv4 or IPv6 address, parsed strictly as Kubernetes does (Go's netip: no
     leading zeros in IPv4, no zone, no IPv4-mapped IPv6)."""
@@ -484,28 +458,15 @@ class CIDR:
 
     @classmethod
     def parse(cls, s: str) -> CIDR:
-        def fail(why: str) -> CelError:
-            return CelError("network address parse error during conversion from string: network address parse "
-                            f"error during conversion from string: netip.ParsePrefix({go_quote(s)}): {why}")
-
-        addr_text, slash, bits_text = s.rpartition("/")
-        if not slash:
-            raise fail("no '/'")
-        if "%" in addr_text:
-            raise fail("IPv6 zones cannot be present in a prefix")
         try:
-            addr = _parse_addr(addr_text)
-        except ValueError as e:
-            raise fail(str(e)) from None
-        if not bits_text.isascii() or not bits_text.isdigit() or (len(bits_text) > 1 and bits_text[0] == "0"):
-            raise fail(f"bad bits after slash: {go_quote(bits_text)}")
-        bits = int(bits_text)
-        if bits > addr.max_prefixlen:
-            raise fail("prefix length out of range")
-        if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+            p = netip.parse_prefix(s)
+        except netip.PrefixError as e:
+            raise CelError("network address parse error during conversion from string: network address parse "
+                           f"error during conversion from string: {e}") from None
+        if p.addr.is4in6:
             raise CelError("network address parse error during conversion from string: "
                            f"IPv4-mapped IPv6 address {go_quote(s)} is not allowed")
-        return cls(addr, bits)
+        return cls(p.addr.ip, p.bits)
 
     def masked(self) -> CIDR:
         net = ipaddress.ip_network(f"{self.addr}/{self.bits}", strict=False)
@@ -533,48 +494,18 @@ class CIDR:
         return f"cidr({str(self)!r})"
 
 
-def _parse_addr(s: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
-    """Go's netip.ParseAddr for addresses without a zone (ValueError with Go's reason)."""
-    if not s:
-        raise ValueError("unable to parse IP")
-    if not s.isascii():
-        raise ValueError("unexpected character")
-    if ":" not in s:
-        fields = s.split(".")
-        if len(fields) != 4 or any(not f or not f.isdigit() for f in fields):
-            raise ValueError("IPv4 address too short" if len(fields) < 4 else "unexpected character")
-        if any(len(f) > 1 and f[0] == "0" for f in fields):
-            raise ValueError("IPv4 field has octet with leading zero")
-        if any(int(f) > 255 for f in fields):
-            raise ValueError("IPv4 field has value >255")
-        return ipaddress.IPv4Address(s)
-    try:
-        return ipaddress.IPv6Address(s)
-    except ValueError:
-        raise ValueError("unexpected character") from None
-
-
 def parse_ip(s: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
-    """``ip(s)``/``isIP(s)``: CelError unless ``s`` is an address Kubernetes accepts."""
-    if "%" in s and ":" in s:
-        host, _, zone = s.partition("%")
-        try:
-            _parse_addr(host)
-        except ValueError as e:
-            raise CelError(f"IP Address {go_quote(s)} parse error during conversion from string: "
-                           f"ParseAddr({go_quote(s)}): {e}") from None
-        if not zone:
-            raise CelError(f"IP Address {go_quote(s)} parse error during conversion from string: "
-                           f"ParseAddr({go_quote(s)}): zone must be a non-empty string")
-        raise CelError(f"IP address {go_quote(s)} with zone value is not allowed")
+    """``ip(s)``/``isIP(s)``: CelError unless netip.ParseAddr reads ``s`` as an address without
+    zone that is not IPv4-mapped IPv6, as Kubernetes requires."""
     try:
-        addr = _parse_addr(s)
-    except ValueError as e:
-        raise CelError(f"IP Address {go_quote(s)} parse error during conversion from string: "
-                       f"ParseAddr({go_quote(s)}): {e}") from None
-    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        addr = netip.parse_addr(s)
+    except netip.AddrError as e:
+        raise CelError(f"IP Address {go_quote(s)} parse error during conversion from string: {e}") from None
+    if addr.zone:
+        raise CelError(f"IP address {go_quote(s)} with zone value is not allowed")
+    if addr.is4in6:
         raise CelError(f"IPv4-mapped IPv6 address {go_quote(s)} is not allowed")
-    return addr
+    return addr.ip
 
 
 class Optional:
@@ -605,7 +536,7 @@ class URL:
 
     def __init__(self, u: gourl.URL) -> None:
         self.u = u
-        self.text = u.string()
+        self.text = u.string().decode(errors="replace")
 
     @classmethod
     def parse(cls, s: str) -> URL:

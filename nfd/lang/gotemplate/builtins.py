@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote_plus
 
+from nfd.lang.gostd import go_bytes
+
 from . import funcs as K
 from .errors import FuncError
 from .fmt import sprint, sprintf, sprintln
 from .funcs import Func
-from .values import GoObject, TypedMap, Uint8, format_value, go_bytes, go_len, is_true, type_name
+from .values import GoObject, TypedMap, Uint8, format_value, go_len, is_true, type_name
 
 
 def _not(v: Any) -> bool:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
+from nfd.lang.gostd import from_go_bytes, go_bytes, strconv
+
 from .literals import parse_int
-from .values import format_value, from_go_bytes, go_bytes
+from .values import format_value
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
@@ -62,57 +63,12 @@ def to_int64(v: Any) -> int:
     return 0
 
 
-def underscore_ok(s: str) -> bool:
-    """strconv's underscoreOK: underscores only between digits (a base prefix counts as one)."""
-    if s[:1] in ("+", "-"):
-        s = s[1:]
-    saw, i, hexa = "^", 0, False
-    if len(s) >= 2 and s[0] == "0" and s[1].lower() in "box":
-        i, saw, hexa = 2, "0", s[1].lower() == "x"
-    for c in s[i:]:
-        if "0" <= c <= "9" or hexa and "a" <= c.lower() <= "f":
-            saw = "0"
-        elif c == "_":
-            if saw != "0":
-                return False
-            saw = "_"
-        elif saw == "_":
-            return False
-        else:
-            saw = "!"
-    return saw != "_"
-
-
 def parse_go_float(s: str) -> float | None:
     """strconv.ParseFloat(s, 64); None where Go returns an error (syntax, or out of range)."""
-    if not s or s != s.strip() or any(c.isspace() for c in s):
+    try:
+        return strconv.parse_float(s)
+    except strconv.NumError:
         return None
-    body = s.lstrip("+-") if s[:1] in "+-" and len(s) > 1 and s[1] not in "+-" else s
-    low = body.lower()
-    if low in ("inf", "infinity"):
-        return -math.inf if s.startswith("-") else math.inf
-    if low == "nan" and body == s:
-        return math.nan
-    if "_" in s:
-        if not underscore_ok(s):
-            return None
-        body = body.replace("_", "")
-    if low.startswith("0x"):
-        if "p" not in low:
-            return None  # a hex float needs its p exponent
-        if not re.fullmatch(r"0[xX]([0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP][+-]?\d+", body):
-            return None
-        try:
-            f = float.fromhex(body)
-        except (ValueError, OverflowError):
-            return None
-        return -f if s.startswith("-") else f
-    if not re.fullmatch(r"(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?", body):
-        return None
-    f = float(body)
-    if math.isinf(f):
-        return None  # ErrRange
-    return -f if s.startswith("-") else f
 
 
 def to_float64(v: Any) -> float:

@@ -5,7 +5,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .values import GoObject, format_float_g, format_value, go_bytes, go_quote, sorted_keys, type_name
+from nfd.lang.gostd import go_bytes
+from nfd.lang.gostd.strconv import quote as go_quote
+
+from .values import GoObject, format_float_g, format_value, sorted_keys, type_name
 
 
 def sprint(*args: Any) -> str:

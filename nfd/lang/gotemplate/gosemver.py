@@ -5,13 +5,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from nfd.lang import semver
+from nfd.lang.gostd.strconv import quote as go_quote
+
 from . import funcs as K
 from .errors import FuncError
 from .funcs import Method
-from .values import GoObject, Uint64, go_quote
+from .values import GoObject, Uint64
 
-_SEMVER = r"v?([0-9]+)(\.[0-9]+)?(\.[0-9]+)?(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?"
-_VERSION_RE = re.compile("^" + _SEMVER + r"\Z")
 _CV = r"v?([0-9|x|X|\*]+)(\.[0-9|x|X|\*]+)?(\.[0-9|x|X|\*]+)?(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?"
 _OPS = r"=||!=|>|<|>=|=>|<=|=<|~|~>|\^"
 _CONSTRAINT_RE = re.compile(rf"^\s*({_OPS})\s*({_CV})\s*\Z", re.ASCII)
@@ -19,7 +20,6 @@ _RANGE_RE = re.compile(rf"\s*({_CV})\s+-\s+({_CV})\s*", re.ASCII)
 _FIND_RE = re.compile(rf"({_OPS})\s*({_CV})", re.ASCII)
 _VALID_RE = re.compile(rf"^(\s*({_OPS})\s*({_CV})\s*)((?:\s+|,\s*)({_OPS})\s*({_CV})\s*)*\Z", re.ASCII)
 _ALLOWED = frozenset("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-")
-_U64 = (1 << 64) - 1
 
 
 class Version(GoObject):
@@ -171,22 +171,11 @@ def _compare_part(s: str, o: str) -> int:
 
 
 def new_version(v: str) -> Version:
-    m = _VERSION_RE.match(v)
-    if m is None:
-        raise FuncError("invalid semantic version")
-    nums = []
-    for g in (m.group(1), m.group(2), m.group(3)):
-        if not g:
-            nums.append(0)
-            continue
-        x = int(g.lstrip("."))
-        if x > _U64:
-            raise FuncError(f'error parsing version segment: strconv.ParseUint: parsing "{g.lstrip(".")}": value out of range')
-        nums.append(x)
-    pre, meta = m.group(5) or "", m.group(8) or ""
-    if pre:
-        _validate_pre(pre)
-    return Version(nums[0], nums[1], nums[2], pre, meta, v)
+    try:
+        p = semver.new_version(v)
+    except semver.SemverError as e:
+        raise FuncError(str(e)) from None
+    return Version(p.major, p.minor, p.patch, p.pre, p.meta, v)
 
 
 def _is_x(s: str) -> bool:

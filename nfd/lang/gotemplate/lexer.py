@@ -79,7 +79,7 @@ class Token(NamedTuple):
             return self.val
         if self.kind in KEYWORD_KINDS:
             return f"<{self.val}>"
-        from .values import go_quote
+        from nfd.lang.gostd.strconv import quote as go_quote
 
         if len(self.val) > 10:
             return go_quote(self.val[:10]) + "..."
@@ -296,7 +296,7 @@ def lex(src: str) -> list[Token]:
 
 
 def _q(s: str) -> str:
-    from .values import go_quote
+    from nfd.lang.gostd.strconv import quote as go_quote
 
     return go_quote(s)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import re
+from nfd.lang.gostd import strconv
 
 _SIMPLE_ESCAPES = {"a": 7, "b": 8, "f": 12, "n": 10, "r": 13, "t": 9, "v": 11, "\\": 92}
 _HEX = "0123456789abcdefABCDEF"
@@ -111,66 +111,26 @@ def unquote_char(text: str) -> int:
     return p if isinstance(p, int) else ord(p)
 
 
-_DEC_RE = re.compile(r"[0-9]+(_[0-9]+)*\Z")
-_OCT_RE = re.compile(r"_?[0-7]+(_[0-7]+)*\Z")
-
-
 def parse_int(text: str) -> int | None:
     """strconv.ParseInt(text, 0, 64); None when it does not parse or overflows."""
-    v = parse_int_any(text)
-    if v is None or v < INT64_MIN or v > INT64_MAX:
+    try:
+        return strconv.parse_int(text, 0, 64)
+    except strconv.NumError:
         return None
-    return v
 
 
 def parse_uint(text: str) -> int | None:
     """strconv.ParseUint(text, 0, 64): no sign allowed."""
-    if text[:1] in ("+", "-"):
-        return None
-    v = parse_int_any(text)
-    if v is None or v < 0 or v >= 1 << 64:
-        return None
-    return v
-
-
-def parse_int_any(text: str) -> int | None:
-    """Go integer literal syntax (base prefixes, leading-0 octal, underscores), unbounded."""
-    s = text
-    neg = False
-    if s and s[0] in "+-":
-        neg = s[0] == "-"
-        s = s[1:]
-    if not s:
-        return None
     try:
-        low = s[:2].lower()
-        if low in ("0x", "0o", "0b"):
-            if s.endswith("_") or "__" in s:
-                return None
-            v = int(s, 0)
-        elif s[0] == "0" and len(s) > 1:
-            if not _OCT_RE.match(s[1:]):
-                return None
-            v = int(s[1:].replace("_", ""), 8)
-        else:
-            if not _DEC_RE.match(s):
-                return None
-            v = int(s.replace("_", ""))
-    except ValueError:
+        return strconv.parse_uint(text, 0, 64)
+    except strconv.NumError:
         return None
-    return -v if neg else v
 
 
 def parse_float(text: str) -> float | None:
-    """strconv.ParseFloat(text, 64) for the number syntax the lexer admits."""
-    s = text.replace("_", "") if "_" in text else text
+    """strconv.ParseFloat(text, 64); None on an error (out of range included: Go's parser
+    then reports illegal number syntax)."""
     try:
-        if s.lower().lstrip("+-").startswith("0x"):
-            if "p" not in s.lower():
-                return None  # Go requires the p exponent in hex floats
-            sign = -1.0 if s.startswith("-") else 1.0
-            return sign * float.fromhex(s.lstrip("+-"))
-        f = float(s)
-    except (ValueError, OverflowError):
+        return strconv.parse_float(text)
+    except strconv.NumError:
         return None
-    return None if f in (float("inf"), float("-inf")) else f  # ErrRange: illegal number syntax

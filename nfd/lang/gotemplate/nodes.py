@@ -19,7 +19,7 @@ class TextNode(Node):
     text: str
 
     def __str__(self) -> str:
-        from .values import go_quote
+        from nfd.lang.gostd.strconv import quote as go_quote
 
         return go_quote(self.text)
 
@@ -202,7 +202,7 @@ class TemplateNode(Node):
     pipe: PipeNode | None
 
     def __str__(self) -> str:
-        from .values import go_quote
+        from nfd.lang.gostd.strconv import quote as go_quote
 
         if self.pipe is None:
             return "{{template " + go_quote(self.name) + "}}"

@@ -432,7 +432,7 @@ class Parser:
 
 
 def _q(s: str) -> str:
-    from .values import go_quote
+    from nfd.lang.gostd.strconv import quote as go_quote
 
     return go_quote(s)
 

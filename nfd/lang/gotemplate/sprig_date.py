@@ -6,6 +6,8 @@ import re
 from datetime import UTC
 from typing import Any
 
+from nfd.lang.gostd.time import load_location
+
 from . import funcs as K
 from .errors import FuncError
 from .funcs import Func
@@ -13,7 +15,6 @@ from .gotime import (
     GoTime,
     format_duration,
     format_time,
-    load_location,
     local_zone,
     parse_duration,
     parse_time,

@@ -6,14 +6,16 @@ import secrets
 import uuid
 from typing import Any
 
+from nfd.lang.gostd import from_go_bytes, go_bytes
+from nfd.lang.gostd import url as gourl
+
 from . import funcs as K
-from . import gourl
 from .budget import charge_string
 from .conv import deep_equal
 from .errors import FuncError
 from .funcs import Func
 from .gojson import UnmarshalError, marshal, unmarshal
-from .values import from_go_bytes, go_bytes, is_true, kind_name, type_name
+from .values import is_true, kind_name, type_name
 
 
 def empty(v: Any) -> bool:

@@ -77,7 +77,7 @@ def _panicking(fn: Any) -> Any:
 
 def _backquote(s: str) -> str:
     """regexp's quote(): backquoted when strconv.CanBackquote, else a Go string literal."""
-    from .values import go_quote
+    from nfd.lang.gostd.strconv import quote as go_quote
 
     if "`" not in s and all(c == "\t" or (c.isprintable() and c != "\ufeff") for c in s):
         return "`" + s + "`"

@@ -6,12 +6,14 @@ import base64
 import binascii
 import hashlib
 import random
-import re
 import secrets
 import string
 import unicodedata
 import zlib
 from typing import Any
+
+from nfd.lang.gostd import from_go_bytes, go_bytes, strconv
+from nfd.lang.gostd.strconv import quote as go_quote
 
 from . import funcs as K
 from .budget import charge_string
@@ -19,7 +21,7 @@ from .conv import byte_slice, strval
 from .errors import FuncError
 from .funcs import Func
 from .gocase import is_lower, is_title, is_upper, to_lower, to_title, to_upper
-from .values import StringList, TypedMap, from_go_bytes, go_bytes, go_len, go_quote
+from .values import StringList, TypedMap, go_len
 
 # unicode.IsSpace (Python's isspace() also counts \x1c-\x1f, Go does not).
 GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
@@ -338,11 +340,8 @@ def go_split(s: str, sep: str, n: int) -> list[str]:
 
 def atoi(s: str) -> int:
     """strconv.Atoi, 0 on error."""
-    if re.fullmatch(r"[+-]?[0-9]+", s):
-        v = int(s)
-        if -(1 << 63) <= v < (1 << 63):
-            return v
-    return 0
+    v = strconv.int64_or_none(s)
+    return 0 if v is None else v
 
 
 def b64enc(s: str) -> str:

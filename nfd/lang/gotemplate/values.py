@@ -7,8 +7,9 @@ template data and Sprig results most often have.
 
 from __future__ import annotations
 
-import math
 from typing import Any
+
+from nfd.lang.gostd.strconv import format_float
 
 
 class GoObject:
@@ -152,44 +153,9 @@ def kind_name(v: Any) -> str:
     return "struct"
 
 
-def _shortest_digits(f: float) -> tuple[str, int]:
-    """Shortest round-trip decimal digits and decimal-point position (Go's digs.d, digs.dp)."""
-    r = repr(abs(f))
-    mant, _, exp = r.partition("e")
-    e = int(exp) if exp else 0
-    intpart, _, frac = mant.partition(".")
-    digits = (intpart + frac).lstrip("0")
-    dp = len(intpart) + e
-    if not digits:
-        return "0", 1
-    # Leading zeros stripped from the integer part shift the decimal point.
-    lead = len(intpart + frac) - len((intpart + frac).lstrip("0"))
-    dp -= lead
-    digits = digits.rstrip("0") or "0"
-    return digits, dp
-
-
 def format_float_g(f: float, *, upper: bool = False) -> str:
-    """Go's strconv.FormatFloat(f, 'g', -1, 64): shortest digits, %e when exp < -4 || exp >= 6."""
-    if math.isnan(f):
-        return "NaN"
-    if math.isinf(f):
-        return "+Inf" if f > 0 else "-Inf"
-    sign = "-" if f < 0 or (f == 0 and math.copysign(1.0, f) < 0) else ""
-    if f == 0:
-        return sign + "0"
-    digits, dp = _shortest_digits(f)
-    exp = dp - 1
-    if exp < -4 or exp >= 6:
-        mant = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
-        es = "-" if exp < 0 else "+"
-        ae = abs(exp)
-        return f"{sign}{mant}{'E' if upper else 'e'}{es}{ae:02d}"
-    if dp <= 0:
-        return sign + "0." + "0" * (-dp) + digits
-    if dp >= len(digits):
-        return sign + digits + "0" * (dp - len(digits))
-    return sign + digits[:dp] + "." + digits[dp:]
+    """strconv.FormatFloat(f, 'g' (or 'G'), -1, 64), as %v and %g print a float64."""
+    return format_float(f, "G" if upper else "g")
 
 
 def format_value(v: Any) -> str:
@@ -233,58 +199,6 @@ def print_value(v: Any) -> str:
     if v is None:
         return "<no value>"
     return format_value(v)
-
-
-def go_quote(s: str, *, ascii_only: bool = False) -> str:
-    """strconv.Quote: a double-quoted Go string literal."""
-    out = ['"']
-    for ch in s:
-        c = ord(ch)
-        if ch == '"':
-            out.append('\\"')
-        elif ch == "\\":
-            out.append("\\\\")
-        elif ch == "\a":
-            out.append("\\a")
-        elif ch == "\b":
-            out.append("\\b")
-        elif ch == "\f":
-            out.append("\\f")
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\v":
-            out.append("\\v")
-        elif c < 0x20 or c == 0x7F or 0xDC80 <= c <= 0xDCFF:
-            out.append(f"\\x{c & 0xFF:02x}")  # a raw byte (see go_bytes)
-        elif ascii_only and c >= 0x80 or not ch.isprintable() and c >= 0x80:
-            if 0xD800 <= c <= 0xDFFF:
-                out.append("\\ufffd")
-            elif c > 0xFFFF:
-                out.append(f"\\U{c:08x}")
-            else:
-                out.append(f"\\u{c:04x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
-
-
-def go_bytes(s: str) -> bytes:
-    """A Go string's bytes: a string holding raw bytes (b64dec of non-UTF-8 data) keeps them
-    as surrogate escapes (U+DC80..U+DCFF), as Python's "surrogateescape" does."""
-    try:
-        return s.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:
-        return s.encode("utf-8", "replace")
-
-
-def from_go_bytes(b: bytes) -> str:
-    """A Go string from bytes: invalid UTF-8 is kept as surrogate escapes (see go_bytes)."""
-    return b.decode("utf-8", "surrogateescape")
 
 
 def valid_text(s: str) -> str:

@@ -38,7 +38,11 @@ from nfd.lang.cel.values import UInt
         ("int('-9223372036854775808')", -(2**63)),
         ("uint('+5')", ERROR),
         ("double('1e3')", 1000.0),
-        ("double('1_0')", ERROR),
+        ("double('1_0')", 10.0),  # strconv.ParseFloat takes underscores between digits, as cel-go does
+        ("double('0x1p-2')", 0.25),
+        ("double('1e400')", ERROR),  # out of range
+        ("double('+nan')", ERROR),
+        ("double('-Infinity')", float("-inf")),
         ("bool('true')", True),
         ("bool('T')", True),
         ("bool('yes')", ERROR),

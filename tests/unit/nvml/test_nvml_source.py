@@ -264,3 +264,18 @@ def test_a_driver_entry_under_the_host_root_counts(tmp_path) -> None:
 
     (tmp_path / "proc" / "driver" / "nvidia").mkdir(parents=True)
     assert driver_present(DiscoveryContext(paths=HostPaths.under(str(tmp_path))))
+
+
+def test_the_fake_nvml_is_imported_only_for_a_profile() -> None:
+    """nfd.nvml_fake (and its device profiles) is no part of the real source: the backend
+    without NFD_NVML_PROFILE is pynvml, and nothing of the fake is imported."""
+    code = (
+        "import sys\n"
+        "from nfd.sources.nvml import backend, collect, labels, source\n"
+        "b, host = backend.load_backend({})\n"
+        "assert host is None and b.__name__ == 'pynvml', b\n"
+        "assert not [m for m in sys.modules if m.startswith('nfd.nvml_fake')]\n"
+        "b, host = backend.load_backend({'NFD_NVML_PROFILE': 'h100x8'})\n"
+        "assert host is not None and 'nfd.nvml_fake' in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from nfd.rules.expression import Expr, RuleError, go_atoi
-from nfd.rules.version import parse_version
+from nfd.lang.semver import parse_version
 
 ERR = "error"
 

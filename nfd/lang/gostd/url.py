@@ -1,17 +1,22 @@
-"""Go's net/url as Sprig's urlParse and urlJoin use it: ``url.Parse``, ``URL.String``,
-``Hostname`` and ``Userinfo.String``.
+"""Go's net/url: ``url.Parse``, ``url.ParseRequestURI``, ``URL.String``, ``Hostname``,
+``Port``, ``EscapedPath``, ``Query`` and ``Userinfo.String``, as Kubernetes' CEL URL library
+and Sprig's urlParse/urlJoin use them.
 
-Written from Go's documented rules (RFC 3986 with Go's leniencies): strings are handled as
-bytes, as Go does, errors carry Go's text (``parse "x": invalid URL escape "%zz"``). Hosts
-use the last colon for the port, as Go does for modules declaring go < 1.26 (upstream NFD's
-and the oracle's), where the ``urlstrictcolons`` GODEBUG defaults to off.
+Written from Go's documented rules (RFC 3986 with Go's leniencies: userinfo may hold ``@``,
+escapes in a host only for non-ASCII bytes): strings are handled as bytes, as Go does, errors
+carry Go's text (``parse "x": invalid URL escape "%zz"``); a bracketed host must be an IPv6
+address as netip.ParseAddr reads it. Hosts use the last colon for the port, as Go does for
+modules declaring go < 1.26 (upstream NFD's, Kubernetes' and the oracles'), where the
+``urlstrictcolons`` GODEBUG defaults to off.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nfd.lang.gotemplate.values import from_go_bytes, go_bytes, go_quote
+from nfd.lang.gostd import go_bytes
+from nfd.lang.gostd.netip import AddrError, parse_addr
+from nfd.lang.gostd.strconv import quote
 
 # Parts of a URL, each with its own set of bytes that stay unescaped.
 PATH, PATH_SEGMENT, HOST, ZONE, USERINFO, QUERY, FRAGMENT = range(7)
@@ -44,6 +49,9 @@ _SAFE = [_safe_set(m) for m in range(7)]
 _ENCODED_OK = frozenset(b"!$&'()*+,;=:@[]%")
 
 
+MAX_QUERY_PARAMS = 10_000  # Go's urlmaxqueryparams default
+
+
 class URLError(ValueError):
     """A URL Go's net/url refuses; the message is Go's error text."""
 
@@ -65,7 +73,7 @@ def escape(s: bytes, mode: int) -> bytes:
 
 
 def _escape_error(s: bytes) -> URLError:
-    return URLError(f"invalid URL escape {go_quote(from_go_bytes(s[:3]))}")
+    return URLError(f"invalid URL escape {quote(s[:3])}")
 
 
 def unescape(s: bytes, mode: int) -> bytes:
@@ -89,7 +97,7 @@ def unescape(s: bytes, mode: int) -> bytes:
             i += 3
             continue
         if host_like and c < 0x80 and c not in safe:
-            raise URLError(f"invalid character {go_quote(chr(c))} in host name")
+            raise URLError(f"invalid character {quote(bytes([c]))} in host name")
         i += 1
     plus = mode == QUERY and 0x2B in s
     if 0x25 not in s and not plus:
@@ -156,6 +164,30 @@ class URL:
         if host.startswith(b"[") and host.endswith(b"]"):
             host = host[1:-1]
         return host
+
+    def port(self) -> bytes:
+        """The valid numeric port after the last colon, else empty."""
+        colon = self.host.rfind(b":")
+        if colon != -1 and _valid_optional_port(self.host[colon:]):
+            return self.host[colon + 1:]
+        return b""
+
+    def query(self) -> dict[bytes, list[bytes]]:
+        """``u.Query()``: decoded pairs of RawQuery; a pair that does not decode or holds
+        ``;`` is dropped, and a query of more than 10,000 pairs reads as empty, as Go does."""
+        out: dict[bytes, list[bytes]] = {}
+        if not self.raw_query or self.raw_query.count(b"&") >= MAX_QUERY_PARAMS:
+            return out
+        for part in self.raw_query.split(b"&"):
+            if not part or b";" in part:
+                continue
+            k, _, v = part.partition(b"=")
+            try:
+                key, value = unescape(k, QUERY), unescape(v, QUERY)
+            except URLError:
+                continue
+            out.setdefault(key, []).append(value)
+        return out
 
     @staticmethod
     def _raw_if_valid(raw: bytes, plain: bytes, mode: int) -> bytes | None:
@@ -225,101 +257,14 @@ def _split_scheme(raw: bytes) -> tuple[bytes, bytes]:
     return b"", raw
 
 
-def _addr_error(addr: bytes, msg: str, at: bytes = b"") -> URLError:
-    text = f"invalid host: ParseAddr({go_quote(from_go_bytes(addr))}): {msg}"
-    if at:
-        text += f" (at {go_quote(from_go_bytes(at))})"
-    return URLError(text)
-
-
-def _check_ipv4(addr: bytes, s: bytes) -> None:
-    """netip's IPv4 field rules on ``s`` (the dotted tail of ``addr``)."""
-    fields, digits, val = 0, 0, 0
-    for i, c in enumerate(s):
-        if 0x30 <= c <= 0x39:
-            if digits == 1 and val == 0:
-                raise _addr_error(addr, "IPv4 field has octet with leading zero")
-            val = val * 10 + c - 0x30
-            digits += 1
-            if val > 255:
-                raise _addr_error(addr, "IPv4 field has value >255")
-        elif c == 0x2E:
-            if i == 0 or i == len(s) - 1 or s[i - 1] == 0x2E:
-                raise _addr_error(addr, "IPv4 field must have at least one digit", s[i:])
-            if fields == 3:
-                raise _addr_error(addr, "IPv4 address too long")
-            fields += 1
-            val = digits = 0
-        else:
-            raise _addr_error(addr, "unexpected character", s[i:])
-    if fields < 3:
-        raise _addr_error(addr, "IPv4 address too short")
-
-
-def _check_ipv6(addr: bytes) -> None:
-    """netip.ParseAddr's IPv6 rules (groups of at most 4 hex digits, one ``::``, an optional
-    dotted IPv4 tail, a non-empty zone after ``%``), with its messages."""
-    s, pct, zone = addr.partition(b"%")
-    if pct and not zone:
-        raise _addr_error(addr, "zone must be a non-empty string")
-    groups = 0  # 16-bit groups filled
-    ellipsis = False
-    if s.startswith(b"::"):
-        ellipsis, s = True, s[2:]
-        if not s:
-            return
-    while groups < 8:
-        off = 0
-        while off < len(s) and s[off] in _HEX:
-            if off > 3:
-                raise _addr_error(addr, "each group must have 4 or less digits", s)
-            off += 1
-        if off == 0:
-            raise _addr_error(addr, "each colon-separated field must have at least one digit", s)
-        if off < len(s) and s[off] == 0x2E:
-            if not ellipsis and groups != 6:
-                raise _addr_error(addr, "embedded IPv4 address must replace the final 2 fields of the address", s)
-            if groups + 2 > 8:
-                raise _addr_error(addr, "too many hex fields to fit an embedded IPv4 at the end of the address", s)
-            _check_ipv4(addr, s)
-            s = b""
-            groups += 2
-            break
-        groups += 1
-        s = s[off:]
-        if not s:
-            break
-        if s[0] != 0x3A:
-            raise _addr_error(addr, "unexpected character, want colon", s)
-        if len(s) == 1:
-            raise _addr_error(addr, "colon must be followed by more characters", s)
-        s = s[1:]
-        if s[0] == 0x3A:
-            if ellipsis:
-                raise _addr_error(addr, "multiple :: in address", s)
-            ellipsis, s = True, s[1:]
-            if not s:
-                break
-    if s:
-        raise _addr_error(addr, "trailing garbage after address", s)
-    if groups < 8 and not ellipsis:
-        raise _addr_error(addr, "address string too short")
-    if groups == 8 and ellipsis:
-        raise _addr_error(addr, "the :: must expand to at least one field of zeros")
-
-
 def _check_ip_literal(addr: bytes) -> None:
     """A bracketed host must be an IPv6 address (IPv4-mapped ones included), never IPv4."""
-    for c in addr:
-        if c == 0x2E:
-            _check_ipv4(addr, addr)
-            raise URLError("invalid IP-literal")
-        if c == 0x3A:
-            _check_ipv6(addr)
-            return
-        if c == 0x25:
-            raise _addr_error(addr, "missing IPv6 address")
-    raise _addr_error(addr, "unable to parse IP")
+    try:
+        ip = parse_addr(addr)
+    except AddrError as e:
+        raise URLError(f"invalid host: {e}") from None
+    if ip.is4:
+        raise URLError("invalid IP-literal")
 
 
 def _parse_host(host: bytes) -> bytes:
@@ -334,7 +279,7 @@ def _parse_host(host: bytes) -> bytes:
             raise URLError("missing ']' in host")
         colon_port = host[close + 1:]
         if not _valid_optional_port(colon_port):
-            raise URLError(f"invalid port {go_quote(from_go_bytes(colon_port))} after host")
+            raise URLError(f"invalid port {quote(colon_port)} after host")
         name = host[1:close]
         zone = name.find(b"%25")
         if zone >= 0:
@@ -345,7 +290,7 @@ def _parse_host(host: bytes) -> bytes:
         return b"[" + addr + b"]" + colon_port
     colon = host.rfind(b":")
     if colon != -1 and not _valid_optional_port(host[colon:]):
-        raise URLError(f"invalid port {go_quote(from_go_bytes(host[colon:]))} after host")
+        raise URLError(f"invalid port {quote(host[colon:])} after host")
     return unescape(host, HOST)
 
 
@@ -367,9 +312,13 @@ def _parse_authority(authority: bytes) -> tuple[Userinfo | None, bytes]:
     return Userinfo(unescape(name, USERINFO), unescape(password, USERINFO), True), host
 
 
-def _parse(raw: bytes) -> URL:
+def _parse(raw: bytes, via_request: bool) -> URL:
+    """Go's parse(rawURL, viaRequest): ``via_request`` is ParseRequestURI's stricter reading
+    (an absolute URI or an absolute path, no empty URL, ``//x`` is a path without a scheme)."""
     if any(c < 0x20 or c == 0x7F for c in raw):
         raise URLError("net/url: invalid control character in URL")
+    if not raw and via_request:
+        raise URLError("empty url")
     u = URL()
     if raw == b"*":
         u.path = b"*"
@@ -384,9 +333,11 @@ def _parse(raw: bytes) -> URL:
         if u.scheme:
             u.opaque = rest  # rootless: scheme:opaque
             return u
+        if via_request:
+            raise URLError("invalid URI for request")
         if b":" in rest.partition(b"/")[0]:
             raise URLError("first path segment in URL cannot contain colon")
-    if rest.startswith(b"//") and (u.scheme or not rest.startswith(b"///")):
+    if rest.startswith(b"//") and (u.scheme or not via_request and not rest.startswith(b"///")):
         authority, slash, tail = rest[2:].partition(b"/")
         rest = slash + tail
         u.user, u.host = _parse_authority(authority)
@@ -397,18 +348,31 @@ def _parse(raw: bytes) -> URL:
     return u
 
 
-def parse(s: str) -> URL:
+def _raw(s: str | bytes) -> bytes:
+    return go_bytes(s) if isinstance(s, str) else s
+
+
+def parse(s: str | bytes) -> URL:
     """``url.Parse(s)``; URLError with Go's ``parse "<url>": <reason>`` text."""
-    raw = go_bytes(s)
+    raw = _raw(s)
     head, _, frag = raw.partition(b"#")
     try:
-        u = _parse(head)
+        u = _parse(head, False)
     except URLError as e:
-        raise URLError(f"parse {go_quote(from_go_bytes(head))}: {e}") from None
+        raise URLError(f"parse {quote(head)}: {e}") from None
     if frag:
         try:
             u.fragment = unescape(frag, FRAGMENT)
         except URLError as e:
-            raise URLError(f"parse {go_quote(s)}: {e}") from None
+            raise URLError(f"parse {quote(raw)}: {e}") from None
         u.raw_fragment = b"" if escape(u.fragment, FRAGMENT) == frag else frag
     return u
+
+
+def parse_request_uri(s: str | bytes) -> URL:
+    """``url.ParseRequestURI(s)``: no fragment is split off (``#`` stays in the path)."""
+    raw = _raw(s)
+    try:
+        return _parse(raw, True)
+    except URLError as e:
+        raise URLError(f"parse {quote(raw)}: {e}") from None

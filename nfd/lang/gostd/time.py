@@ -1,0 +1,832 @@
+"""Go's time: time.Time with Format and ParseInLocation (Go's layouts, zones and ParseError
+texts), ParseDuration and Duration.String in integer nanoseconds with Go's errors
+(``time: unknown unit "d" in duration "1d"``), and the time package's own quoting of inputs.
+
+Go's time.Time spans years Python's datetime cannot hold; see ``Time``. The template engine's
+time values (``nfd.lang.gotemplate.gotime``) subclass ``Time`` and add the methods templates
+call.
+"""
+
+from __future__ import annotations
+
+import re
+import time as _time
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
+from typing import TypeVar
+
+from nfd.lang.gostd import from_go_bytes, go_bytes
+
+_T = TypeVar("_T", bound="Time")
+
+
+class TimeParseError(ValueError):
+    """A value time.Parse refuses; ``str()`` is Go's ParseError text."""
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_START = _time.monotonic()
+MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September",
+          "October", "November", "December"]
+DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
+
+
+def local_zone() -> tzinfo:
+    return datetime.now().astimezone().tzinfo or UTC
+
+
+def load_location(name: str) -> tzinfo | None:
+    """time.LoadLocation: "" and "UTC" are UTC, "Local" the host zone, else the tz database."""
+    if name in ("", "UTC"):
+        return UTC
+    if name == "Local":
+        return local_zone()
+    try:
+        from zoneinfo import ZoneInfo
+
+        return ZoneInfo(name)
+    except Exception:
+        return None
+
+
+# Go's time.Time spans years Python's datetime cannot hold (year 0 from a layout without a
+# year, negative years, years past 9999). The Gregorian calendar repeats every 400 years
+# (weekdays included), so such a time keeps its wall clock in a datetime moved by a multiple
+# of 400 years into datetime's range, and `shift` says by how many years.
+_P400 = 146097 * 86400  # seconds in 400 Gregorian years
+_LO = int((datetime(2, 1, 1, tzinfo=UTC) - _EPOCH).total_seconds())
+_HI = int((datetime(9998, 1, 1, tzinfo=UTC) - _EPOCH).total_seconds())
+
+
+class Time:
+    """time.Time: an instant with nanoseconds and a zone; `mono` marks values from now() (Go
+    prints them with m=). Constructors are classmethods, so a subclass (the template engine's
+    time values) gets its own instances from them and from parse_time."""
+
+    def __init__(self, dt: datetime, nanos: int = 0, *, mono: float | None = None, shift: int = 0) -> None:
+        self.dt = dt.replace(microsecond=0)
+        self.nanos = nanos
+        self.mono = mono
+        self.shift = shift  # years added to the real date to fit dt (a multiple of 400)
+        self.adj = getattr(dt.tzinfo, "big_offset", 0)  # zone offset datetime cannot hold
+
+    @property
+    def year(self) -> int:
+        return self.dt.year - self.shift
+
+    @classmethod
+    def from_unix(cls: type[_T], sec: int, tz: tzinfo, nanos: int = 0) -> _T:
+        sec += getattr(tz, "big_offset", 0)  # such a zone holds the wall clock at offset 0
+        k = 0
+        if sec < _LO:
+            k = -((sec - _LO) // _P400)
+        elif sec >= _HI:
+            k = -((sec - _HI) // _P400 + 1)
+        dt = (_EPOCH + timedelta(seconds=sec + k * _P400)).astimezone(tz)
+        return cls(dt, nanos, shift=400 * k)
+
+    @classmethod
+    def civil(cls: type[_T], year: int, month: int, day: int, hour: int, minute: int, second: int, nanos: int,
+              tz: tzinfo) -> _T:
+        """time.Date for a valid calendar date (any year), wall clock in `tz`."""
+        k = 0
+        if year < 2:
+            k = (2 - year + 399) // 400
+        elif year > 9998:
+            k = -((year - 9998 + 399) // 400)
+        return cls(datetime(year + 400 * k, month, day, hour, minute, second, tzinfo=tz), nanos, shift=400 * k)
+
+    @classmethod
+    def now(cls: type[_T]) -> _T:
+        ns = _time.time_ns()
+        dt = (_EPOCH + timedelta(seconds=ns // 10**9)).astimezone(local_zone())
+        return cls(dt, ns % 10**9, mono=_time.monotonic() - _START)
+
+    def unix(self) -> int:
+        d = self.dt - _EPOCH
+        return d.days * 86400 + d.seconds - self.shift // 400 * _P400 - self.adj
+
+    def unix_nano(self) -> int:
+        return self.unix() * 10**9 + self.nanos
+
+    def in_zone(self: _T, tz: tzinfo) -> _T:
+        return type(self).from_unix(self.unix(), tz, self.nanos)
+
+    def add_ns(self: _T, ns: int) -> _T:
+        total = self.nanos + ns
+        return type(self).from_unix(self.unix() + total // 10**9, self.dt.tzinfo or UTC, total % 10**9)
+
+
+def days_from_civil(y: int, m: int, d: int) -> int:
+    """Days since 1970-01-01 of a proleptic Gregorian date, any year (Hinnant's algorithm)."""
+    y -= m <= 2
+    era = y // 400
+    yoe = y - era * 400
+    doy = (153 * (m + (-3 if m > 2 else 9)) + 2) // 5 + d - 1
+    return era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468
+
+
+def civil_from_days(n: int) -> tuple[int, int, int]:
+    n += 719468
+    era = n // 146097
+    doe = n - era * 146097
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    d = doy - (153 * mp + 2) // 5 + 1
+    m = mp + (3 if mp < 10 else -9)
+    return yoe + era * 400 + (m <= 2), m, d
+
+
+ZERO_UNIX = -62135596800  # 0001-01-01T00:00:00Z
+
+
+# --- layouts ---------------------------------------------------------------
+
+_STD_WORDS = [
+    ("January", "Month"), ("Jan", "Mon3"), ("Monday", "Weekday"), ("Mon", "Wd3"), ("MST", "TZ"),
+    ("2006", "Year"), ("Z07:00:00", "ZColonSecTZ"), ("Z070000", "ZSecTZ"), ("Z07:00", "ZColonTZ"),
+    ("Z0700", "ZTZ"), ("Z07", "ZShortTZ"), ("-07:00:00", "ColonSecTZ"), ("-070000", "SecTZ"),
+    ("-07:00", "ColonTZ"), ("-0700", "NumTZ"), ("-07", "ShortTZ"),
+]
+
+
+_ZERO_KINDS = ["ZeroMonth", "ZeroDay", "ZeroHour12", "ZeroMinute", "ZeroSecond", "Year2"]
+
+
+def _std_at(rest: str) -> tuple[str, int, str] | None:
+    """The layout element at the start of `rest` as (kind, length, literal prefix), following
+    time.nextStdChunk; None when `rest` starts with literal text."""
+    c = rest[0]
+    if c == "J" and rest.startswith("Jan"):
+        if rest.startswith("January"):
+            return "Month", 7, ""
+        if not rest[3:4].islower():
+            return "Mon3", 3, ""
+    elif c == "M":
+        if rest.startswith("Monday"):
+            return "Weekday", 6, ""
+        if rest.startswith("Mon") and not rest[3:4].islower():
+            return "Wd3", 3, ""
+        if rest.startswith("MST"):
+            return "TZ", 3, ""
+    elif c == "0":
+        if len(rest) >= 2 and "1" <= rest[1] <= "6":
+            return _ZERO_KINDS[int(rest[1]) - 1], 2, ""
+        if rest.startswith("002"):
+            return "ZeroYearDay", 3, ""
+    elif c == "1":
+        return ("Hour", 2, "") if rest.startswith("15") else ("NumMonth", 1, "")
+    elif c == "2":
+        return ("Year", 4, "") if rest.startswith("2006") else ("Day", 1, "")
+    elif c == "_":
+        if rest.startswith("_2006"):
+            return "Year", 5, "_"
+        if rest.startswith("_2"):
+            return "UnderDay", 2, ""
+        if rest.startswith("__2"):
+            return "UnderYearDay", 3, ""
+    elif c in "345":
+        return {"3": "Hour12", "4": "Minute", "5": "Second"}[c], 1, ""
+    elif rest.startswith(("PM", "pm")):
+        return rest[:2], 2, ""
+    elif c in "-Z":
+        for word, kind in _STD_WORDS:
+            if rest.startswith(word):
+                return kind, len(word), ""
+    elif c in ".," and len(rest) > 1 and rest[1] in "09":
+        j = 1
+        while j < len(rest) and rest[j] == rest[1]:
+            j += 1
+        if not (j < len(rest) and rest[j].isdigit()):
+            return ("Frac0" if rest[1] == "0" else "Frac9"), j, ""
+    return None
+
+
+def _chunks(layout: str) -> list[tuple[str, str]]:
+    """Split a Go layout into (kind, text) pieces; kind "" is literal text."""
+    out: list[tuple[str, str]] = []
+    lit: list[str] = []
+    i = 0
+    while i < len(layout):
+        hit = _std_at(layout[i:])
+        if hit is None:
+            lit.append(layout[i])
+            i += 1
+            continue
+        kind, n, prefix = hit
+        lit.append(prefix)
+        if "".join(lit):
+            out.append(("", "".join(lit)))
+        lit = []
+        out.append((kind, layout[i + len(prefix) : i + n]))
+        i += n
+    if lit:
+        out.append(("", "".join(lit)))
+    return out
+
+
+def offset_of(t: Time) -> int:
+    off = t.dt.utcoffset()
+    return (int(off.total_seconds()) if off is not None else 0) + t.adj
+
+
+def _zone_name(t: Time) -> str:
+    tz = t.dt.tzinfo
+    if tz is UTC:
+        return "UTC"
+    name = t.dt.tzname() or ""
+    if name.startswith("UTC") and name != "UTC":
+        return ""  # a fixed offset without an abbreviation
+    return name
+
+
+def _fmt_offset(off: int, kind: str) -> str:
+    if kind.startswith("Z") and off == 0:
+        return "Z"
+    sign = "-" if off < 0 else "+"
+    off = abs(off)
+    h, m, s = off // 3600, off // 60 % 60, off % 60
+    base = kind.lstrip("Z")
+    if base in ("ShortTZ",):
+        return f"{sign}{h:02d}"
+    if base in ("NumTZ", "TZ"):
+        return f"{sign}{h:02d}{m:02d}"
+    if base == "ColonTZ":
+        return f"{sign}{h:02d}:{m:02d}"
+    if base == "SecTZ":
+        return f"{sign}{h:02d}{m:02d}{s:02d}"
+    return f"{sign}{h:02d}:{m:02d}:{s:02d}"  # ColonSecTZ
+
+
+def format_time(t: Time, layout: str) -> str:
+    """time.Time.Format."""
+    dt = t.dt
+    out: list[str] = []
+    for kind, text in _chunks(layout):
+        if kind == "":
+            out.append(text)
+        elif kind == "Year":
+            y = t.year
+            out.append(f"-{-y:04d}" if y < 0 else f"{y:04d}")
+        elif kind == "Year2":
+            out.append(f"{abs(t.year) % 100:02d}")
+        elif kind == "Month":
+            out.append(MONTHS[dt.month - 1])
+        elif kind == "Mon3":
+            out.append(MONTHS[dt.month - 1][:3])
+        elif kind == "NumMonth":
+            out.append(str(dt.month))
+        elif kind == "ZeroMonth":
+            out.append(f"{dt.month:02d}")
+        elif kind == "Weekday":
+            out.append(DAYS[dt.weekday()])
+        elif kind == "Wd3":
+            out.append(DAYS[dt.weekday()][:3])
+        elif kind == "Day":
+            out.append(str(dt.day))
+        elif kind == "UnderDay":
+            out.append(f"{dt.day:2d}")
+        elif kind == "ZeroDay":
+            out.append(f"{dt.day:02d}")
+        elif kind == "UnderYearDay":
+            out.append(f"{dt.timetuple().tm_yday:3d}")
+        elif kind == "ZeroYearDay":
+            out.append(f"{dt.timetuple().tm_yday:03d}")
+        elif kind == "Hour":
+            out.append(f"{dt.hour:02d}")
+        elif kind in ("Hour12", "ZeroHour12"):
+            h = dt.hour % 12 or 12
+            out.append(str(h) if kind == "Hour12" else f"{h:02d}")
+        elif kind == "Minute":
+            out.append(str(dt.minute))
+        elif kind == "ZeroMinute":
+            out.append(f"{dt.minute:02d}")
+        elif kind == "Second":
+            out.append(str(dt.second))
+        elif kind == "ZeroSecond":
+            out.append(f"{dt.second:02d}")
+        elif kind == "PM":
+            out.append("PM" if dt.hour >= 12 else "AM")
+        elif kind == "pm":
+            out.append("pm" if dt.hour >= 12 else "am")
+        elif kind == "TZ":
+            name = _zone_name(t)
+            out.append(name or _fmt_offset(offset_of(t), "NumTZ"))
+        elif kind.endswith("TZ"):
+            out.append(_fmt_offset(offset_of(t), kind))
+        elif kind in ("Frac0", "Frac9"):
+            digits = len(text) - 1
+            frac = f"{t.nanos:09d}"[:digits]
+            if kind == "Frac9":
+                frac = frac.rstrip("0")
+                out.append(text[0] + frac if frac else "")
+            else:
+                out.append(text[0] + frac)
+    return "".join(out)
+
+
+class _Bad(Exception):
+    """An element of the value does not fit its layout element (Go's errBad)."""
+
+
+def _atoi(s: str) -> int:
+    """time's atoi: an optional sign, then decimal digits only."""
+    neg = s[:1] == "-"
+    digits = s[1:] if s[:1] in ("-", "+") else s
+    if digits and not (digits.isascii() and digits.isdigit()):
+        raise _Bad
+    v = int(digits) if digits else 0
+    return -v if neg else v
+
+
+def _digit(s: str, i: int) -> bool:
+    return i < len(s) and "0" <= s[i] <= "9"
+
+
+def _getnum(s: str, fixed: bool) -> tuple[int, str]:
+    """One or two digits (exactly two when fixed)."""
+    if not _digit(s, 0):
+        raise _Bad
+    if not _digit(s, 1):
+        if fixed:
+            raise _Bad
+        return int(s[0]), s[1:]
+    return int(s[:2]), s[2:]
+
+
+def _getnum3(s: str, fixed: bool) -> tuple[int, str]:
+    i = 0
+    while i < 3 and i < len(s) and "0" <= s[i] <= "9":
+        i += 1
+    if i == 0 or fixed and i != 3:
+        raise _Bad
+    return int(s[:i]), s[i:]
+
+
+def _lookup(names: list[str], s: str) -> tuple[int, str]:
+    """The first name `s` starts with, ASCII letters compared case-insensitively."""
+    for i, name in enumerate(names):
+        head = s[:len(name)]
+        if len(head) == len(name) and head.isascii() and head.lower() == name.lower():
+            return i, s[len(name):]
+    raise _Bad
+
+
+def _skip(value: str, prefix: str) -> tuple[str, bool]:
+    """Strip the literal `prefix` from `value` (a run of spaces matches any run of spaces)."""
+    while prefix:
+        if prefix[0] == " ":
+            if value and value[0] != " ":
+                return value, False
+            prefix, value = prefix.lstrip(" "), value.lstrip(" ")
+            continue
+        if not value or value[0] != prefix[0]:
+            return value, False
+        prefix, value = prefix[1:], value[1:]
+    return value, True
+
+
+def _signed_offset_len(s: str) -> int:
+    """Length of a "+03"/"-4" offset (at most 23), 0 if there is none."""
+    if s[:1] not in ("+", "-"):
+        return 0
+    m = re.match(r"[0-9]*", s[1:])
+    digits = m.group() if m else ""
+    if not digits or int(digits) > 23:
+        return 0
+    return 1 + len(digits)
+
+
+def _zone_abbr_len(s: str) -> int:
+    """time.parseTimeZone: how long the zone abbreviation at the start of `s` is (0: none)."""
+    if len(s) < 3:
+        return 0
+    if s[:4] in ("ChST", "MeST"):
+        return 4
+    if s[:3] == "GMT":
+        return 3 + (_signed_offset_len(s[3:]) if len(s) > 3 else 0)
+    if s[0] in "+-":
+        return _signed_offset_len(s)
+    n = 0
+    while n < 6 and n < len(s) and "A" <= s[n] <= "Z":
+        n += 1
+    if n == 3:
+        return 3
+    if n == 4 and (s[3] == "T" or s[:4] == "WITA"):
+        return 4
+    if n == 5 and s[4] == "T":
+        return 5
+    return 0
+
+
+def _nanoseconds(s: str, n: int) -> tuple[int, str]:
+    """The fraction in s[:n] (separator included) as nanoseconds, and a range error name."""
+    if s[0] not in ".,":
+        raise _Bad
+    n = min(n, 10)
+    ns = _atoi(s[1:n])
+    if ns < 0:
+        return 0, "fractional second"
+    return ns * 10 ** (10 - n), ""
+
+
+# Numeric zone layouts: (width, slices of hours, minutes, seconds, positions of colons).
+_TZ_FORMS: dict[str, tuple[int, tuple[int, int], tuple[int, int] | None, tuple[int, int] | None, tuple[int, ...]]] = {
+    "ColonTZ": (6, (1, 3), (4, 6), None, (3,)),
+    "ShortTZ": (3, (1, 3), None, None, ()),
+    "ColonSecTZ": (9, (1, 3), (4, 6), (7, 9), (3, 6)),
+    "SecTZ": (7, (1, 3), (3, 5), (5, 7), ()),
+    "NumTZ": (5, (1, 3), (3, 5), None, ()),
+}
+
+
+def _parse_offset(s: str, form: str) -> tuple[int, str, str]:
+    """A numeric zone offset (+hh, +hhmm, +hh:mm, ...): (seconds, range error name, rest).
+    Offsets up to 24h/60m/60s are accepted, as Go does; a range error wins over bad digits."""
+    width, hs, ms, ss, colons = _TZ_FORMS[form]
+    if len(s) < width or any(s[c] != ":" for c in colons):
+        raise _Bad
+    bad = False
+    vals = [0, 0, 0]
+    for i, sl in enumerate((hs, ms, ss)):
+        if sl is None:
+            continue
+        try:
+            vals[i], _ = _getnum(s[sl[0]:sl[1]], True)
+        except _Bad:
+            bad = True
+            break
+    hh, mm, sec = vals
+    range_err = ""
+    if hh > 24:
+        range_err = "time zone offset hour"
+    if mm > 60:
+        range_err = "time zone offset minute"
+    if sec > 60:
+        range_err = "time zone offset second"
+    offset = (hh * 60 + mm) * 60 + sec
+    if s[0] == "-":
+        offset = -offset
+    elif s[0] != "+":
+        bad = True
+    if bad and not range_err:
+        raise _Bad
+    return offset, range_err, s[width:]
+
+
+def _is_leap(y: int) -> bool:
+    return y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)
+
+
+_DAYS_BEFORE = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334, 365]
+
+
+def parse_time(layout: str, value: str, tz: tzinfo, *, cls: type[_T] = Time) -> _T:  # type: ignore[assignment]
+    """time.ParseInLocation(layout, value, tz): elements missing from the layout are zero (year
+    0) or one (month, day); errors carry Go's ParseError text."""
+    # Go slices the value by bytes: work on a string with one character per byte.
+    def cannot(elem: str, rest: str) -> TimeParseError:
+        return TimeParseError(f"parsing time {quote(value)} as {quote(layout)}: cannot parse {_qb(rest)} as {_qb(elem)}")
+
+    def failed(msg: str) -> TimeParseError:
+        return TimeParseError(f"parsing time {quote(value)}{msg}")
+
+    year, month, day, yday = 0, -1, -1, -1
+    hour = minute = second = nanos = 0
+    am = pm = False
+    utc = False
+    zone_offset: int | None = None
+    zone_name = ""
+    chunks = [(k, _as_bytes(t)) for k, t in _chunks(layout)]
+    s = _as_bytes(value)
+    for ci, (kind, text) in enumerate(chunks):
+        if kind == "":
+            s, ok = _skip(s, text)
+            if not ok:
+                raise cannot(text, s)
+            continue
+        hold = s
+        range_err = ""
+        try:
+            if kind == "Year2":
+                if len(s) < 2:
+                    raise _Bad
+                year, s = _atoi(s[:2]), s[2:]
+                year += 1900 if year >= 69 else 2000
+            elif kind == "Year":
+                if len(s) < 4 or not "0" <= s[0] <= "9":
+                    raise _Bad
+                year, s = _atoi(s[:4]), s[4:]
+            elif kind in ("Month", "Mon3"):
+                i, s = _lookup(MONTHS if kind == "Month" else [m[:3] for m in MONTHS], s)
+                month = i + 1
+            elif kind in ("NumMonth", "ZeroMonth"):
+                month, s = _getnum(s, kind == "ZeroMonth")
+                if not 1 <= month <= 12:
+                    range_err = "month"
+            elif kind in ("Weekday", "Wd3"):
+                _, s = _lookup(DAYS if kind == "Weekday" else [d[:3] for d in DAYS], s)
+            elif kind in ("Day", "UnderDay", "ZeroDay"):
+                if kind == "UnderDay" and s[:1] == " ":
+                    s = s[1:]
+                day, s = _getnum(s, kind == "ZeroDay")
+            elif kind in ("UnderYearDay", "ZeroYearDay"):
+                if kind == "UnderYearDay":
+                    s = s[2:] if s[:2] == "  " else s[1:] if s[:1] == " " else s
+                yday, s = _getnum3(s, kind == "ZeroYearDay")
+            elif kind == "Hour":
+                hour, s = _getnum(s, False)
+                if hour >= 24:
+                    range_err = "hour"
+            elif kind in ("Hour12", "ZeroHour12"):
+                hour, s = _getnum(s, kind == "ZeroHour12")
+                if hour > 12:
+                    range_err = "hour"
+            elif kind in ("Minute", "ZeroMinute"):
+                minute, s = _getnum(s, kind == "ZeroMinute")
+                if minute >= 60:
+                    range_err = "minute"
+            elif kind in ("Second", "ZeroSecond"):
+                second, s = _getnum(s, kind == "ZeroSecond")
+                if second >= 60:
+                    range_err = "second"
+                elif len(s) >= 2 and s[0] in ".," and "0" <= s[1] <= "9":
+                    # A fraction after the seconds is read unless the layout has one next.
+                    nxt = next((k for k, _ in chunks[ci + 1:] if k), "")
+                    if nxt not in ("Frac0", "Frac9"):
+                        n = 2
+                        while n < len(s) and "0" <= s[n] <= "9":
+                            n += 1
+                        nanos, range_err = _nanoseconds(s, n)
+                        s = s[n:]
+            elif kind in ("PM", "pm"):
+                if len(s) < 2:
+                    raise _Bad
+                p, s = s[:2], s[2:]
+                if p == ("PM" if kind == "PM" else "pm"):
+                    pm = True
+                elif p == ("AM" if kind == "PM" else "am"):
+                    am = True
+                else:
+                    raise _Bad
+            elif kind.endswith("TZ") and kind != "TZ":
+                if kind.startswith("Z") and s[:1] == "Z":
+                    s, utc = s[1:], True
+                else:
+                    zone_offset, range_err, s = _parse_offset(s, "NumTZ" if kind == "ZTZ" else kind.removeprefix("Z"))
+            elif kind == "TZ":
+                if s[:3] == "UTC":
+                    s, utc = s[3:], True
+                else:
+                    n = _zone_abbr_len(s)
+                    if not n:
+                        raise _Bad
+                    zone_name, s = s[:n], s[n:]
+            elif kind == "Frac0":
+                n = len(text)
+                if len(s) < n:
+                    raise _Bad
+                nanos, range_err = _nanoseconds(s, n)
+                s = s[n:]
+            elif kind == "Frac9" and len(s) >= 2 and s[0] in ".," and "0" <= s[1] <= "9":
+                n = 1  # any number of digits (an omitted fraction is no error)
+                while n < len(s) and "0" <= s[n] <= "9":
+                    n += 1
+                nanos, range_err = _nanoseconds(s, n)
+                s = s[n:]
+        except _Bad:
+            if range_err:
+                raise failed(f": {range_err} out of range") from None
+            raise cannot(text, hold) from None
+        if range_err:
+            raise failed(f": {range_err} out of range")
+    if s:
+        raise failed(f": extra text: {_qb(s)}")
+    if pm and hour < 12:
+        hour += 12
+    elif am and hour == 12:
+        hour = 0
+    if yday >= 0:
+        m = d = 0
+        if _is_leap(year):
+            if yday == 60:
+                m, d = 2, 29
+            elif yday > 60:
+                yday -= 1
+        if not 1 <= yday <= 365:
+            raise failed(": day-of-year out of range")
+        if m == 0:
+            m = (yday - 1) // 31 + 1
+            if _DAYS_BEFORE[m] < yday:
+                m += 1
+            d = yday - _DAYS_BEFORE[m - 1]
+        if month >= 0 and month != m:
+            raise failed(": day-of-year does not match month")
+        month = m
+        if day >= 0 and day != d:
+            raise failed(": day-of-year does not match day")
+        day = d
+    else:
+        month = 1 if month < 0 else month
+        day = 1 if day < 0 else day
+    if not 1 <= day <= _days_in(month, year):
+        raise failed(": day out of range")
+    if utc:
+        return cls.civil(year, month, day, hour, minute, second, nanos, UTC)
+    if zone_offset is not None:
+        t = cls.civil(year, month, day, hour, minute, second, nanos, UTC).add_ns(-zone_offset * 10**9)
+        local = t.in_zone(tz)
+        if offset_of(local) == zone_offset and (not zone_name or _zone_name(local) == zone_name):
+            return local
+        return t.in_zone(_fixed_zone(zone_name, zone_offset))
+    if zone_name:
+        t = cls.civil(year, month, day, hour, minute, second, nanos, UTC)
+        local = t.in_zone(tz)
+        if _zone_name(local) == zone_name:  # the local zone's abbreviation at that time
+            return t.add_ns(-offset_of(local) * 10**9).in_zone(tz)
+        offset = _atoi(zone_name[3:]) * 3600 if zone_name.startswith("GMT") and len(zone_name) > 3 else 0
+        return t.in_zone(_fixed_zone(zone_name, offset))  # same instant, shown at the offset
+    return cls.civil(year, month, day, hour, minute, second, nanos, tz)
+
+
+def _days_in(month: int, year: int) -> int:
+    if month == 2:
+        return 29 if _is_leap(year) else 28
+    return _DAYS_BEFORE[month] - _DAYS_BEFORE[month - 1]
+
+
+class _BigFixedZone(tzinfo):
+    """A fixed zone of 24 hours or more (Go accepts "+2400" up to +25:01): datetime cannot
+    hold such an offset, so the wall clock is kept at offset 0 and Time.adj adds it."""
+
+    def __init__(self, name: str, offset: int) -> None:
+        self.name, self.big_offset = name, offset
+
+    def utcoffset(self, dt: datetime | None) -> timedelta:
+        return timedelta(0)
+
+    def dst(self, dt: datetime | None) -> timedelta:
+        return timedelta(0)
+
+    def tzname(self, dt: datetime | None) -> str:
+        return self.name
+
+
+def _fixed_zone(name: str, offset: int) -> tzinfo:
+    """time.FixedZone(name, offset); an empty name prints as the offset."""
+    if abs(offset) >= 86400:
+        return _BigFixedZone(name, offset)
+    if name:
+        return timezone(timedelta(seconds=offset), name)
+    return timezone(timedelta(seconds=offset))
+
+
+def fixed_zone_name(tz: tzinfo) -> str:
+    """A fixed zone's name ("" when it has none: Python names those UTC+hh:mm)."""
+    name = tz.tzname(None) or ""
+    return "" if name.startswith("UTC") and name != "UTC" else name
+
+
+def _as_bytes(s: str) -> str:
+    """A Go string's bytes, one character each (so slicing counts bytes as Go does)."""
+    return s if s.isascii() else go_bytes(s).decode("latin-1")
+
+
+def _qb(s: str) -> str:
+    """_q of a string made by _as_bytes."""
+    return quote(from_go_bytes(s.encode("latin-1")))
+
+
+# --- durations ---------------------------------------------------------------
+
+NANOSECOND = 1
+MICROSECOND = 1000
+MILLISECOND = 10**6
+SECOND = 10**9
+MINUTE = 60 * SECOND
+HOUR = 60 * MINUTE
+MAX_DURATION = (1 << 63) - 1
+
+# "µs" is U+00B5 (micro sign), "μs" U+03BC (Greek mu): Go accepts both
+UNITS = {"ns": NANOSECOND, "us": MICROSECOND, "µs": MICROSECOND, "μs": MICROSECOND, "ms": MILLISECOND,
+         "s": SECOND, "m": MINUTE, "h": HOUR}
+
+
+class DurationError(ValueError):
+    """A duration ParseDuration refuses; ``str()`` is Go's error text."""
+
+
+def quote(s: str) -> str:
+    """The time package's quote (not strconv.Quote): the string's bytes in double quotes,
+    bytes outside printable ASCII as ``\\xNN``, quote and backslash escaped."""
+    out = ['"']
+    for b in go_bytes(s):
+        if b >= 0x80 or b < 0x20:
+            out.append(f"\\x{b:02x}")
+        elif b in (0x22, 0x5C):
+            out.append("\\" + chr(b))
+        else:
+            out.append(chr(b))
+    out.append('"')
+    return "".join(out)
+
+
+def _leading_int(s: str) -> tuple[int, str, bool]:
+    """Leading ASCII digits of ``s`` as a number, the rest, and whether it overflowed int64."""
+    i, x = 0, 0
+    while i < len(s) and "0" <= s[i] <= "9":
+        x = x * 10 + ord(s[i]) - 48
+        if x > 1 << 63:
+            return 0, "", True
+        i += 1
+    return x, s[i:], False
+
+
+def _leading_fraction(s: str) -> tuple[int, float, str]:
+    """Leading digits after a decimal point: their value while it fits int64 (later digits
+    are dropped, as Go does), the matching power of ten, and the rest."""
+    i, x, scale, full = 0, 0, 1.0, False
+    while i < len(s) and "0" <= s[i] <= "9":
+        if not full:
+            y = x * 10 + ord(s[i]) - 48
+            if y > 1 << 63 or x > MAX_DURATION // 10:
+                full = True
+            else:
+                x, scale = y, scale * 10
+        i += 1
+    return x, scale, s[i:]
+
+
+def parse_duration(text: str) -> int:
+    """time.ParseDuration: nanoseconds of a signed sequence of decimal numbers with units
+    (``300ms``, ``-1.5h``, ``2h45m``; ``0`` alone needs none); beyond int64 is an error."""
+    s, neg = text, False
+    if s[:1] in ("+", "-"):
+        neg, s = s[0] == "-", s[1:]
+    if s == "0":
+        return 0
+    if not s:
+        raise DurationError(f"time: invalid duration {quote(text)}")
+    total = 0
+    while s:
+        if not (s[0] == "." or "0" <= s[0] <= "9"):
+            raise DurationError(f"time: invalid duration {quote(text)}")
+        before = len(s)
+        v, s, overflow = _leading_int(s)
+        if overflow:
+            raise DurationError(f"time: invalid duration {quote(text)}")
+        pre = len(s) != before
+        f, scale, post = 0, 1.0, False
+        if s[:1] == ".":
+            s = s[1:]
+            before = len(s)
+            f, scale, s = _leading_fraction(s)
+            post = len(s) != before
+        if not pre and not post:
+            raise DurationError(f"time: invalid duration {quote(text)}")
+        i = 0
+        while i < len(s) and s[i] != "." and not "0" <= s[i] <= "9":
+            i += 1
+        if i == 0:
+            raise DurationError(f"time: missing unit in duration {quote(text)}")
+        u, s = s[:i], s[i:]
+        unit = UNITS.get(u)
+        if unit is None:
+            raise DurationError(f"time: unknown unit {quote(u)} in duration {quote(text)}")
+        if v > (1 << 63) // unit:
+            raise DurationError(f"time: invalid duration {quote(text)}")
+        v *= unit
+        if f > 0:
+            v += int(float(f) * (float(unit) / scale))  # Go computes the fraction in float64
+            if v > 1 << 63:
+                raise DurationError(f"time: invalid duration {quote(text)}")
+        total += v
+        if total > 1 << 63:
+            raise DurationError(f"time: invalid duration {quote(text)}")
+    if neg:
+        return -total
+    if total > MAX_DURATION:
+        raise DurationError(f"time: invalid duration {quote(text)}")
+    return total
+
+
+def format_duration(ns: int) -> str:
+    """Duration.String: ``1h2m3.5s``, ``1.5ms``, ``0s``; under a second in ns/µs/ms."""
+    if ns == 0:
+        return "0s"
+    u = -ns if ns < 0 else ns
+    if u < SECOND:
+        size, unit = (1, "ns") if u < MICROSECOND else (MICROSECOND, "µs") if u < MILLISECOND else (MILLISECOND, "ms")
+        out = _frac(u, size) + unit
+    else:
+        h, rem = divmod(u, HOUR)
+        m, rem = divmod(rem, MINUTE)
+        out = (f"{h}h" if h else "") + (f"{m}m" if h or m else "") + _frac(rem, SECOND) + "s"
+    return ("-" if ns < 0 else "") + out
+
+
+def _frac(v: int, size: int) -> str:
+    whole, frac = divmod(v, size)
+    if not frac:
+        return str(whole)
+    return f"{whole}." + f"{frac:0{len(str(size)) - 1}d}".rstrip("0")

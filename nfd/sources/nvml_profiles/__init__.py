@@ -1,1 +1,0 @@
-"""Fake-NVML device profiles (YAML data files; see docs/gpu.md and nfd.nvml_fake)."""

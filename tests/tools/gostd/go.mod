@@ -1,0 +1,3 @@
+module nfd.test/gostd-oracle
+
+go 1.25
