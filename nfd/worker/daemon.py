@@ -28,6 +28,7 @@ from nfd.worker.metrics import WorkerMetrics, serve_http
 log = logging.getLogger("nfd.worker")
 
 TICK_S = 1.0  # how often config and features.d are checked (upstream rate-limits local events to 1/s)
+_NOT_LOADED = ("not loaded",)  # _config_sig before the first load; a missing file's signature is None
 
 
 def _file_signature(path: str) -> tuple[int, int, int] | None:
@@ -78,7 +79,7 @@ class Worker:
         self.provisional: set[str] = set()  # last_good entries taken from the published NodeFeature
         self.features = Features()
         self.labels: dict[str, str] = {}
-        self._config_sig: Any = None
+        self._config_sig: Any = _NOT_LOADED
         self._features_d_sig: Any = None
         self._dirty = True  # content not yet published
         self.node_updater: Any = None  # nfd.worker.nodeupdate.NodeUpdater in masterless mode
@@ -163,11 +164,11 @@ class Worker:
 
     def reload_config(self) -> bool:
         """Load the config if it changed. Returns True when a new config took effect."""
-        sig = _file_signature(self.flags.config)
-        if sig == self._config_sig and self._config_sig is not None:
+        sig = _file_signature(self.flags.config)  # None while the file is missing
+        if sig == self._config_sig:
             return False
-        first = self._config_sig is None
-        self._config_sig = sig or ("missing",)
+        first = self._config_sig is _NOT_LOADED
+        self._config_sig = sig
         try:
             new = self._with_flags(load_config_file(self.flags.config, self.flags.options))
         except (OSError, ValueError) as e:
