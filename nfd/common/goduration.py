@@ -32,3 +32,34 @@ def parse_go_duration(text: str) -> float:
         total += float(m.group(1)) * _UNITS[m.group(2)]
         pos = m.end()
     return sign * total
+
+
+def format_go_duration(ns: int) -> str:
+    """time.Duration.String: 1h2m3.5s, 1.5ms, 0s."""
+    if ns == 0:
+        return "0s"
+    neg = ns < 0
+    u = -ns if neg else ns
+    if u < 10**9:
+        for unit, size in (("ns", 1), ("µs", 1000), ("ms", 10**6)):
+            if u < size * 1000:
+                out = _frac(u, size) + unit
+                break
+    else:
+        h, rem = divmod(u, 3600 * 10**9)
+        m, rem = divmod(rem, 60 * 10**9)
+        out = ""
+        if h:
+            out += f"{h}h"
+        if h or m:
+            out += f"{m}m"
+        out += _frac(rem, 10**9) + "s"
+    return ("-" if neg else "") + out
+
+
+def _frac(v: int, size: int) -> str:
+    whole, frac = divmod(v, size)
+    if not frac:
+        return str(whole)
+    digits = len(str(size)) - 1
+    return f"{whole}." + f"{frac:0{digits}d}".rstrip("0")
