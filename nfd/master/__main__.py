@@ -20,7 +20,7 @@ from nfd.common.goflags import (
     parse_duration,
     verbosity,
 )
-from nfd.common.logsetup import setup_logging
+from nfd.common.logsetup import klogger, setup_logging
 from nfd.master.config import (
     DEFAULT_CONFIG_PATH,
     INSTANCE_RE,
@@ -32,6 +32,7 @@ from nfd.master.config import (
 )
 
 log = logging.getLogger("nfd.master")
+klog = klogger("nfd.master")
 
 LEASE_NAME = "nfd-master.nfd.kubernetes.io"
 FEATURE_GATES_USAGE = (
@@ -139,6 +140,18 @@ def read_config(path: str, options: str, overrides: FlagOverrides) -> tuple[Mast
     return cfg, warnings, text
 
 
+def log_config(path: str, text: str | None, cfg: MasterConfig) -> None:
+    """Upstream's lines for a (re)loaded config: the file's state, then the effective config."""
+    from nfd.common.logsetup import Dump
+    from nfd.master.config import config_dump
+
+    if text is None:
+        klog.info_s("config file not found, using defaults", path=path)
+    else:
+        klog.info_s("configuration file parsed", path=path)
+    klog.info_s("configuration successfully updated", configuration=Dump(config_dump(cfg)))
+
+
 def master_namespace() -> str:
     try:
         with open("/var/run/secrets/kubernetes.io/serviceaccount/namespace", encoding="utf-8") as f:
@@ -163,6 +176,10 @@ async def amain(args: argparse.Namespace, cfg: MasterConfig, gates: dict[str, bo
     ns = api.namespace or master_namespace()
     if os.environ.get("KUBERNETES_NAMESPACE"):
         ns = os.environ["KUBERNETES_NAMESPACE"]
+    klog.info_s("Node Feature Discovery Master", version=__version__, nodeName=os.environ.get("NODE_NAME", ""),
+                namespace=ns)
+    if args.instance:
+        klog.info_s("Master instance", instance=args.instance)
     opts = MasterOptions(
         namespace=ns,
         node_name=os.environ.get("NODE_NAME", ""),
@@ -192,7 +209,7 @@ async def amain(args: argparse.Namespace, cfg: MasterConfig, gates: dict[str, bo
         host="0.0.0.0",
     )
     port = server.sockets[0].getsockname()[1]
-    log.info("nfd-master %s: namespace %s, http server on port %d", __version__, ns, port)
+    klog.info_s("http server starting", port=f":{port}")
 
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
@@ -226,7 +243,7 @@ async def amain(args: argparse.Namespace, cfg: MasterConfig, gates: dict[str, bo
             for w in warnings:
                 log.warning("config: %s", w)
             if new_cfg != master.config:
-                log.info("configuration reloaded from %s", args.config)
+                log_config(args.config, text, new_cfg)
                 master.set_config(new_cfg)
 
     elector_factory = None
@@ -254,7 +271,7 @@ async def amain(args: argparse.Namespace, cfg: MasterConfig, gates: dict[str, bo
     run_task = asyncio.create_task(master.run(elector_factory=elector_factory))
     stop_task = asyncio.create_task(stop.wait())
     await asyncio.wait({run_task, stop_task}, return_when=asyncio.FIRST_COMPLETED)
-    log.info("shutting down nfd-master")
+    klog.info_s("shutting down nfd-master")
     rc = 0
     if run_task.done() and run_task.exception() is not None:
         log.error("nfd-master failed: %s", run_task.exception())
@@ -311,6 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     pin_mmap_threshold()
     for w in warnings:
         log.warning("config: %s", w)
+    log_config(args.config, text, cfg)
     if args.metrics is not None:
         log.warning("-metrics is deprecated; /metrics is served on -port")
     from nfd.k8s.config import ConfigError as KubeconfigError

@@ -17,15 +17,23 @@ import time
 from typing import Any
 
 from nfd.api.features import Features
+from nfd.common.logsetup import Dump, GoDuration, klogger
 from nfd.hostpaths import HostPaths
 from nfd.sources import registry
 from nfd.sources.base import DiscoveryContext
 from nfd.sources.discovery import compute_labels, discover
-from nfd.worker.config import WorkerConfig, load_config_file, normalize_owner_refs, strip_features
+from nfd.worker.config import (
+    WorkerConfig,
+    config_dump,
+    load_config_file,
+    normalize_owner_refs,
+    strip_features,
+)
 from nfd.worker.flags import Flags
 from nfd.worker.metrics import WorkerMetrics, serve_http
 
 log = logging.getLogger("nfd.worker")
+klog = klogger("nfd.worker")  # upstream's structured lines (docs/logging.md)
 
 TICK_S = 1.0  # how often config and features.d are checked (upstream rate-limits local events to 1/s)
 _NOT_LOADED = ("not loaded",)  # _config_sig before the first load; a missing file's signature is None
@@ -175,6 +183,10 @@ class Worker:
             self.metrics.config_reload_errors += 1
             log.warning("invalid config, %s: %s", "using defaults" if first else "keeping the previous one", e)
             return False
+        if sig is None:
+            klog.info_s("config file not found, using defaults", path=self.flags.config)
+        else:
+            klog.info_s("configuration file parsed", path=self.flags.config)
         old_refs = self.cfg.owner_refs
         old_klog = self.cfg.klog
         self.cfg = new
@@ -182,8 +194,7 @@ class Worker:
             self._apply_klog()
         if new.owner_refs != old_refs:
             self.owner_refs = None
-        if not first:
-            log.info("config %s reloaded", self.flags.config)
+        klog.info_s("configuration successfully updated", configuration=config_dump(new))
         return True
 
     def _apply_klog(self) -> None:
@@ -225,18 +236,25 @@ class Worker:
         merged = Features()
         for name in sorted(self.last_good):
             merged.merge(self.last_good[name])
+        elapsed = time.perf_counter() - t0
+        if only is None:
+            klog.info_s("feature discovery of all sources completed", v=2, duration=GoDuration(elapsed))
+        klog.info_s("starting feature discovery...")
         labels = compute_labels(
             merged, self.label_source_names(), self.cfg.source_configs, self.ctx, whitelist=self.cfg.label_whitelist
         )
+        if klog.enabled(1):
+            klog.info_s("feature discovery completed", v=1, labels=Dump(labels))
+        else:
+            klog.info_s("feature discovery completed")
         if merged.to_json() != self.features.to_json() or labels != self.labels:
             self._dirty = True
         self.features, self.labels = merged, labels
-        elapsed = time.perf_counter() - t0
         if only is None:
             self.metrics.discovery.observe(elapsed)
             if self.cfg.sleep_interval > 0 and elapsed > self.cfg.sleep_interval / 2:
-                log.warning("discovery took %.2fs, more than half of sleepInterval %.0fs", elapsed,
-                            self.cfg.sleep_interval)
+                klog.info_s("feature discovery sources took over half of sleep interval ",
+                            duration=GoDuration(elapsed), sleepInterval=GoDuration(self.cfg.sleep_interval))
 
     # -- publishing -----------------------------------------------------------------------
     def desired(self) -> dict[str, Any]:
@@ -315,6 +333,11 @@ class Worker:
 
     # -- main loop ------------------------------------------------------------------------
     async def run(self) -> int:
+        from nfd import __version__
+        from nfd.worker.publish import worker_namespace
+
+        klog.info_s("Node Feature Discovery Worker", version=__version__, nodeName=self.node_name,
+                    namespace=worker_namespace(self.env))
         self.reload_config()
         self._features_d_sig = _dir_signature(self.ctx.paths.features_d())
         await self.seed_from_api()
@@ -335,7 +358,7 @@ class Worker:
             except (NotImplementedError, RuntimeError):
                 pass
         server = await serve_http(self.flags.port, self.metrics.render)
-        log.info("serving /metrics and /healthz on :%d", self.flags.port)
+        klog.info_s("http server starting", port=f":{self.flags.port}")
         next_full = time.monotonic() + self.cfg.sleep_interval
         retry_at = 0.0 if ok else time.monotonic() + 1.0
         backoff = 2.0 if not ok else 1.0
@@ -368,6 +391,7 @@ class Worker:
                         retry_at = time.monotonic() + backoff
                         backoff = min(backoff * 2, 60.0)
         finally:
+            klog.info_s("shutting down nfd-worker")
             server.close()
             await self.close()
         return 0

@@ -302,4 +302,7 @@ def test_missing_config_file_is_no_change_every_tick(host, tmp_path, monkeypatch
     with caplog.at_level("INFO"):
         run(go())
     assert calls == [None, None], calls
-    assert sum("reloaded" in r.getMessage() for r in caplog.records) == 1
+    msgs = [r.getMessage() for r in caplog.records]
+    assert sum('"config file not found, using defaults"' in m for m in msgs) == 1, msgs
+    assert sum('"configuration file parsed"' in m for m in msgs) == 1, msgs
+    assert sum('"configuration successfully updated"' in m for m in msgs) == 2, msgs
