@@ -9,12 +9,13 @@ from collections.abc import Sequence
 
 from nfd import __version__
 from nfd.common.goflags import GoFlagSet, add_klog_flags, klog_header_options, verbosity
-from nfd.common.logsetup import setup_logging
+from nfd.common.logsetup import klogger, setup_logging
 from nfd.common.signals import run_until_signal
 
 PROGRAM = "nfd-gc"
 
 log = logging.getLogger("nfd.gc")
+klog = klogger("nfd.gc")
 
 
 def build_parser() -> GoFlagSet:
@@ -57,7 +58,7 @@ async def run(a: argparse.Namespace) -> int:
         return 1
     gc = GarbageCollector(api, list_size=a.list_size, metrics=metrics)
     try:
-        log.info("Node Feature Discovery Garbage Collector %s", __version__)
+        klog.info_s("Node Feature Discovery Garbage Collector", version=__version__)
         if not await gc.start(sync_timeout_s=None):
             return 1
         await gc.run(a.gc_interval)

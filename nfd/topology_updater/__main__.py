@@ -11,7 +11,7 @@ from typing import Any
 
 from nfd import __version__
 from nfd.common.goflags import GoFlagSet, add_klog_flags, klog_header_options, verbosity
-from nfd.common.logsetup import setup_logging
+from nfd.common.logsetup import klogger, setup_logging
 from nfd.common.signals import run_until_signal
 from nfd.hostpaths import HostPaths
 
@@ -19,6 +19,7 @@ PROGRAM = "nfd-topology-updater"
 SA_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 log = logging.getLogger("nfd.topology_updater")
+klog = klogger("nfd.topology_updater")
 
 
 def build_parser(paths: HostPaths) -> GoFlagSet:
@@ -63,7 +64,7 @@ async def run(opts: object, *, kubeconfig: str) -> int:
     from nfd.topology_updater.updater import Metrics, Options, TopologyUpdater, wait_for_crd
 
     assert isinstance(opts, Options)
-    log.info("Node Feature Discovery Topology Updater %s, node %s", __version__, opts.node_name)
+    klog.info_s("Node Feature Discovery Topology Updater", version=__version__, nodeName=opts.node_name)
     metrics = Metrics()
     # serve probes before initialization: we may wait a long time for the CRD
     server = await httpserver.serve(

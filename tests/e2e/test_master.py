@@ -417,7 +417,7 @@ def test_master_restart_removes_nothing(env: Env, how: str) -> None:
         m2 = env.start_master()
         for n in nodes:
             wait_for(lambda n=n: env.labels(n).get(f"{FNS}/extra") == "1", what="new master applied new rule")
-        m2.wait_log("queueing all", timeout=30)
+        m2.wait_log("will process all nodes in the cluster", timeout=30)
         time.sleep(1.0)
     finally:
         watch.stop()
@@ -427,7 +427,7 @@ def test_master_restart_removes_nothing(env: Env, how: str) -> None:
 def test_leader_failover_removes_nothing(env: Env) -> None:
     nodes = setup_world(env, 3)
     a = env.start_master("-enable-leader-election", name="master-a")
-    a.wait_log("acting as leader", timeout=60)
+    a.wait_log("Successfully acquired lease", timeout=60)
     b = env.start_master("-enable-leader-election", name="master-b")
     b.wait_log("informer caches synced", timeout=60)
     for n in nodes:
@@ -435,7 +435,7 @@ def test_leader_failover_removes_nothing(env: Env) -> None:
     watch = NodeWatch(env.kube, nodes)
     try:
         a.kill()  # no lease release: b takes over after leaseDuration
-        b.wait_log("acting as leader", timeout=60)
+        b.wait_log("Successfully acquired lease", timeout=60)
         rules = base_rules(env.tag)
         rules[0]["labels"]["after-failover"] = "1"
         env.put_rule(rule(f"{env.tag}-rules", rules))

@@ -282,7 +282,7 @@ def test_switch_master_to_masterless_and_back_flaps_nothing(env: MasterlessEnv) 
         env.stop_workers()
         mid = {n: env.get_node(n)["metadata"]["resourceVersion"] for n in nodes}
         m2 = env.start_master()
-        m2.wait_log("queueing all", timeout=60)
+        m2.wait_log("will process all nodes in the cluster", timeout=60)
         time.sleep(3.0)
         for n in nodes:
             assert env.get_node(n)["metadata"]["resourceVersion"] == mid[n], (
