@@ -101,7 +101,12 @@ class Dump:
     def __str__(self) -> str:
         import yaml
 
-        return str(yaml.safe_dump(self.obj, sort_keys=True, default_flow_style=False, allow_unicode=True))
+        class GoYaml(yaml.SafeDumper):
+            def choose_scalar_style(self) -> Any:
+                style = super().choose_scalar_style()
+                return '"' if style == "'" else style  # go-yaml quotes "true", "1.0" with double quotes
+
+        return str(yaml.dump(self.obj, Dumper=GoYaml, sort_keys=True, default_flow_style=False, allow_unicode=True))
 
 
 def _go_json(v: Any) -> str:
