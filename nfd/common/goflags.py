@@ -358,6 +358,43 @@ def add_klog_flags(fs: GoFlagSet, *, wrapped: bool) -> None:
             fs.value(name, usage, parse=parse, def_text=default, zero_text={"level": "0", "severity": "0"}.get(kind, ""))
 
 
+FEATURE_GATES = {"NodeFeatureAPI": True, "DisableAutoPrefix": False, "NodeFeatureGroupAPI": False,
+                 "DRAResourceSlices": False}  # name: default; NodeFeatureAPI is GA, locked to true
+FEATURE_GATES_USAGE = (
+    "A set of key=value pairs that describe feature gates for alpha/experimental features. Options are:\n"
+    + "\n".join(f"{k}=true|false (ALPHA - default={str(v).lower()})"
+                for k, v in sorted(FEATURE_GATES.items()) if k != "NodeFeatureAPI")
+)
+
+
+def feature_gates_value(text: str) -> str:
+    """-feature-gates checked as upstream's featuregate.Set words its errors; the text as given."""
+    for part in text.split(","):
+        if not part:
+            continue
+        name, eq, raw = part.partition("=")
+        name = name.strip()
+        if not eq:
+            raise FlagValueError(f"missing bool value for {name}")
+        raw = raw.strip()
+        if raw not in _TRUE + _FALSE:
+            raise FlagValueError(f"invalid value of {name}={raw}, err: strconv.ParseBool: parsing "
+                                 f"{go_quote(raw)}: invalid syntax")
+        if name not in FEATURE_GATES:
+            raise FlagValueError(f"unrecognized feature gate: {name}")
+        if name == "NodeFeatureAPI" and raw in _FALSE:
+            raise FlagValueError(f"cannot set feature gate {name} to false, feature is locked to true")
+    return text
+
+
+def go_duration_value(text: str) -> float:
+    """A utils.DurationVal flag: seconds; time.ParseDuration's error text."""
+    try:
+        return parse_go_duration(text)
+    except ValueError:
+        raise FlagValueError(f"time: invalid duration {go_quote(text)}") from None
+
+
 def verbosity(ns: argparse.Namespace, conf: Mapping[str, Any] | None = None) -> int:
     """``-v`` if given, else the config's ``klog.v``, else 0."""
     if "v" in ns.given and ns.v is not None:

@@ -13,11 +13,13 @@ import uuid
 from typing import Any
 
 from nfd.common.goflags import (
+    FEATURE_GATES_USAGE,
     GoFlagSet,
     add_klog_flags,
+    feature_gates_value,
+    go_duration_value,
     klog_header_options,
     parse_bool,
-    parse_duration,
     verbosity,
 )
 from nfd.common.logsetup import klogger, setup_logging
@@ -35,21 +37,13 @@ log = logging.getLogger("nfd.master")
 klog = klogger("nfd.master")
 
 LEASE_NAME = "nfd-master.nfd.kubernetes.io"
-FEATURE_GATES_USAGE = (
-    "A set of key=value pairs that describe feature gates for alpha/experimental features. Options are:\n"
-    "DRAResourceSlices=true|false (ALPHA - default=false)\n"
-    "DisableAutoPrefix=true|false (ALPHA - default=false)\n"
-    "NodeFeatureGroupAPI=true|false (ALPHA - default=false)"
-)
-
-
 def build_parser() -> GoFlagSet:
     """Upstream's flags with upstream's help texts, then ours. Flags overriding config options
     are read only when given (``ns.given``), as upstream's flags.Visit."""
     p = GoFlagSet("nfd-master", description="Node Feature Discovery master: labels, annotates and taints "
                   "nodes from their NodeFeature objects and the NodeFeatureRules.")
     p.bool("version", False, "Print version and exit.")
-    p.value("feature-gates", FEATURE_GATES_USAGE, parse=str, default="")
+    p.value("feature-gates", FEATURE_GATES_USAGE, parse=feature_gates_value, default="")
     p.string("instance", "", "Instance name. Used to separate annotation namespaces for multiple parallel deployments.")
     p.string("config", DEFAULT_CONFIG_PATH, "Config file to use.")
     p.string("kubeconfig", "", "Kubeconfig to use")
@@ -67,7 +61,7 @@ def build_parser() -> GoFlagSet:
     p.bool("enable-taints", False, "Enable node tainting feature")
     p.bool("no-publish", False, "Do not publish feature labels")
     p.value("deny-label-ns", "Comma separated list of denied label namespaces", parse=str)
-    p.value("resync-period", "Specify the NFD API controller resync period.", parse=_seconds,
+    p.value("resync-period", "Specify the NFD API controller resync period.", parse=go_duration_value,
             def_text="1h0m0s", zero_text="0s")
     p.int("nfd-api-parallelism", 10, "Defines the maximum number of goroutines responsible of updating nodes. "
           "Can be used for the throttling mechanism.")
@@ -80,13 +74,6 @@ def build_parser() -> GoFlagSet:
     p.duration("config-poll-interval", 5.0, "How often to check the config file for changes.")
     p.int("metrics", None, "", hidden=True)  # removed upstream; accepted, warned about
     return p
-
-
-def _seconds(text: str) -> float:
-    try:
-        return parse_duration(text)
-    except argparse.ArgumentTypeError as e:
-        raise ValueError(str(e)) from None
 
 
 def parse_feature_gates(value: str) -> dict[str, bool]:
@@ -299,7 +286,10 @@ def _freeze_heap() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     raw = [a for a in (sys.argv[1:] if argv is None else argv) if a != ""]  # upstream drops empty ones
-    args = build_parser().parse(raw)
+    try:
+        args = build_parser().parse(raw)
+    except SystemExit as e:  # -h (0) or a refused flag (2), already reported as Go's flag package does
+        return int(e.code or 0)
     if args.version:
         from nfd import __version__
 

@@ -43,23 +43,15 @@ def _list(v: str | None) -> list[str] | None:
     return [x.strip() for x in v.split(",") if x.strip()]
 
 
-FEATURE_GATES_USAGE = (
-    "A set of key=value pairs that describe feature gates for alpha/experimental features. Options are:\n"
-    "DRAResourceSlices=true|false (ALPHA - default=false)\n"
-    "DisableAutoPrefix=true|false (ALPHA - default=false)\n"
-    "NodeFeatureGroupAPI=true|false (ALPHA - default=false)"
-)
-
-
 def build_parser() -> GoFlagSet:
     """Upstream's flags with upstream's help texts, then ours (masterless mode, -host-root)."""
-    from nfd.common.goflags import GoFlagSet, add_klog_flags
+    from nfd.common.goflags import FEATURE_GATES_USAGE, GoFlagSet, add_klog_flags, feature_gates_value
     from nfd.worker.config import DEFAULT_CONFIG_PATH
 
     p = GoFlagSet("nfd-worker", description="Node Feature Discovery worker: discovers this node's features "
                   "and labels and publishes them as its NodeFeature object.")
     p.bool("version", False, "Print version and exit.")
-    p.value("feature-gates", FEATURE_GATES_USAGE, parse=str)
+    p.value("feature-gates", FEATURE_GATES_USAGE, parse=feature_gates_value)
     p.string("config", DEFAULT_CONFIG_PATH, "Config file to use.")
     p.string("kubeconfig", None, "Kubeconfig to use")
     p.bool("oneshot", False, "Do not publish feature labels")

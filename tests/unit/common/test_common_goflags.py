@@ -149,3 +149,18 @@ def test_daemons_share_one_format(module: str) -> None:
     bad = run("-foo")
     assert bad.returncode == 2
     assert bad.stderr.splitlines()[:2] == ["flag provided but not defined: -foo", f"Usage of {prog}:"]
+
+
+@pytest.mark.parametrize(
+    ("value", "err"),
+    [("Nope=true", "unrecognized feature gate: Nope"), ("DisableAutoPrefix", "missing bool value for DisableAutoPrefix"),
+     ("DisableAutoPrefix=x", 'invalid value of DisableAutoPrefix=x, err: strconv.ParseBool: parsing "x": invalid syntax'),
+     ("NodeFeatureAPI=false", "cannot set feature gate NodeFeatureAPI to false, feature is locked to true")],
+)
+def test_feature_gates_refused_as_upstream(value: str, err: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from nfd.worker.flags import parse_flags
+
+    with pytest.raises(SystemExit) as e:
+        parse_flags([f"-feature-gates={value}"])
+    assert e.value.code == 2
+    assert capsys.readouterr().err.splitlines()[0] == f'invalid value "{value}" for flag -feature-gates: {err}'
