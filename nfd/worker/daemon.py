@@ -194,6 +194,9 @@ class Worker:
             self._apply_klog()
         if new.owner_refs != old_refs:
             self.owner_refs = None
+        if klog.enabled(1):
+            klog.info_s("enabled feature sources", v=1, featureSources=self.feature_source_names())
+            klog.info_s("enabled label sources", v=1, labelSources=self.label_source_names())
         klog.info_s("configuration successfully updated", configuration=config_dump(new))
         return True
 

@@ -177,6 +177,8 @@ async def owner_references(
                          "blockOwnerDeletion": False})
         else:
             klog.info_s("Cannot resolve Pod owner reference, POD_NAME and POD_UID must be specified")
+    if "ds" in kinds and not pod_name:
+        klog.info_s("Cannot resolve DaemonSet owner reference, POD_NAME not specified")
     if "ds" in kinds and pod_name:
         pod = await get(api, PODS, name=pod_name, namespace=namespace)
         ds = [r for r in ((pod or {}).get("metadata") or {}).get("ownerReferences") or [] if r.get("kind") == "DaemonSet"]

@@ -51,6 +51,11 @@ def test_default_verbosity_banner_config_and_completion(logs: dict[int, str]) ->
 
 
 def test_labels_from_v1(logs: dict[int, str]) -> None:
+    (fs,) = klog.find(logs[1], "enabled feature sources")
+    assert json.loads(fs.kv["featureSources"]) == ["cpu", "kernel", "pci"]
+    (ls,) = klog.find(logs[1], "enabled label sources")
+    assert json.loads(ls.kv["labelSources"]) == ["cpu", "pci"]
+    assert not klog.find(logs[0], "enabled feature sources")
     (done,) = klog.find(logs[1], "feature discovery completed")
     assert "feature.node.kubernetes.io/pci-0302_10de.present: \"true\"" in done.kv["labels"], done.raw
     assert not klog.find(logs[1], "feature discovery completed", featureSource="cpu")  # V(3)
