@@ -43,6 +43,7 @@ async def run(a: argparse.Namespace) -> int:
         a.port,
         {"/healthz": httpserver.healthz, "/metrics": httpserver.metrics_route(metrics.registry)},
     )
+    klog.info_s("starting HTTP server", port=a.port)
     from nfd.k8s.config import ConfigError
 
     try:

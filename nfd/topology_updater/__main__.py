@@ -70,6 +70,7 @@ async def run(opts: object, *, kubeconfig: str) -> int:
     server = await httpserver.serve(
         opts.port, {"/healthz": httpserver.healthz, "/metrics": httpserver.metrics_route(metrics.registry)}
     )
+    klog.info_s("http server starting", port=f":{opts.port}")
     api = await ApiClient.from_kubeconfig(kubeconfig or None, user_agent=f"{PROGRAM}/{__version__}")
     kubelet = PodResourcesClient(opts.podresources_socket)
     updater: TopologyUpdater | None = None
