@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, (_, help_text) in COMMANDS.items():
             print(f"  {name:<8} {help_text}")
         print("  version  print the version")
-        return 0 if args else 2
+        return 0  # cobra's root without a subcommand: help, exit 0
     if args[0] in ("version", "--version"):
         from nfd import __version__
 

@@ -16,7 +16,7 @@ from typing import Any
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="nfd export", description="print this machine's features or labels")
-    p.add_argument("what", choices=("features", "labels"))
+    p.add_argument("what", choices=("features", "labels"), nargs="?", help="what to print")
     p.add_argument("--sources", "-sources", default="all",
                    help="comma-separated sources (upstream syntax: all, -name, name); default all")
     p.add_argument("--host-root", "-host-root", default=None, help="read the host from DIR instead of /")
@@ -31,7 +31,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.what is None:  # the group alone: its help, as cobra
+        parser.print_help()
+        return 0
     # warnings at the default verbosity, as upstream's klog: an unknown source, a bad
     # NFD_NVML_PROFILE or a missing --config file must not pass in silence
     level = logging.WARNING if args.verbose == 0 else logging.INFO if args.verbose == 1 else logging.DEBUG

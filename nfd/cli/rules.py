@@ -294,8 +294,13 @@ def _print_text(
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="nfd rules", description="Offline NodeFeatureRule tools")
-    sub = p.add_subparsers(dest="command", required=True)
-    v = sub.add_parser("validate", help="check NodeFeatureRule (and NodeFeatureGroup) files")
+    sub = p.add_subparsers(dest="command", metavar="{validate,dryrun}")
+    v = sub.add_parser(
+        "validate",
+        help="check NodeFeatureRule (and NodeFeatureGroup) files",
+        description="Check NodeFeatureRule and NodeFeatureGroup files as nfd-master would read them: "
+        "every problem is printed with its file, rule and field; exit 1 when one is found.",
+    )
     v.add_argument(
         "-f",
         "--file",
@@ -304,27 +309,39 @@ def build_parser() -> argparse.ArgumentParser:
         required=True,
         help="YAML file (repeatable, - for stdin)",
     )
-    v.add_argument("--disable-auto-prefix", action="store_true", help="as with the DisableAutoPrefix gate")
-    d = sub.add_parser("dryrun", help="evaluate rules against a NodeFeature object")
+    v.add_argument("--disable-auto-prefix", action="store_true",
+                   help="check label names as nfd-master does with the DisableAutoPrefix feature gate")
+    d = sub.add_parser(
+        "dryrun",
+        help="evaluate rules against a NodeFeature object",
+        description="Evaluate NodeFeatureRules against a NodeFeature (e.g. `nfd export features -o yaml`) "
+        "offline and print the labels, annotations, extended resources and taints nfd-master would "
+        "write, with the reason each rule matched or not.",
+    )
     d.add_argument(
         "-f", "--file", dest="files", action="append", required=True, help="NodeFeatureRule YAML (repeatable)"
     )
     d.add_argument("--nodefeature", required=True, help="NodeFeature YAML (several documents are merged)")
-    d.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    d.add_argument("-o", "--output", choices=("text", "json"), default="text", help="output format (default: text)")
     d.add_argument("--raw", action="store_true", help="the engine's combined output before master policy")
     d.add_argument("--no-budget", action="store_true",
                    help="evaluate without nfd-master's per-node time and template-step budgets")
     d.add_argument("--config", help="nfd-master configuration file for the policy")
-    d.add_argument("--enable-taints", action="store_true")
-    d.add_argument("--disable-auto-prefix", action="store_true")
-    d.add_argument("--extra-label-ns")
-    d.add_argument("--deny-label-ns")
-    d.add_argument("--label-whitelist")
+    d.add_argument("--enable-taints", action="store_true", help="apply taints, as nfd-master's -enable-taints")
+    d.add_argument("--disable-auto-prefix", action="store_true",
+                   help="as nfd-master with the DisableAutoPrefix feature gate")
+    d.add_argument("--extra-label-ns", help="comma-separated extra label namespaces to allow, as nfd-master's flag")
+    d.add_argument("--deny-label-ns", help="comma-separated label namespaces to deny, as nfd-master's flag")
+    d.add_argument("--label-whitelist", help="regexp on label names, as nfd-master's -label-whitelist")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:  # a command group without its subcommand: help, as cobra and `nfd compat`
+        parser.print_help()
+        return 0
     try:
         if args.command == "validate":
             return cmd_validate(args)

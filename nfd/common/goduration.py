@@ -8,6 +8,9 @@ ConfigError, ValidationError) so messages name the flag or key.
 from __future__ import annotations
 
 from nfd.lang.gostd.time import DurationError, parse_duration
+from nfd.lang.gostd.time import format_duration as format_go_duration
+
+__all__ = ["format_go_duration", "parse_go_duration"]
 
 
 def parse_go_duration(text: str) -> float:

@@ -8,30 +8,28 @@ import sys
 from collections.abc import Sequence
 
 from nfd import __version__
-from nfd.common.goflags import GoFlagParser, klog_header_options, parse_duration
-from nfd.common.logsetup import setup_logging
+from nfd.common.goflags import GoFlagSet, add_klog_flags, klog_header_options, verbosity
+from nfd.common.logsetup import klogger, setup_logging
 from nfd.common.signals import run_until_signal
 
 PROGRAM = "nfd-gc"
 
 log = logging.getLogger("nfd.gc")
+klog = klogger("nfd.gc")
 
 
-def build_parser() -> GoFlagParser:
-    p = GoFlagParser(PROGRAM)
-    p.add_flag(
-        "gc-interval",
-        type=parse_duration,
-        default=3600.0,
-        help="interval between cleanup of obsolete api objects",
-    )
-    p.add_flag("kubeconfig", default="", help="Kubeconfig to use")
-    p.add_flag("port", type=int, default=8080, help="Port which metrics and healthz endpoints are served on")
-    p.add_flag("list-size", type=int, default=200, help="the pagination size used when listing node features")
+def build_parser() -> GoFlagSet:
+    p = GoFlagSet(PROGRAM, description="Node Feature Discovery garbage collector: deletes the NodeFeature "
+                  "and NodeResourceTopology objects of nodes that no longer exist.")
+    p.bool("version", False, "Print version and exit.")
+    p.duration("gc-interval", 3600.0, "interval between cleanup of obsolete api objects")
+    p.string("kubeconfig", "", "Kubeconfig to use")
+    p.int("port", 8080, "Port which metrics and healthz endpoints are served on")
+    p.int("list-size", 200, "the pagination size used when listing node features")
+    add_klog_flags(p, wrapped=False)
     # not in upstream (client-go's defaults there are 5/10): bounded API load, documented in docs/gc.md
-    p.add_flag("kube-api-qps", type=float, default=50.0, help="API request rate limit")
-    p.add_flag("kube-api-burst", type=int, default=100, help="API request burst")
-    p.add_bool("version", default=False, help="Print version and exit.")
+    p.float("kube-api-qps", 50.0, "API request rate limit")
+    p.int("kube-api-burst", 100, "API request burst")
     return p
 
 
@@ -45,6 +43,7 @@ async def run(a: argparse.Namespace) -> int:
         a.port,
         {"/healthz": httpserver.healthz, "/metrics": httpserver.metrics_route(metrics.registry)},
     )
+    klog.info_s("starting HTTP server", port=a.port)
     from nfd.k8s.config import ConfigError
 
     try:
@@ -60,7 +59,7 @@ async def run(a: argparse.Namespace) -> int:
         return 1
     gc = GarbageCollector(api, list_size=a.list_size, metrics=metrics)
     try:
-        log.info("Node Feature Discovery Garbage Collector %s", __version__)
+        klog.info_s("Node Feature Discovery Garbage Collector", version=__version__)
         if not await gc.start(sync_timeout_s=None):
             return 1
         await gc.run(a.gc_interval)
@@ -76,7 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.version:
         print(PROGRAM, __version__)
         return 0
-    setup_logging(args.v, **klog_header_options(args))
+    setup_logging(verbosity(args), **klog_header_options(args))
     if args.gc_interval <= 0:
         print("-gc-interval must be positive", file=sys.stderr)
         return 2

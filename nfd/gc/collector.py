@@ -18,11 +18,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from nfd import __version__
 from nfd.api import NODE_NAME_LABEL
+from nfd.common.logsetup import GoDuration, klogger
 from nfd.gc import policy
 from nfd.gc.policy import Target
 from nfd.k8s import deleting, fetching
@@ -30,6 +32,7 @@ from nfd.k8s.errors import ApiError, ApiUnavailable, Conflict, NotFound
 from nfd.k8s.resources import NODEFEATURES, NODERESOURCETOPOLOGIES, NODES, Resource
 
 log = logging.getLogger("nfd.gc")
+klog = klogger("nfd.gc")  # upstream's structured lines (docs/logging.md)
 
 RESOURCES: dict[str, Resource] = {
     policy.NODEFEATURE: NODEFEATURES,
@@ -99,10 +102,12 @@ class GarbageCollector:
             self.api, NODES, metadata_only=True, page_size=self.list_size, transform=_metadata
         )
         self.nodes.on_event(self._on_node_event)
+        t0 = time.monotonic()
         await self.nodes.start()
         ok: bool = await self.nodes.wait_synced(sync_timeout_s)
         if ok:
-            log.info("node informer cache synced: %d nodes", len(self.nodes.cache))
+            klog.info_s("node informer cache synced", duration=GoDuration(time.monotonic() - t0),
+                        nodes=len(self.nodes.cache))
         return ok
 
     async def stop(self) -> None:
@@ -173,15 +178,15 @@ class GarbageCollector:
                 report.refused += 1
             return
         except (ApiError, ApiUnavailable) as e:
-            log.error("failed to delete %s %s: %s", t.kind, t.ref, e)
+            klog.error_s(e, f"failed to delete {t.kind} object", **_gc_keys(t))
             self.metrics.failures.labels(t.kind).inc()
             if report is not None:
                 report.failed += 1
             return
         if not gone:
-            log.debug("%s %s already gone", t.kind, t.ref)
+            klog.info_s(f"{t.kind} not found, omitting deletion", v=2, **_gc_keys(t))
             return
-        log.info("%s %s deleted (node %r does not exist)", t.kind, t.ref, t.node)
+        klog.info_s(f"{t.kind} object has been deleted", **_gc_keys(t))
         self.metrics.deleted.labels(t.kind).inc()
         if report is not None:
             report.deleted.append(t)
@@ -199,7 +204,7 @@ class GarbageCollector:
             report.aborted = "node cache not synced"
             log.info("garbage collection skipped: %s", report.aborted)
             return report
-        log.info("performing garbage collection")
+        klog.info_s("performing garbage collection")
         cached = self.cached_node_names()
         targets: list[Target] = []
         try:
@@ -212,7 +217,7 @@ class GarbageCollector:
                     continue
                 for t in map(to_target, items):
                     if t.kind == policy.NODEFEATURE and not t.node:
-                        log.info("node name label missing from NodeFeature %s", t.ref)
+                        klog.info_s("node name label missing from NodeFeature object", nodefeature=t.ref)
                     targets.append(t)
                 log.debug("listed %d %s objects", len(items), kind)
         except (ApiError, ApiUnavailable) as e:
@@ -291,3 +296,8 @@ class GarbageCollector:
             else:
                 backoff = retry_s
                 await asyncio.sleep(interval_s)
+
+
+def _gc_keys(t: Target) -> dict[str, Any]:
+    """upstream's keys: the NodeFeature by namespace/name, a NodeResourceTopology by its node."""
+    return {"nodefeature": t.ref} if t.kind == policy.NODEFEATURE else {"nodeName": t.name}

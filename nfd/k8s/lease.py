@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from nfd.common.logsetup import klogger, kobj
 from nfd.k8s.client import ApiClient
 from nfd.k8s.creating import create
 from nfd.k8s.errors import ApiError, ApiUnavailable, Conflict
@@ -23,6 +24,7 @@ from nfd.k8s.resources import LEASES
 from nfd.k8s.updating import replace
 
 log = logging.getLogger(__name__)
+klog = klogger(__name__)  # client-go leaderelection's lines (docs/logging.md)
 
 Callback = Callable[[], Awaitable[None] | None]
 
@@ -120,6 +122,8 @@ class LeaderElector:
 
     async def run(self) -> None:
         """Acquire, then renew until renewal fails for renewDeadline; then return (process exits, as upstream)."""
+        lock = kobj(self.namespace, self.name)
+        klog.info_s("Attempting to acquire leader lease...", lock=lock)
         while not self.is_leader:
             try:
                 if await self.try_acquire_or_renew():
@@ -128,7 +132,7 @@ class LeaderElector:
             except (ApiError, ApiUnavailable) as e:
                 log.warning("leader election: cannot read lease %s/%s: %s", self.namespace, self.name, e)
             await asyncio.sleep(self.retry_period_s)
-        log.info("became leader (lease %s/%s, identity %s)", self.namespace, self.name, self.identity)
+        klog.info_s("Successfully acquired lease", lock=lock, identity=self.identity)
         await self._call(self.on_started_leading)
         last_renew = time.monotonic()
         while True:
@@ -137,14 +141,15 @@ class LeaderElector:
                 if await self.try_acquire_or_renew():
                     last_renew = time.monotonic()
                     continue
-                log.warning("leader election: lease taken by %s", (self._observed or {}).get("holderIdentity"))
+                klog.info_s("Failed to renew lease", lock=lock, err="lease taken by "
+                            f"{(self._observed or {}).get('holderIdentity')}")
                 break
             except (ApiError, ApiUnavailable) as e:
-                log.warning("leader election: renew failed: %s", e)
+                klog.info_s("Failed to renew lease", lock=lock, err=str(e))
                 if time.monotonic() - last_renew > self.renew_deadline_s:
                     break
         self.is_leader = False
-        log.warning("lost leadership of lease %s/%s", self.namespace, self.name)
+        klog.info_s("leaderelection lock was lost", lock=lock)
         await self._call(self.on_stopped_leading)
 
     async def release(self) -> None:

@@ -12,8 +12,17 @@ import sys
 import uuid
 from typing import Any
 
-from nfd.common.goflags import GoFlagParser, klog_header_options, parse_bool, parse_duration
-from nfd.common.logsetup import setup_logging
+from nfd.common.goflags import (
+    FEATURE_GATES_USAGE,
+    GoFlagSet,
+    add_klog_flags,
+    feature_gates_value,
+    go_duration_value,
+    klog_header_options,
+    parse_bool,
+    verbosity,
+)
+from nfd.common.logsetup import klogger, setup_logging
 from nfd.master.config import (
     DEFAULT_CONFIG_PATH,
     INSTANCE_RE,
@@ -25,61 +34,45 @@ from nfd.master.config import (
 )
 
 log = logging.getLogger("nfd.master")
+klog = klogger("nfd.master")
 
 LEASE_NAME = "nfd-master.nfd.kubernetes.io"
-KLOG_FLAGS = (
-    "vmodule",
-    "logtostderr",
-    "alsologtostderr",
-    "log_dir",
-    "log_file",
-    "log_file_max_size",
-    "skip_headers",
-    "skip_log_headers",
-    "stderrthreshold",
-    "add_dir_header",
-    "log_backtrace_at",
-    "one_output",
-    "legacy_stderr_threshold_behavior",
-    "alsologtostderrthreshold",
-)
-
-
-def build_parser() -> GoFlagParser:
-    # -v unset (None) lets the config's klog.v decide; klog's other flags are added below
-    p = GoFlagParser("nfd-master", description="Node Feature Discovery master", verbosity_default=None, klog=False)
-    opt = p.add_flag
-
-    def flag(name: str, help: str) -> None:
-        p.add_bool(name, default=None, help=help)
-
-    opt("config", default=DEFAULT_CONFIG_PATH, help="config file (missing file = defaults)")
-    opt("options", default="", help="config options in YAML, override the config file")
-    opt("kubeconfig", default="", help="kubeconfig file (empty: $KUBECONFIG, ~/.kube/config or in-cluster)")
-    opt("port", type=int, default=8080, help="port for /metrics and /healthz")
-    opt("metrics", type=int, default=None, help=argparse.SUPPRESS)  # deprecated upstream
-    opt("instance", default="", help="instance name, prefixes the bookkeeping annotations")
-    flag("prune", "remove all NFD-managed node properties and exit")
-    flag("enable-leader-election", "use a coordination.k8s.io Lease to elect one active replica")
-    opt("feature-gates", default="", help="Name=bool,... (NodeFeatureGroupAPI, DisableAutoPrefix, DRAResourceSlices)")
-    p.add_argument("-version", "--version", action="store_true", help="print version and exit")
-    flag("no-publish", "do not write anything to nodes")
-    opt("extra-label-ns", default=None, help="comma-separated extra label namespaces to allow")
-    opt("deny-label-ns", default=None, help="comma-separated label namespaces to deny")
-    opt("label-whitelist", default=None, help="regexp on label names")
-    flag("enable-taints", "apply taints from NodeFeatureRules")
-    opt("resync-period", type=parse_duration, default=None, help="full re-evaluation period (0 disables)")
-    opt("nfd-api-parallelism", type=int, default=None, help="number of concurrent node updaters")
-    opt("informer-page-size", type=int, default=None, help="page size of the initial NodeFeature list")
-    # Ours (upstream hides the client rate limits).
-    opt("kube-api-qps", type=float, default=None, help="API client requests per second")
-    opt("kube-api-burst", type=int, default=None, help="API client burst")
-    opt("delete-grace-period", type=parse_duration, default=5.0,
-        help="wait this long after a NodeFeature delete before removing what it provided")
-    opt("config-poll-interval", type=parse_duration, default=5.0, help="how often to check the config file for changes")
-    # klog compatibility (more lenient than GoFlagParser's: any of them may go without a value)
-    for k in KLOG_FLAGS:  # accepted for compatibility; logging goes to stderr
-        opt(k, nargs="?", const="true", default=None, help=argparse.SUPPRESS)
+def build_parser() -> GoFlagSet:
+    """Upstream's flags with upstream's help texts, then ours. Flags overriding config options
+    are read only when given (``ns.given``), as upstream's flags.Visit."""
+    p = GoFlagSet("nfd-master", description="Node Feature Discovery master: labels, annotates and taints "
+                  "nodes from their NodeFeature objects and the NodeFeatureRules.")
+    p.bool("version", False, "Print version and exit.")
+    p.value("feature-gates", FEATURE_GATES_USAGE, parse=feature_gates_value, default="")
+    p.string("instance", "", "Instance name. Used to separate annotation namespaces for multiple parallel deployments.")
+    p.string("config", DEFAULT_CONFIG_PATH, "Config file to use.")
+    p.string("kubeconfig", "", "Kubeconfig to use")
+    p.int("port", 8080, "Port which metrics and healthz endpoints are served on")
+    p.bool("prune", False, "Prune all NFD related attributes from all nodes of the cluster and exit.")
+    p.string("options", "", "Specify config options from command line. Config options are specified "
+             "in the same format as in the config file (i.e. json or yaml). These options")
+    p.bool("enable-leader-election", False,
+           "Enables a leader election. Enable this when running more than one replica on nfd master.")
+    add_klog_flags(p, wrapped=True)
+    p.value("extra-label-ns", "Comma separated list of allowed extra label namespaces", parse=str)
+    p.value("label-whitelist", "Regular expression to filter label names to publish to the Kubernetes API "
+            "server. NB: the label namespace is omitted i.e. the filter is only applied to the name part after '/'.",
+            parse=str)
+    p.bool("enable-taints", False, "Enable node tainting feature")
+    p.bool("no-publish", False, "Do not publish feature labels")
+    p.value("deny-label-ns", "Comma separated list of denied label namespaces", parse=str)
+    p.value("resync-period", "Specify the NFD API controller resync period.", parse=go_duration_value,
+            def_text="1h0m0s", zero_text="0s")
+    p.int("nfd-api-parallelism", 10, "Defines the maximum number of goroutines responsible of updating nodes. "
+          "Can be used for the throttling mechanism.")
+    p.int("informer-page-size", 200, "The list size to use when listing NodeFeature objects to sync informer cache.")
+    # ours
+    p.float("kube-api-qps", None, "API client requests per second (default: the config's kubeApiQPS).")
+    p.int("kube-api-burst", None, "API client burst (default: the config's kubeApiBurst).")
+    p.duration("delete-grace-period", 5.0,
+               "Wait this long after a NodeFeature is deleted before removing what it provided from its node.")
+    p.duration("config-poll-interval", 5.0, "How often to check the config file for changes.")
+    p.int("metrics", None, "", hidden=True)  # removed upstream; accepted, warned about
     return p
 
 
@@ -102,6 +95,10 @@ def parse_feature_gates(value: str) -> dict[str, bool]:
 
 
 def overrides_from(args: argparse.Namespace) -> FlagOverrides:
+    """The config overrides of the flags given on the command line."""
+    given = getattr(args, "given", None)
+    if given is not None:
+        args = argparse.Namespace(**{k: (v if k.replace("_", "-") in given else None) for k, v in vars(args).items()})
     return FlagOverrides(
         no_publish=args.no_publish,
         extra_label_ns=parse_ns_list(args.extra_label_ns) if args.extra_label_ns is not None else None,
@@ -130,6 +127,18 @@ def read_config(path: str, options: str, overrides: FlagOverrides) -> tuple[Mast
     return cfg, warnings, text
 
 
+def log_config(path: str, text: str | None, cfg: MasterConfig) -> None:
+    """Upstream's lines for a (re)loaded config: the file's state, then the effective config."""
+    from nfd.common.logsetup import Dump
+    from nfd.master.config import config_dump
+
+    if text is None:
+        klog.info_s("config file not found, using defaults", path=path)
+    else:
+        klog.info_s("configuration file parsed", path=path)
+    klog.info_s("configuration successfully updated", configuration=Dump(config_dump(cfg)))
+
+
 def master_namespace() -> str:
     try:
         with open("/var/run/secrets/kubernetes.io/serviceaccount/namespace", encoding="utf-8") as f:
@@ -154,6 +163,10 @@ async def amain(args: argparse.Namespace, cfg: MasterConfig, gates: dict[str, bo
     ns = api.namespace or master_namespace()
     if os.environ.get("KUBERNETES_NAMESPACE"):
         ns = os.environ["KUBERNETES_NAMESPACE"]
+    klog.info_s("Node Feature Discovery Master", version=__version__, nodeName=os.environ.get("NODE_NAME", ""),
+                namespace=ns)
+    if args.instance:
+        klog.info_s("Master instance", instance=args.instance)
     opts = MasterOptions(
         namespace=ns,
         node_name=os.environ.get("NODE_NAME", ""),
@@ -183,7 +196,7 @@ async def amain(args: argparse.Namespace, cfg: MasterConfig, gates: dict[str, bo
         host="0.0.0.0",
     )
     port = server.sockets[0].getsockname()[1]
-    log.info("nfd-master %s: namespace %s, http server on port %d", __version__, ns, port)
+    klog.info_s("http server starting", port=f":{port}")
 
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
@@ -217,7 +230,7 @@ async def amain(args: argparse.Namespace, cfg: MasterConfig, gates: dict[str, bo
             for w in warnings:
                 log.warning("config: %s", w)
             if new_cfg != master.config:
-                log.info("configuration reloaded from %s", args.config)
+                log_config(args.config, text, new_cfg)
                 master.set_config(new_cfg)
 
     elector_factory = None
@@ -245,7 +258,7 @@ async def amain(args: argparse.Namespace, cfg: MasterConfig, gates: dict[str, bo
     run_task = asyncio.create_task(master.run(elector_factory=elector_factory))
     stop_task = asyncio.create_task(stop.wait())
     await asyncio.wait({run_task, stop_task}, return_when=asyncio.FIRST_COMPLETED)
-    log.info("shutting down nfd-master")
+    klog.info_s("shutting down nfd-master")
     rc = 0
     if run_task.done() and run_task.exception() is not None:
         log.error("nfd-master failed: %s", run_task.exception())
@@ -272,8 +285,11 @@ def _freeze_heap() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    raw = [a for a in (sys.argv[1:] if argv is None else argv) if a != ""]
-    args = build_parser().parse_args(raw)
+    raw = [a for a in (sys.argv[1:] if argv is None else argv) if a != ""]  # upstream drops empty ones
+    try:
+        args = build_parser().parse(raw)
+    except SystemExit as e:  # -h (0) or a refused flag (2), already reported as Go's flag package does
+        return int(e.code or 0)
     if args.version:
         from nfd import __version__
 
@@ -292,9 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, ConfigError) as e:
         print(f"nfd-master: {e}", file=sys.stderr)
         return 2
-    klog_v = cfg.klog.get("v", "0") or "0"
-    verbosity = args.v if args.v is not None else (int(klog_v) if klog_v.isdigit() else 0)
-    setup_logging(verbosity, **klog_header_options(args, cfg.klog))
+    setup_logging(verbosity(args, cfg.klog), **klog_header_options(args, cfg.klog))
     # Decoding tens of thousands of API objects allocates in bursts: with the default gen-0
     # threshold (700) the collector ran ~6,000 times in a 5,000-node first pass (2.3 s of CPU).
     gc.set_threshold(20_000, 20, 50)
@@ -304,6 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     pin_mmap_threshold()
     for w in warnings:
         log.warning("config: %s", w)
+    log_config(args.config, text, cfg)
     if args.metrics is not None:
         log.warning("-metrics is deprecated; /metrics is served on -port")
     from nfd.k8s.config import ConfigError as KubeconfigError

@@ -323,3 +323,33 @@ def load_config(
 def parse_ns_list(value: str) -> frozenset[str]:
     """A comma-separated namespace list flag value (``-extra-label-ns=a.io,b.io``)."""
     return frozenset(s.strip() for s in value.split(",") if s.strip())
+
+
+def config_dump(cfg: MasterConfig) -> dict[str, Any]:
+    """The effective config in nfd-master.conf's keys, for the "configuration successfully
+    updated" log line (as upstream's YAML dump of its config)."""
+    from nfd.common.goduration import format_go_duration
+
+    def dur(s: float) -> str:
+        return format_go_duration(round(s * 1e9))
+
+    r, le = cfg.restrictions, cfg.leader_election
+    return {
+        "noPublish": cfg.no_publish,
+        "extraLabelNs": sorted(cfg.extra_label_ns),
+        "denyLabelNs": sorted(cfg.deny_label_ns),
+        "labelWhiteList": cfg.label_whitelist or "",
+        "enableTaints": cfg.enable_taints,
+        "resyncPeriod": dur(cfg.resync_period),
+        "nfdApiParallelism": cfg.nfd_api_parallelism,
+        "informerPageSize": cfg.informer_page_size,
+        "leaderElection": {"leaseDuration": dur(le.lease_duration), "renewDeadline": dur(le.renew_deadline),
+                           "retryPeriod": dur(le.retry_period)},
+        "restrictions": {"nodeFeatureNamespaceSelector": r.node_feature_namespace_selector,
+                         "disableLabels": r.disable_labels, "disableExtendedResources": r.disable_extended_resources,
+                         "disableAnnotations": r.disable_annotations, "allowOverwrite": r.allow_overwrite,
+                         "denyNodeFeatureLabels": r.deny_node_feature_labels},
+        "klog": dict(cfg.klog),
+        "kubeApiQps": cfg.kube_api_qps,
+        "kubeApiBurst": cfg.kube_api_burst,
+    }

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nfd.api import NODE_NAME_LABEL
+from nfd.common.logsetup import GoDuration, klogger, kobj
 from nfd.k8s import errors as kerr
 from nfd.k8s.client import ApiClient
 from nfd.k8s.fetching import get
@@ -50,6 +51,7 @@ from nfd.master.nodeupdate import Desired, NodePlan, NodeState, ops_to_strategic
 from nfd.master.workqueue import ShutDown, WorkQueue
 
 log = logging.getLogger("nfd.master")
+klog = klogger("nfd.master")  # upstream's structured lines (docs/logging.md)
 
 MAX_REPORTED_RETRIES = 15
 
@@ -275,7 +277,7 @@ class NfdMaster:
         if etype == "DELETED":
             self._index_remove(node, key)
             target = node or key[1]
-            log.info("NodeFeature %s/%s deleted (node %s)", key[0], key[1], target)
+            klog.info_s("NodeFeature deleted", nodefeature=kobj(key[0], key[1]), nodeName=target)
             self.evidence.mark_deleted(target)
             self._recent_deletes.setdefault(target, {})[key] = time.monotonic()
             if self.ready:
@@ -294,11 +296,13 @@ class NfdMaster:
         if not self.ready or node is None:
             return
         if etype == "ADDED" or old is None:
+            klog.info_s("NodeFeature added", v=2, nodefeature=kobj(key[0], key[1]))
             if self._namespace_selected(key[0]):
                 self.node_queue.add_after(node, self.opts.batch_s)
             self._all_groups()
             return
         changed = spec_changed(old, obj)
+        klog.info_s("NodeFeature updated", v=2, nodefeature=kobj(key[0], key[1]))
         if changed or publish_metadata_changed(old, obj) or old_node != node:
             self.node_queue.add_after(node, self.opts.batch_s)
         if changed:
@@ -335,7 +339,7 @@ class NfdMaster:
                 log.error("%s", err)
                 self._report_broken_rule(obj, err)
         if self.rulebook.generation != gen and self.ready:
-            log.info("NodeFeatureRule %s %s; re-evaluating all nodes", name, etype.lower())
+            klog.info_s(f"NodeFeatureRule {etype.lower()}", nodefeaturerule=name)
             self.update_all_nodes(f"NodeFeatureRule {name} {etype.lower()}")
 
     def _nfr_delete_due(self, name: str) -> None:
@@ -471,7 +475,7 @@ class NfdMaster:
             # No Node watch allowed (upstream's RBAC): list instead.
             self._spawn(self._list_and_queue(reason))
             return
-        log.info("queueing all %d nodes: %s", len(self.node_informer.cache), reason)
+        klog.info_s("will process all nodes in the cluster", nodeCount=len(self.node_informer.cache), reason=reason)
         spread_s = self.opts.spread_s if (spread and self.opts.only_node) else 0.0
         for _, name in list(self.node_informer.cache):
             if spread_s > 0:
@@ -491,7 +495,7 @@ class NfdMaster:
                 break
             except (kerr.ApiError, kerr.ApiUnavailable) as e:
                 await asyncio.sleep(retry.failed(e))
-        log.info("queueing all %d nodes (listed): %s", len(items), reason)
+        klog.info_s("will process all nodes in the cluster", nodeCount=len(items), reason=reason)
         for obj in items:
             self.node_queue.add((obj.get("metadata") or {}).get("name") or "")
 
@@ -593,7 +597,10 @@ class NfdMaster:
                 if len(self._logged_rule_errors) > 2000:  # messages are <= 1,000 characters: ~2 MB
                     self._logged_rule_errors.clear()
                 self._logged_rule_errors.add(seen_key)
-                log.error("rule %s failed (first seen on node %s; not repeated per node): %s", rule, node, msg)
+                nfr, _, rule_name = str(rule).partition("/")
+                # ours: once per rule and error, with the first node it failed on
+                klog.error_s(msg, "failed to process rule", ruleName=rule_name or nfr, nodefeaturerule=nfr,
+                             nodeName=node)
             else:
                 log.debug("node %s: rule %s failed: %s", node, rule, msg)
         for kind, k, reason in rep.rejected:
@@ -748,7 +755,7 @@ class NfdMaster:
         cached = self.node_informer.get(name) if self.watch_nodes else None
         node = NodeState.from_obj(cached) if cached is not None else await self._fresh_node(name)
         if node is None:
-            log.info("node %s does not exist; dropping it", name)
+            klog.info_s("node not found, skip update", nodeName=name)
             self.evidence.forget(name)
             self.desired_cache.pop(name, None)
             return
@@ -759,11 +766,12 @@ class NfdMaster:
             self.counts["skipped_removal"] += 1
             log.info("node %s: no NodeFeature known yet on first pass; not removing anything", name)
         if self.config.no_publish:
-            log.info("node %s: update skipped, noPublish=true", name)
+            klog.info_s("node update skipped, NoPublish=true", v=1, nodeName=name)
             self.evidence.commit(name, res)
             return
         wrote = False
         all_changes: list[str] = []
+        counts: dict[str, int] = {}
         removed = False
         refreshed = False
         for _ in range(3):
@@ -777,6 +785,8 @@ class NfdMaster:
             if plan.noop:
                 break
             desc = plan.changes.describe()
+            for k, n in plan.changes.counts().items():
+                counts[k] = counts.get(k, 0) + n
             try:
                 node = await self._execute(node, plan)
             except kerr.NotFound:
@@ -806,13 +816,13 @@ class NfdMaster:
         if wrote:
             self.counts["written"] += 1
             self.metrics.node_updates.inc()
-            log.info("node %s updated: %s", name, "; ".join(all_changes) or "bookkeeping")
+            klog.info_s("node updated", nodeName=name, **counts, changes="; ".join(all_changes) or "bookkeeping")
             if removed:
                 self._node_event(name, "; ".join(all_changes))
         else:
             self.counts["noop"] += 1
             self.metrics.node_noop_updates.inc()
-            log.debug("node %s: no updates needed", name)
+            klog.info_s("no updates to node", v=1, nodeName=name)
 
     def _node_event(self, name: str, message: str) -> None:
         from nfd.k8s.events import post_event
@@ -924,7 +934,7 @@ class NfdMaster:
         self.group_queue.clear()
 
     async def become_leader(self) -> None:
-        log.info("acting as leader: starting %d updaters", self.config.nfd_api_parallelism)
+        klog.info_s("starting the NFD master updater pool", parallelism=self.config.nfd_api_parallelism)
         self.is_leader = True
         self.metrics.is_leader.set(1)
         # Evidence of this term only: a standby has processed nothing.
@@ -993,14 +1003,11 @@ class NfdMaster:
         t0 = time.monotonic()
         for inf in informers:
             await inf.wait_synced()
-        log.info(
-            "informer caches synced in %.1fs: %d NodeFeatures, %d NodeFeatureRules, %d Nodes%s",
-            time.monotonic() - t0,
-            len(self.nf_informer.cache),
-            len(self.nfr_informer.cache),
-            len(self.node_informer.cache),
-            f", {len(self.dra_informer.cache)} ResourceSlices" if self.dra_informer is not None else "",
-        )
+        sizes = {"nodeFeatures": len(self.nf_informer.cache), "nodeFeatureRules": len(self.nfr_informer.cache),
+                 "nodes": len(self.node_informer.cache)}
+        if self.dra_informer is not None:
+            sizes["resourceSlices"] = len(self.dra_informer.cache)
+        klog.info_s("informer caches synced", duration=GoDuration(time.monotonic() - t0), **sizes)
         if self.on_synced is not None:
             self.on_synced()
 

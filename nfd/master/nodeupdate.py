@@ -97,6 +97,10 @@ class Desired:
     taints: list[bk.Taint] = field(default_factory=list)
 
 
+_CHANGE_KINDS = ("labels_added", "labels_updated", "labels_removed", "annotations_added", "annotations_updated",
+                 "annotations_removed", "resources_set", "resources_removed", "taints_set", "taints_removed")
+
+
 @dataclass(slots=True)
 class Changes:
     """Human-readable summary of a plan, for logs, events and tests."""
@@ -116,20 +120,19 @@ class Changes:
     def removed_anything(self) -> bool:
         return bool(self.labels_removed or self.annotations_removed or self.resources_removed or self.taints_removed)
 
+    def counts(self) -> dict[str, int]:
+        """The non-zero counts, keyed as the "node updated" log line writes them (labelsAdded=2)."""
+        out = {}
+        for name in _CHANGE_KINDS:
+            n = len(getattr(self, name))
+            if n:
+                head, *rest = name.split("_")
+                out[head + "".join(w.capitalize() for w in rest)] = n
+        return out
+
     def describe(self) -> str:
         parts = []
-        for name in (
-            "labels_added",
-            "labels_updated",
-            "labels_removed",
-            "annotations_added",
-            "annotations_updated",
-            "annotations_removed",
-            "resources_set",
-            "resources_removed",
-            "taints_set",
-            "taints_removed",
-        ):
+        for name in _CHANGE_KINDS:
             v = sorted(getattr(self, name))
             if v:
                 # Removals are listed in full; additions and updates are capped for readable logs.

@@ -164,7 +164,7 @@ def policy_config(cfg: MasterConfig, *, disable_auto_prefix: bool = False) -> An
 class NodeReport:
     """What happened while computing one node's state, for logs and metrics."""
 
-    rule_errors: list[tuple[str, str]] = field(default_factory=list)
+    rule_errors: list[tuple[str, str]] = field(default_factory=list)  # ("<nfr>/<rule>", message)
     rejected: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, key, reason)
     duration_s: float = 0.0  # rules and policy, not counting the pauses
     outputs: dict[tuple[str, str], Any] = field(default_factory=dict)  # matched rules' outputs
@@ -205,7 +205,8 @@ def compute_desired_steps(
         busy += time.perf_counter() - t0
         yield
         t0 = time.perf_counter()
-    rep.rule_errors = list(result.errors)
+    # "<NodeFeatureRule>/<rule>": the log names both, as upstream's "failed to process rule"
+    rep.rule_errors = [(f"{r.rule_set}/{r.name}", r.error) for r in result.results if r.error is not None]
     rep.outputs = {(r.rule_set, r.name): r.output for r in result.results if r.matched}
     # master_output is combined per rule with auto-prefixing, as upstream; dynamic
     # @rule.matched.* values resolve against the features after feedback.

@@ -15,6 +15,7 @@ from nfd.api import DEFAULT_LABEL_NS
 from nfd.api.errors import ValidationError
 from nfd.api.features import Features
 from nfd.api.validation import is_qualified_name, is_valid_label_value
+from nfd.common.logsetup import GoDuration, klogger
 from nfd.sources import registry
 from nfd.sources.base import DiscoveryContext
 
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from nfd.lang.goregex import GoRegexp
 
 log = logging.getLogger("nfd.sources")
+klog = klogger("nfd.sources")
 
 
 
@@ -95,10 +97,11 @@ def discover(
             res.by_source[name] = feats
         except Exception as e:  # any source bug or host oddity: keep the rest going
             res.errors[name] = f"{type(e).__name__}: {e}"
-            log.warning("source %s: discovery failed: %s", name, res.errors[name])
+            klog.error_s(res.errors[name], "feature discovery failed", source=name)
             if last_good and name in last_good:
                 res.by_source[name] = last_good[name]
         res.durations[name] = time.perf_counter() - t0
+        klog.info_s("feature discovery completed", v=3, featureSource=name, duration=GoDuration(res.durations[name]))
     return res
 
 

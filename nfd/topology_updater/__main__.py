@@ -10,8 +10,8 @@ from collections.abc import Coroutine, Sequence
 from typing import Any
 
 from nfd import __version__
-from nfd.common.goflags import GoFlagParser, klog_header_options, parse_duration
-from nfd.common.logsetup import setup_logging
+from nfd.common.goflags import GoFlagSet, add_klog_flags, klog_header_options, verbosity
+from nfd.common.logsetup import klogger, setup_logging
 from nfd.common.signals import run_until_signal
 from nfd.hostpaths import HostPaths
 
@@ -19,46 +19,32 @@ PROGRAM = "nfd-topology-updater"
 SA_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 log = logging.getLogger("nfd.topology_updater")
+klog = klogger("nfd.topology_updater")
 
 
-def build_parser(paths: HostPaths) -> GoFlagParser:
-    p = GoFlagParser(PROGRAM)
-    p.add_bool("oneshot", default=False, help="Update once and exit")
-    p.add_bool("no-publish", default=False, help="Do not create or update NodeResourceTopology objects.")
-    p.add_flag("kubeconfig", default="", help="Kube config file.")
-    p.add_flag("port", type=int, default=8080, help="Port which metrics and healthz endpoints are served on")
-    p.add_flag(
-        "sleep-interval",
-        type=parse_duration,
-        default=60.0,
-        help="Time to sleep between CR updates. zero means no CR updates on interval basis. [Default: 60s]",
-    )
-    p.add_flag("watch-namespace", default="*", help="Namespace to watch pods. Use * for all namespaces.")
-    p.add_flag(
-        "kubelet-config-uri", default="", help="Kubelet config URI path. Default to kubelet configz endpoint."
-    )
-    p.add_flag(
-        "api-auth-token-file",
-        default="/var/run/secrets/kubernetes.io/serviceaccount/token",
-        help="API auth token file path, used for the kubelet configz endpoint.",
-    )
-    p.add_flag(
-        "podresources-socket",
-        default=paths.path("/var/lib/kubelet/pod-resources/kubelet.sock"),
-        help="Pod Resource Socket path to use.",
-    )
-    p.add_flag(
-        "config",
-        default="/etc/kubernetes/node-feature-discovery/nfd-topology-updater.conf",
-        help="Config file to use.",
-    )
-    p.add_bool("pods-fingerprint", default=True, help="Compute and report the pod set fingerprint")
-    p.add_flag(
-        "kubelet-state-dir",
-        default=paths.path("/var/lib/kubelet"),
-        help="Kubelet state directory path for watching state and checkpoint files",
-    )
-    p.add_bool("version", default=False, help="Print version and exit.")
+def build_parser(paths: HostPaths) -> GoFlagSet:
+    p = GoFlagSet(PROGRAM, description="Node Feature Discovery topology updater: publishes this node's "
+                  "NUMA zones and their allocatable resources as a NodeResourceTopology object.")
+    p.bool("oneshot", False, "Update once and exit")
+    p.bool("no-publish", False, "Do not create or update NodeResourceTopology objects.")
+    p.string("kubeconfig", "", "Kube config file.")
+    p.int("port", 8080, "Port which metrics and healthz endpoints are served on")
+    p.duration("sleep-interval", 60.0,
+               "Time to sleep between CR updates. zero means no CR updates on interval basis. [Default: 60s]")
+    p.string("watch-namespace", "*",
+             "Namespace to watch pods (for testing/debugging purpose). Use * for all namespaces.")
+    p.string("kubelet-config-uri", "", "Kubelet config URI path. Default to kubelet configz endpoint.")
+    p.string("api-auth-token-file", "/var/run/secrets/kubernetes.io/serviceaccount/token",
+             "API auth token file path. It is used to request kubelet configz endpoint, only takes effect when "
+             "kubelet-config-uri is https. Default to /var/run/secrets/kubernetes.io/serviceaccount/token.")
+    p.string("podresources-socket", paths.path("/var/lib/kubelet/pod-resources/kubelet.sock"),
+             "Pod Resource Socket path to use.")
+    p.string("config", "/etc/kubernetes/node-feature-discovery/nfd-topology-updater.conf", "Config file to use.")
+    p.bool("pods-fingerprint", True, "Compute and report the pod set fingerprint")
+    p.string("kubelet-state-dir", paths.path("/var/lib/kubelet"),
+             "Kubelet state directory path for watching state and checkpoint files")
+    add_klog_flags(p, wrapped=False)
+    p.bool("version", False, "Print version and exit.")
     return p
 
 
@@ -78,12 +64,13 @@ async def run(opts: object, *, kubeconfig: str) -> int:
     from nfd.topology_updater.updater import Metrics, Options, TopologyUpdater, wait_for_crd
 
     assert isinstance(opts, Options)
-    log.info("Node Feature Discovery Topology Updater %s, node %s", __version__, opts.node_name)
+    klog.info_s("Node Feature Discovery Topology Updater", version=__version__, nodeName=opts.node_name)
     metrics = Metrics()
     # serve probes before initialization: we may wait a long time for the CRD
     server = await httpserver.serve(
         opts.port, {"/healthz": httpserver.healthz, "/metrics": httpserver.metrics_route(metrics.registry)}
     )
+    klog.info_s("http server starting", port=f":{opts.port}")
     from nfd.k8s.config import ConfigError
 
     try:
@@ -123,7 +110,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.version:
         print(PROGRAM, __version__)
         return 0
-    setup_logging(args.v, **klog_header_options(args))
+    setup_logging(verbosity(args), **klog_header_options(args))
 
     from nfd.topology_updater import kubeletconfig
     from nfd.topology_updater.config import ConfigError, load_config

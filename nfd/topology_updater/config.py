@@ -61,7 +61,9 @@ def load_config(path: str) -> UpdaterConfig:
         with open(path, encoding="utf-8") as f:
             text = f.read()
     except FileNotFoundError:
-        log.info("configuration file %s not found, using defaults", path)
+        from nfd.common.logsetup import klogger
+
+        klogger(log.name).info_s("configuration file not found", path=path)
         return UpdaterConfig()
     except OSError as e:
         raise ConfigError(f"{path}: cannot read: {e.strerror or e}") from e

@@ -28,6 +28,7 @@ from nfd.api.noderesourcetopology import (
     CRD_NAME,
     NodeResourceTopology,
 )
+from nfd.common.logsetup import klogger
 from nfd.hostpaths import HostPaths
 from nfd.topology_updater import aggregate, kubeletconfig, scan
 from nfd.topology_updater.config import UpdaterConfig
@@ -35,6 +36,7 @@ from nfd.topology_updater.policy import topology_policy
 from nfd.topology_updater.sysfs import NumaTopology, read_hybrid_cpus
 
 log = logging.getLogger("nfd.topology_updater")
+klog = klogger("nfd.topology_updater")
 
 FIELD_MANAGER = "node-feature-discovery-topology-updater"
 INTERVAL = "intervalBased"
@@ -335,7 +337,7 @@ class TopologyUpdater:
         self.last_digest = digest
         self.last_applied_at = now
         self.publishes += 1
-        log.info("NodeResourceTopology %s applied", self.opts.node_name)
+        klog.info_s("NodeResourceTopology object applied", nodeName=self.opts.node_name)  # ours at V0 (upstream: V4 dump)
         return True
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -354,10 +356,10 @@ class TopologyUpdater:
         )
         self.pods.on_event(self._on_pod_event)
         await self.pods.start()
-        log.info("waiting for node-scoped Pod cache sync (node %s)", self.opts.node_name)
+        klog.info_s("waiting for node-scoped Pod informer cache sync", nodeName=self.opts.node_name)
         ok: bool = await self.pods.wait_synced(sync_timeout_s)
         if ok:
-            log.info("node-scoped Pod cache synced: %d pods", len(self.pods.cache))
+            klog.info_s("node-scoped Pod informer cache synced", nodeName=self.opts.node_name, pods=len(self.pods.cache))
         return ok
 
     async def run(self) -> int:

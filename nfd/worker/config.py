@@ -237,3 +237,24 @@ def strip_features(features: Any, patterns: list[str]) -> Any:
         for key in [k for k in kind if hit(k)]:
             del kind[key]
     return out
+
+
+def config_dump(cfg: WorkerConfig) -> dict[str, Any]:
+    """The effective config in the config file's own keys, for the "configuration successfully
+    updated" log line (upstream logs its Go struct as JSON; docs/compatibility.md)."""
+    from nfd.common.goduration import format_go_duration
+
+    core: dict[str, Any] = {
+        "featureSources": cfg.feature_sources,
+        "klog": cfg.klog,
+        "labelSources": cfg.label_sources,
+        "labelWhiteList": cfg.label_whitelist.pattern if cfg.label_whitelist is not None else "",
+        "noPublish": cfg.no_publish,
+        "noPublishFeatures": cfg.no_publish_features,
+        "ownerRefs": cfg.owner_refs,
+        "sleepInterval": format_go_duration(round(cfg.sleep_interval * 1e9)),
+    }
+    if cfg.enable_node_update:
+        core["enableNodeUpdate"] = True
+        core["nodeUpdateSpread"] = format_go_duration(round(cfg.node_update_spread * 1e9))
+    return {"core": core, "sources": cfg.raw_sources}

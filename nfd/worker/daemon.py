@@ -17,17 +17,26 @@ import time
 from typing import Any
 
 from nfd.api.features import Features
+from nfd.common.logsetup import Dump, GoDuration, klogger
 from nfd.hostpaths import HostPaths
 from nfd.sources import registry
 from nfd.sources.base import DiscoveryContext
 from nfd.sources.discovery import compute_labels, discover
-from nfd.worker.config import WorkerConfig, load_config_file, normalize_owner_refs, strip_features
+from nfd.worker.config import (
+    WorkerConfig,
+    config_dump,
+    load_config_file,
+    normalize_owner_refs,
+    strip_features,
+)
 from nfd.worker.flags import Flags
 from nfd.worker.metrics import WorkerMetrics, serve_http
 
 log = logging.getLogger("nfd.worker")
+klog = klogger("nfd.worker")  # upstream's structured lines (docs/logging.md)
 
 TICK_S = 1.0  # how often config and features.d are checked (upstream rate-limits local events to 1/s)
+_NOT_LOADED = ("not loaded",)  # _config_sig before the first load; a missing file's signature is None
 
 
 def _file_signature(path: str) -> tuple[int, int, int] | None:
@@ -78,7 +87,7 @@ class Worker:
         self.provisional: set[str] = set()  # last_good entries taken from the published NodeFeature
         self.features = Features()
         self.labels: dict[str, str] = {}
-        self._config_sig: Any = None
+        self._config_sig: Any = _NOT_LOADED
         self._features_d_sig: Any = None
         self._dirty = True  # content not yet published
         self.node_updater: Any = None  # nfd.worker.nodeupdate.NodeUpdater in masterless mode
@@ -163,17 +172,21 @@ class Worker:
 
     def reload_config(self) -> bool:
         """Load the config if it changed. Returns True when a new config took effect."""
-        sig = _file_signature(self.flags.config)
-        if sig == self._config_sig and self._config_sig is not None:
+        sig = _file_signature(self.flags.config)  # None while the file is missing
+        if sig == self._config_sig:
             return False
-        first = self._config_sig is None
-        self._config_sig = sig or ("missing",)
+        first = self._config_sig is _NOT_LOADED
+        self._config_sig = sig
         try:
             new = self._with_flags(load_config_file(self.flags.config, self.flags.options))
         except (OSError, ValueError) as e:
             self.metrics.config_reload_errors += 1
             log.warning("invalid config, %s: %s", "using defaults" if first else "keeping the previous one", e)
             return False
+        if sig is None:
+            klog.info_s("config file not found, using defaults", path=self.flags.config)
+        else:
+            klog.info_s("configuration file parsed", path=self.flags.config)
         old_refs = self.cfg.owner_refs
         old_klog = self.cfg.klog
         self.cfg = new
@@ -181,8 +194,10 @@ class Worker:
             self._apply_klog()
         if new.owner_refs != old_refs:
             self.owner_refs = None
-        if not first:
-            log.info("config %s reloaded", self.flags.config)
+        if klog.enabled(1):
+            klog.info_s("enabled feature sources", v=1, featureSources=self.feature_source_names())
+            klog.info_s("enabled label sources", v=1, labelSources=self.label_source_names())
+        klog.info_s("configuration successfully updated", configuration=config_dump(new))
         return True
 
     def _apply_klog(self) -> None:
@@ -224,18 +239,25 @@ class Worker:
         merged = Features()
         for name in sorted(self.last_good):
             merged.merge(self.last_good[name])
+        elapsed = time.perf_counter() - t0
+        if only is None:
+            klog.info_s("feature discovery of all sources completed", v=2, duration=GoDuration(elapsed))
+        klog.info_s("starting feature discovery...")
         labels = compute_labels(
             merged, self.label_source_names(), self.cfg.source_configs, self.ctx, whitelist=self.cfg.label_whitelist
         )
+        if klog.enabled(1):
+            klog.info_s("feature discovery completed", v=1, labels=Dump(labels))
+        else:
+            klog.info_s("feature discovery completed")
         if merged.to_json() != self.features.to_json() or labels != self.labels:
             self._dirty = True
         self.features, self.labels = merged, labels
-        elapsed = time.perf_counter() - t0
         if only is None:
             self.metrics.discovery.observe(elapsed)
             if self.cfg.sleep_interval > 0 and elapsed > self.cfg.sleep_interval / 2:
-                log.warning("discovery took %.2fs, more than half of sleepInterval %.0fs", elapsed,
-                            self.cfg.sleep_interval)
+                klog.info_s("feature discovery sources took over half of sleep interval ",
+                            duration=GoDuration(elapsed), sleepInterval=GoDuration(self.cfg.sleep_interval))
 
     # -- publishing -----------------------------------------------------------------------
     def desired(self) -> dict[str, Any]:
@@ -314,6 +336,11 @@ class Worker:
 
     # -- main loop ------------------------------------------------------------------------
     async def run(self) -> int:
+        from nfd import __version__
+        from nfd.worker.publish import worker_namespace
+
+        klog.info_s("Node Feature Discovery Worker", version=__version__, nodeName=self.node_name,
+                    namespace=worker_namespace(self.env))
         self.reload_config()
         self._features_d_sig = _dir_signature(self.ctx.paths.features_d())
         await self.seed_from_api()
@@ -334,7 +361,7 @@ class Worker:
             except (NotImplementedError, RuntimeError):
                 pass
         server = await serve_http(self.flags.port, self.metrics.render)
-        log.info("serving /metrics and /healthz on :%d", self.flags.port)
+        klog.info_s("http server starting", port=f":{self.flags.port}")
         next_full = time.monotonic() + self.cfg.sleep_interval
         retry_at = 0.0 if ok else time.monotonic() + 1.0
         backoff = 2.0 if not ok else 1.0
@@ -367,6 +394,7 @@ class Worker:
                         retry_at = time.monotonic() + backoff
                         backoff = min(backoff * 2, 60.0)
         finally:
+            klog.info_s("shutting down nfd-worker")
             server.close()
             await self.close()
         return 0

@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
-import argparse
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from nfd.common.goflags import GoFlagSet
 
 
 @dataclass
@@ -31,6 +34,7 @@ class Flags:
     master_config: str = ""
     instance: str = ""
     feature_gates: str | None = None
+    given: frozenset[str] = field(default_factory=frozenset)  # flags set on the command line
 
 
 def _list(v: str | None) -> list[str] | None:
@@ -39,36 +43,58 @@ def _list(v: str | None) -> list[str] | None:
     return [x.strip() for x in v.split(",") if x.strip()]
 
 
-def parse_flags(argv: list[str]) -> Flags:
-    from nfd.common.goflags import GoFlagParser, parse_duration
+def build_parser() -> GoFlagSet:
+    """Upstream's flags with upstream's help texts, then ours (masterless mode, -host-root)."""
+    from nfd.common.goflags import FEATURE_GATES_USAGE, GoFlagSet, add_klog_flags, feature_gates_value
     from nfd.worker.config import DEFAULT_CONFIG_PATH
 
-    p = GoFlagParser("nfd-worker", description="Node Feature Discovery worker", verbosity_default=None)
-    p.add_flag("config", default=DEFAULT_CONFIG_PATH, help="config file")
-    p.add_flag("options", default=None, help="config options as a YAML/JSON string, overriding the file")
-    p.add_flag("kubeconfig", default=None, help="kubeconfig (default: in-cluster)")
-    p.add_flag("port", type=int, default=8080, help="port for /metrics and /healthz")
-    p.add_bool("oneshot", default=False, help="discover and publish once, then exit")
-    p.add_bool("no-publish", default=None, help="do not write the NodeFeature")
-    p.add_flag("feature-sources", default=None, help="comma-separated feature sources")
-    p.add_flag("label-sources", default=None, help="comma-separated label sources")
-    p.add_flag("no-publish-features", default=None, help="comma-separated feature keys not to publish")
-    p.add_flag("owner-refs", default=None, help="owner references of the NodeFeature: node,pod,ds")
-    p.add_bool("no-owner-refs", default=False, help="deprecated: no owner references")
-    p.add_flag("feature-gates", default=None, help="feature gates of the node update (DisableAutoPrefix, DRAResourceSlices)")
-    p.add_bool("enable-node-update", default=None, help="update this node's labels, annotations, extended "
-               "resources and taints from NodeFeatureRules here, without nfd-master (core.enableNodeUpdate)")
-    p.add_flag("node-update-spread", type=parse_duration, default=None,
-               help="with -enable-node-update: spread this node's write after a rule or config change over "
-               "a window this long, e.g. 30s (core.nodeUpdateSpread, default 1s; size it in docs/masterless.md)")
-    p.add_flag("master-config", default="/etc/kubernetes/node-feature-discovery/nfd-master.conf",
-               help="with -enable-node-update: nfd-master's config file (extraLabelNs, restrictions, ...)")
-    p.add_flag("instance", default="", help="with -enable-node-update: instance name, as nfd-master's -instance")
-    p.add_flag("host-root", default=None, help="read the host from DIR (also $NFD_HOST_ROOT)")
-    p.add_bool("version", default=False, help="print the version and exit")
-    for name in ("metrics", "grpc-health"):  # deprecated upstream, accepted and ignored
-        p.add_flag(name, default=None, help=argparse.SUPPRESS)
-    ns = p.parse_go(argv)
+    p = GoFlagSet("nfd-worker", description="Node Feature Discovery worker: discovers this node's features "
+                  "and labels and publishes them as its NodeFeature object.")
+    p.bool("version", False, "Print version and exit.")
+    p.value("feature-gates", FEATURE_GATES_USAGE, parse=feature_gates_value)
+    p.string("config", DEFAULT_CONFIG_PATH, "Config file to use.")
+    p.string("kubeconfig", None, "Kubeconfig to use")
+    p.bool("oneshot", False, "Do not publish feature labels")
+    p.int("port", 8080, "Port on which to metrics and healthz endpoints are served")
+    p.string("options", None, "Specify config options from command line. Config options are specified "
+             "in the same format as in the config file (i.e. json or yaml). These options")
+    add_klog_flags(p, wrapped=True)
+    p.bool("no-publish", False, "Do not publish discovered features, disable connection to nfd-master and "
+           "don't create NodeFeature object.")
+    p.bool("no-owner-refs", False, "Do not set owner references for NodeFeature object (deprecated: use -owner-refs=).")
+    p.value("owner-refs", "Comma separated list of NodeFeature owner reference sources: node, pod, ds. "
+            "An empty value disables owner references.", parse=str, def_text="pod,ds")
+    p.value("feature-sources", "Comma separated list of feature sources. Special value 'all' enables all "
+            "sources. Prefix the source name with '-' to disable it.", parse=str)
+    p.value("label-sources", "Comma separated list of label sources. Special value 'all' enables all "
+            "sources. Prefix the source name with '-' to disable it.", parse=str)
+    p.value("no-publish-features", "Comma separated list of feature keys to discover but omit from the "
+            "published NodeFeature object (e.g. 'pci.device'). Suffix a key with '*' for a prefix match "
+            "(e.g. 'pci.*'). Reduces object size; only use for features that no NodeFeatureRule or "
+            "NodeFeatureGroup consumes.", parse=str)
+    # ours
+    p.bool("enable-node-update", None, "Update this node's labels, annotations, extended resources and taints "
+           "from NodeFeatureRules here, without nfd-master (core.enableNodeUpdate; docs/masterless.md).")
+    p.duration("node-update-spread", None, "With -enable-node-update: spread this node's write after a rule or "
+               "config change over a window this long, e.g. 30s (core.nodeUpdateSpread, default 1s).")
+    p.string("master-config", "/etc/kubernetes/node-feature-discovery/nfd-master.conf",
+             "With -enable-node-update: nfd-master's config file (extraLabelNs, restrictions, ...).")
+    p.string("instance", "", "With -enable-node-update: instance name, as nfd-master's -instance.")
+    p.string("host-root", None, "Read the host's /proc, /sys, /etc, ... under this directory (also $NFD_HOST_ROOT).")
+    for name in ("metrics", "grpc-health"):  # removed upstream; accepted and ignored
+        p.string(name, None, "", hidden=True)
+    return p
+
+
+def parse_flags(argv: list[str]) -> Flags:
+    ns = build_parser().parse(argv)
+    given = ns.given
+
+    def over(name: str) -> Any:
+        """A flag that overrides a config option: its value if given, else None."""
+        return getattr(ns, name.replace("-", "_")) if name in given else None
+
+    no_publish = over("no-publish")
     return Flags(
         config=ns.config,
         options=ns.options,
@@ -76,12 +102,12 @@ def parse_flags(argv: list[str]) -> Flags:
         port=ns.port,
         oneshot=ns.oneshot,
         # -no-publish=false leaves the config's core.noPublish in charge, as before
-        no_publish=ns.no_publish or None,
-        feature_sources=_list(ns.feature_sources),
-        label_sources=_list(ns.label_sources) if ns.label_sources is not None else None,
-        no_publish_features=_list(ns.no_publish_features),
-        owner_refs=_list(ns.owner_refs),
-        no_owner_refs=ns.no_owner_refs,
+        no_publish=no_publish or None,
+        feature_sources=_list(over("feature-sources")),
+        label_sources=_list(over("label-sources")),
+        no_publish_features=_list(over("no-publish-features")),
+        owner_refs=_list(over("owner-refs")),
+        no_owner_refs=bool(over("no-owner-refs")),
         host_root=ns.host_root,
         verbosity=ns.v,
         version=ns.version,
@@ -92,4 +118,5 @@ def parse_flags(argv: list[str]) -> Flags:
         master_config=ns.master_config,
         instance=ns.instance,
         feature_gates=ns.feature_gates,
+        given=given,
     )

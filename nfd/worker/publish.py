@@ -18,8 +18,10 @@ from typing import Any
 from nfd import __version__
 from nfd.api import API_VERSION, NODE_NAME_LABEL, WORKER_POD_UID_ANNOTATION, WORKER_VERSION_ANNOTATION
 from nfd.api.features import Features
+from nfd.common.logsetup import Dump, klogger, kobj
 
 log = logging.getLogger("nfd.worker")
+klog = klogger("nfd.worker")
 
 SA_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
@@ -113,18 +115,22 @@ class Publisher:
         if self.current is None:
             self.current = await self._read()
         for _attempt in range(5):
+            ref = kobj(self.namespace, self.node_name)
             if self.current is not None and same_content(self.current, desired):
+                klog.info_s("no changes in NodeFeature object, not updating", v=1, nodefeature=ref)
                 return False
             try:
                 if self.current is None:
+                    klog.info_s("creating NodeFeature object", nodefeature=ref)
                     self.current = await create(self.api, NODEFEATURES, body=desired, namespace=self.namespace)
-                    log.info("created NodeFeature %s/%s", self.namespace, self.node_name)
+                    klog.info_s("NodeFeature object created", v=4, nodeFeature=Dump(self.current))
                 else:
+                    klog.info_s("updating NodeFeature object", nodefeature=ref)
                     body = _with_server_meta(desired, self.current)
                     self.current = await replace(
                         self.api, NODEFEATURES, body=body, name=self.node_name, namespace=self.namespace
                     )
-                    log.info("updated NodeFeature %s/%s", self.namespace, self.node_name)
+                    klog.info_s("NodeFeature object updated", v=4, nodeFeature=Dump(self.current))
                 self.writes += 1
                 return True
             except AlreadyExists:
@@ -170,7 +176,9 @@ async def owner_references(
             refs.append({"apiVersion": "v1", "kind": "Pod", "name": pod_name, "uid": pod_uid,
                          "blockOwnerDeletion": False})
         else:
-            log.info("owner reference: POD_NAME/POD_UID not set, no Pod owner")
+            klog.info_s("Cannot resolve Pod owner reference, POD_NAME and POD_UID must be specified")
+    if "ds" in kinds and not pod_name:
+        klog.info_s("Cannot resolve DaemonSet owner reference, POD_NAME not specified")
     if "ds" in kinds and pod_name:
         pod = await get(api, PODS, name=pod_name, namespace=namespace)
         ds = [r for r in ((pod or {}).get("metadata") or {}).get("ownerReferences") or [] if r.get("kind") == "DaemonSet"]

@@ -270,7 +270,7 @@ def test_helm_upgrade_from_upstream_release_keeps_every_label(case: str, helm_bi
     noop["metadata"]["name"] = "matches-nothing"
     noop["spec"]["rules"][0]["matchFeatures"][0]["matchExpressions"] = {"vendor": {"op": "In", "value": ["ffff"]}}
     kube.request("POST", f"{NFD_API}/nodefeaturerules", body=noop)
-    master.wait_log("re-evaluating all nodes", timeout=30)
+    master.wait_log("\"NodeFeatureRule added\" nodefeaturerule=\"matches-nothing\"", timeout=30)
     kube.wait_until(lambda: _metric(port, requests) >= first + 2, timeout=60, message="second pass")
 
     after = {n: _node_state(kube, n) for n in (GPU_NODE, CPU_NODE)}

@@ -190,6 +190,16 @@ def test_collects_stale_objects_at_startup_and_on_node_delete(env: GcEnv) -> Non
     )
     assert nf_names(kube, env.ns) == {live[0], live[2]}
     assert proc.running
+    # upstream's structured lines (docs/logging.md)
+    from tests.support import klog
+
+    text = proc.logs()
+    assert klog.find(text, "NodeFeature object has been deleted", nodefeature=f"{env.ns}/{gone}"), text[-3000:]
+    assert klog.find(text, "NodeResourceTopology object has been deleted", nodeName=gone)
+    assert klog.find(text, "node name label missing from NodeFeature object", nodefeature=f"{env.ns}/unlabelled")
+    assert klog.find(text, "performing garbage collection")
+    assert klog.find(text, "starting HTTP server", port=str(env.port))
+    assert klog.find(text, "node informer cache synced")[0].kv["duration"].endswith("s")
 
 
 def test_thousands_of_objects_paginated_and_live_ones_kept(env: GcEnv) -> None:

@@ -417,7 +417,7 @@ def test_master_restart_removes_nothing(env: Env, how: str) -> None:
         m2 = env.start_master()
         for n in nodes:
             wait_for(lambda n=n: env.labels(n).get(f"{FNS}/extra") == "1", what="new master applied new rule")
-        m2.wait_log("queueing all", timeout=30)
+        m2.wait_log("will process all nodes in the cluster", timeout=30)
         time.sleep(1.0)
     finally:
         watch.stop()
@@ -427,7 +427,7 @@ def test_master_restart_removes_nothing(env: Env, how: str) -> None:
 def test_leader_failover_removes_nothing(env: Env) -> None:
     nodes = setup_world(env, 3)
     a = env.start_master("-enable-leader-election", name="master-a")
-    a.wait_log("acting as leader", timeout=60)
+    a.wait_log("Successfully acquired lease", timeout=60)
     b = env.start_master("-enable-leader-election", name="master-b")
     b.wait_log("informer caches synced", timeout=60)
     for n in nodes:
@@ -435,7 +435,7 @@ def test_leader_failover_removes_nothing(env: Env) -> None:
     watch = NodeWatch(env.kube, nodes)
     try:
         a.kill()  # no lease release: b takes over after leaseDuration
-        b.wait_log("acting as leader", timeout=60)
+        b.wait_log("Successfully acquired lease", timeout=60)
         rules = base_rules(env.tag)
         rules[0]["labels"]["after-failover"] = "1"
         env.put_rule(rule(f"{env.tag}-rules", rules))
@@ -742,3 +742,40 @@ def test_watch_410_loop_backs_off_with_one_log_line(env: Env, tmp_path: Path) ->
         assert m.running
     finally:
         proxy.close()
+
+
+def test_master_logs_upstream_structured_lines(env: Env) -> None:
+    """What operators grep for, as upstream writes it (docs/logging.md): the banner, the config,
+    the informer sync, leader election, a rule error naming its NodeFeatureRule and rule, a rule
+    change, the node updated with its counts."""
+    from tests.support import klog
+
+    (node,) = setup_world(env, 1)
+    env.put_rule(rule(f"{env.tag}-bad", [
+        {"name": "bad-op", "labels": {"bad": "1"},
+         "matchFeatures": [{"feature": "kernel.version", "matchExpressions": {"major": {"op": "Gt", "value": ["six"]}}}]},
+    ]))
+    m = env.start_master("-enable-leader-election", "-instance=logs")
+    wait_for(lambda: converged(env, node), what="rules applied")
+    m.wait_log(f'"node updated" nodeName="{node}"', timeout=20)
+    env.put_rule(rule(f"{env.tag}-more", [{"name": "more", "labels": {"more": "1"}}]))
+    m.wait_log(f'"NodeFeatureRule added" nodefeaturerule="{env.tag}-more"', timeout=20)
+    wait_for(lambda: env.labels(node).get(f"{FNS}/more") == "1", what="rule change applied")
+    text = m.logs()
+    assert klog.find(text, "Node Feature Discovery Master", namespace=NS), text[-3000:]
+    assert klog.find(text, "Master instance", instance="logs")
+    assert klog.find(text, "configuration file parsed", path=str(env.config))
+    (cfg,) = klog.find(text, "configuration successfully updated")
+    assert "enableTaints: true" in cfg.kv["configuration"]
+    (synced,) = klog.find(text, "informer caches synced")
+    assert synced.kv["duration"].endswith("s") and int(synced.kv["nodes"]) >= 1
+    lock = f"{NS}/nfd-master.nfd.kubernetes.io"
+    assert klog.find(text, "Attempting to acquire leader lease...", lock=lock)
+    assert klog.find(text, "Successfully acquired lease", lock=lock)
+    # once per rule and error per rules generation (ours), not once per node
+    errs = klog.find(text, "failed to process rule", ruleName="bad-op", nodefeaturerule=f"{env.tag}-bad",
+                     nodeName=node)
+    assert errs and all(e.severity == "E" and e.kv["err"] for e in errs)
+    assert klog.find(text, "will process all nodes in the cluster")
+    first = klog.find(text, "node updated", nodeName=node)[0]
+    assert (first.kv["labelsAdded"], first.kv["resourcesSet"], first.kv["taintsSet"]) == ("4", "2", "1"), first.raw

@@ -6,6 +6,7 @@ writes (and no reads) in steady state, and a restart neither deletes nor empties
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -233,7 +234,7 @@ def test_worker_survives_deep_config_and_a_deep_custom_d_file(wenv: WorkerEnv) -
     assert "deep.yaml" in logs and "nesting deeper than 100 levels" in logs
     # a valid config, then a deep one on live reload: reported, the previous one stays in force
     wenv.conf.write_text(CONF)
-    kube.wait_until(lambda: "config " in proc.logs() and "reloaded" in proc.logs(), timeout=30,
+    kube.wait_until(lambda: '"configuration successfully updated"' in proc.logs(), timeout=30,
                     message="valid config reloaded")
     wenv.conf.write_text("core:\n  x: " + "{a: " * 4000 + "1" + "}" * 4000 + "\n")
     kube.wait_until(lambda: proc.logs().count("nesting deeper than 100 levels") >= 3, timeout=30,
@@ -242,3 +243,27 @@ def test_worker_survives_deep_config_and_a_deep_custom_d_file(wenv: WorkerEnv) -
     assert proc.running
     assert wenv.nodefeature()["spec"]["labels"].get("custom-good") == "yes"
     assert "Traceback" not in proc.logs() and "RecursionError" not in proc.logs()
+
+
+def test_worker_logs_upstream_structured_lines(wenv: WorkerEnv) -> None:
+    """What operators grep for, as upstream writes it (docs/logging.md): the banner, the config,
+    discovery completed, the NodeFeature created then updated, the http server, the shutdown."""
+    from tests.support import klog
+
+    kube = wenv.kube
+    proc = wenv.start()
+    kube.wait_until(wenv.nodefeature, timeout=60, message="NodeFeature created")
+    ref = f"{NS}/{wenv.node}"
+    proc.wait_log(f'"creating NodeFeature object" nodefeature="{ref}"', timeout=20)
+    (wenv.features_d / "zone").write_text("topology.example.com/zone=z2\n")
+    proc.wait_log(f'"updating NodeFeature object" nodefeature="{ref}"', timeout=20)
+    wenv.stop()
+    text = proc.logs()
+    assert klog.find(text, "Node Feature Discovery Worker", nodeName=wenv.node, namespace=NS), text[-3000:]
+    assert klog.find(text, "configuration file parsed", path=str(wenv.conf))
+    (cfg,) = klog.find(text, "configuration successfully updated")
+    assert json.loads(cfg.kv["configuration"])["core"]["sleepInterval"] == "1s"
+    assert klog.find(text, "feature discovery completed")
+    assert klog.find(text, "http server starting", port=f":{wenv.port}")
+    assert klog.find(text, "shutting down nfd-worker")
+    assert not klog.find(text, "NodeFeature object created")  # V(4)

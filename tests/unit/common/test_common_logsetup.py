@@ -54,3 +54,47 @@ def test_header_options_flags_win_over_config() -> None:
     assert klog_header_options(SimpleNamespace(skip_headers=False, add_dir_header=None), {"skipHeaders": True}) \
         == {"skip_headers": False, "add_dir_header": False}
     assert klog_header_options(none, {"add_dir_header": True})["add_dir_header"] is True
+
+
+_STRUCTURED = """
+import sys
+from nfd.common.logsetup import GoDuration, Dump, klogger, kobj, setup_logging
+setup_logging(int(sys.argv[1]))
+k = klogger("nfd.x")
+k.info_s("node updated", nodeName="n-1", labelsAdded=2, ok=True, ratio=0.5, none=None)
+k.info_s("quoted", text='say "hi"\\tnow', ref=kobj("ns", "nf"), cluster=kobj("", "r"), took=GoDuration(0.0015))
+k.info_s("json", configuration={"b": [1, "<x>"], "a": {}})
+k.info_s("dump", v=1, labels=Dump({"l/b": "true", "l/a": "x"}))
+k.error_s(ValueError("bad op"), "failed to process rule", ruleName="r1")
+k.info_s("deep", v=4)
+"""
+
+
+def _run_structured(v: int) -> list[str]:
+    return subprocess.run([sys.executable, "-c", _STRUCTURED, str(v)], capture_output=True, text=True,
+                          check=True).stderr.splitlines()
+
+
+def test_structured_lines_as_klog_serializes_them() -> None:
+    """klog's text format: the message quoted, strings/errors/Stringers quoted as strconv.Quote,
+    numbers and booleans bare, maps as Go's JSON (keys sorted), multi-line values as key=<...>."""
+    lines = _run_structured(1)
+    body = [KLOG.match(line).group(11) if KLOG.match(line) else line for line in lines]
+    assert body == [
+        '"node updated" nodeName="n-1" labelsAdded=2 ok=true ratio=0.5 none=null',
+        '"quoted" text="say \\"hi\\"\\tnow" ref="ns/nf" cluster="r" took="1.5ms"',
+        '"json" configuration={"a":{},"b":[1,"\\u003cx\\u003e"]}',
+        '"dump" labels=<',
+        '\tl/a: x',
+        '\tl/b: "true"',
+        ' >',
+        '"failed to process rule" err="bad op" ruleName="r1"',
+    ]
+    assert KLOG.match(lines[-1]).group(1) == "E"
+
+
+@pytest.mark.parametrize(("v", "count"), [(0, 4), (1, 5), (4, 6)])
+def test_v_levels(v: int, count: int) -> None:
+    """V(n) lines from -v=n on; errors always."""
+    msgs = [line for line in _run_structured(v) if KLOG.match(line)]
+    assert len(msgs) == count, msgs

@@ -12,7 +12,7 @@ from topo_fakeapi import FakeApi
 
 from nfd.api.noderesourcetopology import CostInfo, NodeResourceTopology, ResourceInfo, Zone
 from nfd.common import httpserver
-from nfd.common.goflags import GoFlagParser, parse_bool, parse_duration
+from nfd.common.goflags import GoFlagSet, add_klog_flags, parse_bool, parse_duration
 from nfd.topology_updater import kubeletconfig
 from nfd.topology_updater.config import ConfigError, load_config, parse_config
 from nfd.topology_updater.notifier import STATE_FILES, parse_events
@@ -170,10 +170,11 @@ def test_go_flags() -> None:
         with pytest.raises(argparse.ArgumentTypeError):
             parse_duration(bad)
     assert parse_bool("false") is False and parse_bool("T") is True
-    p = GoFlagParser("x")
-    p.add_bool("oneshot", default=False)
-    p.add_flag("sleep-interval", type=parse_duration, default=60.0)
-    ns = p.parse_go(["-oneshot", "--sleep-interval=3s", "-v", "4", "-logtostderr=false"])
+    p = GoFlagSet("x")
+    add_klog_flags(p, wrapped=False)
+    p.bool("oneshot", False, "")
+    p.duration("sleep-interval", 60.0, "")
+    ns = p.parse(["-oneshot", "--sleep-interval=3s", "-v", "4", "-logtostderr=false"])
     assert (ns.oneshot, ns.sleep_interval, ns.v, ns.logtostderr) == (True, 3.0, 4, False)
     with pytest.raises(SystemExit) as e:
         p.parse_go(["positional"])

@@ -273,3 +273,36 @@ def test_publisher_gives_up_on_endless_conflicts():
     desired = {"metadata": {"name": "node-1", "labels": {"a": "b"}}, "spec": {"features": {}, "labels": {}}}
     with pytest.raises(Exception, match="Conflict|gave up"):
         run(pub.publish(desired))
+
+
+def test_missing_config_file_is_no_change_every_tick(host, tmp_path, monkeypatch, caplog):
+    """A missing config file (the default path on most nodes) is loaded once as defaults; the
+    daemon then discovers every sleepInterval, not on every tick, and logs no reload."""
+    monkeypatch.setattr("nfd.worker.daemon.TICK_S", 0.02)
+    conf = tmp_path / "absent.conf"
+    flags = parse_flags(["-host-root", str(host), "-config", str(conf), "-owner-refs=", "-port", "0",
+                         "-feature-sources=cpu", "-label-sources=cpu"])
+    w = Worker(flags, env={"NODE_NAME": "node-1", "KUBERNETES_NAMESPACE": "nfd"}, api=FakeApi())
+    calls: list[object] = []
+    real = w.run_discovery
+    monkeypatch.setattr(w, "run_discovery", lambda only=None: (calls.append(only), real(only))[1])
+
+    async def go():
+        task = asyncio.create_task(w.run())
+        await asyncio.sleep(0.6)  # ~30 ticks
+        assert not w.reload_config()  # still missing: no change
+        conf.write_text("core:\n  featureSources: [cpu]\n")
+        await asyncio.sleep(0.2)  # the file appearing is a change: one more discovery
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+
+    with caplog.at_level("INFO"):
+        run(go())
+    assert calls == [None, None], calls
+    msgs = [r.getMessage() for r in caplog.records]
+    assert sum('"config file not found, using defaults"' in m for m in msgs) == 1, msgs
+    assert sum('"configuration file parsed"' in m for m in msgs) == 1, msgs
+    assert sum('"configuration successfully updated"' in m for m in msgs) == 2, msgs
