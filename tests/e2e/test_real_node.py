@@ -4,11 +4,13 @@ deploy/overlays/master-worker-topologyupdater (the default install plus the topo
 and only the test overlay (tests/e2e/node-overlay: host network, the apiserver's loopback
 address, the test image's tag).
 
-The tests share one install and run in file order: the last one deletes the Node.
+The tests share one install and run in file order; then the kustomize install is replaced by
+the Helm chart's (plus the same test overlay), and the last test deletes the Node.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import ssl
@@ -27,10 +29,10 @@ import yaml
 
 from tests.e2e.harness import HttpError, RestClient
 from tests.e2e.node import PAUSE_REF, RealNode, real_node
-from tests.e2e.tools import DEPLOY_DIR, kustomize_bin
+from tests.e2e.tools import CHART_DIR, DEPLOY_DIR, helm_bin, kustomize_bin
 
 pytestmark = [pytest.mark.node, pytest.mark.slow]
-__all__ = ["kustomize_bin", "real_node"]  # fixtures
+__all__ = ["helm_bin", "kustomize_bin", "real_node"]  # fixtures
 
 NS = "node-feature-discovery"
 APPS_NS = "nfd-e2e-apps"
@@ -41,13 +43,17 @@ NFD_LABEL_NS = ("feature.node.kubernetes.io/", "profile.node.kubernetes.io/")
 WIDGET = "feature.node.kubernetes.io/e2e-widget"
 
 
-def render(kustomize: Path, base: Path, *, apiserver_port: int) -> list[dict[str, Any]]:
-    """`kustomize build` of `base` plus the test overlay, APISERVER_PORT filled in."""
+def render(kustomize: Path, base: Path | None = None, *, apiserver_port: int,
+           manifests: str | None = None) -> list[dict[str, Any]]:
+    """`kustomize build` of `base` (a deploy/ overlay) or of rendered `manifests` (Helm's), plus
+    the test overlay, APISERVER_PORT filled in."""
     with tempfile.TemporaryDirectory(prefix="nfd-node-overlay-") as d:
+        if manifests is not None:
+            (Path(d) / "rendered.yaml").write_text(manifests)
+        resources = ["rendered.yaml"] if base is None else [os.path.relpath(base, d)]  # only relative paths
         (Path(d) / "kustomization.yaml").write_text(yaml.safe_dump({
             "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
-            # kustomize takes only relative paths
-            "resources": [os.path.relpath(base, d)], "components": [os.path.relpath(OVERLAY, d)]}))
+            "resources": resources, "components": [os.path.relpath(OVERLAY, d)]}))
         proc = subprocess.run([str(kustomize), "build", d], capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, f"kustomize build {base} + test overlay: {proc.stderr}"
     objs = [o for o in yaml.safe_load_all(proc.stdout) if isinstance(o, dict) and o.get("kind")]
@@ -68,7 +74,9 @@ def ready(pod: dict[str, Any]) -> bool:
 
 
 def component(pod: dict[str, Any]) -> str:
-    return str(pod["metadata"]["labels"].get("app", pod["metadata"]["name"]))
+    """nfd-master, nfd-worker, nfd-gc or nfd-topology-updater: what the pod runs (kustomize and
+    Helm name the pods differently)."""
+    return str(pod["spec"]["containers"][0]["command"][0])
 
 
 def pod_state(node: RealNode, namespace: str = NS) -> str:
@@ -346,6 +354,42 @@ def test_confinement_holds_for_the_worker_pods_projected_token(real_node: RealNo
     with pytest.raises(HttpError) as ei:
         client.request("PUT", f"{base}/{real_node.name}", body=hijack)
     assert ei.value.status == 403, ei.value
+
+
+def test_helm_chart_installs_the_same(real_node: RealNode, installed: list[dict[str, Any]], helm_bin: Path,
+                                      kustomize_bin: Path, tmp_path: Path) -> None:
+    """The kustomize install removed as a user would (its objects, CRDs aside), the node's nfd
+    labels stripped, then the Helm chart (topology-updater on) plus the same test overlay:
+    every pod Ready, the labels published again."""
+    kube = real_node.kube
+    for o in reversed(installed):
+        if o["kind"] != "CustomResourceDefinition":
+            with contextlib.suppress(HttpError):
+                kube.request("DELETE", kube.object_path(o))
+    kube.wait_until(lambda: kube.get_or_none(f"/api/v1/namespaces/{NS}") is None, timeout=240, interval=1,
+                    message=f"namespace {NS} deleted")
+    labels = real_node.node()["metadata"]["labels"]
+    kube.request("PATCH", f"/api/v1/nodes/{real_node.name}", content_type="application/merge-patch+json",
+                 body={"metadata": {"labels": {k: None for k in nfd_labels(labels)}}})
+    argv = [str(helm_bin), "template", "nfd", str(CHART_DIR), "--namespace", NS, "--set", "image.tag=e2e",
+            "--set", "topologyUpdater.enable=true"]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr
+    objs = render(kustomize_bin, apiserver_port=kube.port,
+                  manifests=yaml.safe_dump({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+                  + "---\n" + proc.stdout)
+    kube.apply_objects(objs)
+    want = {"nfd-master", "nfd-worker", "nfd-gc", "nfd-topology-updater"}
+    try:
+        kube.wait_until(lambda: {component(p) for p in pods(real_node) if ready(p)} >= want,
+                        timeout=300, interval=1, message="nfd pods (Helm) Ready")
+    except TimeoutError:
+        raise AssertionError(f"Helm's nfd pods not Ready:\n{pod_state(real_node)}") from None
+    assert all(p["spec"]["containers"][0]["image"] == "nfd:e2e" for p in pods(real_node))
+    kube.wait_until(lambda: nfd_labels(real_node.node()["metadata"]["labels"]) == nfd_labels(labels), timeout=180,
+                    interval=1, message="labels published again by the Helm install")
+    kube.wait_until(lambda: _nrt_available(real_node), timeout=180, interval=1,
+                    message="the NodeResourceTopology published (Helm)")
 
 
 def test_deleting_the_node_makes_gc_remove_its_objects(real_node: RealNode, installed: list[dict[str, Any]]) -> None:
