@@ -172,6 +172,18 @@ def cannot_run_containers() -> str | None:
     return hostpkgs.missing_reason((*PACKAGES, "buildah", "mmdebstrap"))
 
 
+def fs_type(path: Path) -> str:
+    """The filesystem type of the mount holding `path` (/proc/self/mountinfo)."""
+    best, kind = "", ""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/mountinfo").read_text().splitlines():
+            fields = line.split()
+            mnt, fstype = fields[4], fields[fields.index("-") + 1]
+            if (str(path) + "/").startswith(mnt.rstrip("/") + "/") and len(mnt) >= len(best):
+                best, kind = mnt, fstype
+    return kind
+
+
 def _port_free(port: int) -> bool:
     with socket.socket() as s:
         try:
@@ -269,6 +281,7 @@ class RealNode:
             "plugins": [{"type": "bridge", "bridge": "nfde2e0", "isGateway": True, "ipMasq": False,
                          "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.250.0.0/24"}]],
                                   "dataDir": str(self.tmp / "cni" / "ipam")}}]}))
+        d.mkdir(parents=True, exist_ok=True)
         config = f"""version = 2
 root = "{d / 'root'}"
 state = "{d / 'state'}"
@@ -281,7 +294,7 @@ state = "{d / 'state'}"
   # runc may not lower oom_score_adj in this sandboxed machine (pod sandboxes fail otherwise)
   restrict_oom_score_adj = true
   [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "overlayfs"
+    snapshotter = "{'native' if fs_type(d) == 'overlay' else 'overlayfs'}"  # no overlay on overlay
     default_runtime_name = "runc"
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
