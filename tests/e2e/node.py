@@ -494,16 +494,20 @@ def machine_lock(*, log: Callable[[str], None] = print) -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
-def real_node() -> Iterator[RealNode]:
+def real_node(pytestconfig: pytest.Config) -> Iterator[RealNode]:
     """One real node (and its control plane) for the tests marked `node`."""
     reason = cannot_run_containers()
     if reason:
         pytest.skip(f"no real node: {reason}")
     if find_go() is None:
         pytest.skip("Go is not installed: cannot build the kubelet")
+    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
 
     def log(msg: str) -> None:
-        print(f"nfd e2e: {msg}", file=sys.__stderr__, flush=True)
+        """Shown as it happens, past pytest's output capture (the set-up times belong in CI's log)."""
+        ctx = capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext()
+        with ctx:
+            print(f"nfd e2e: {msg}", file=sys.stderr, flush=True)
 
     with machine_lock(log=log):
         try:
