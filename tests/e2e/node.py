@@ -46,6 +46,7 @@ import yaml
 from tests.e2e import hostpkgs
 from tests.e2e.build import BuildError, _ldflags, ensure_built, find_go, kubernetes_version
 from tests.e2e.harness import KubeCluster, ManagedProcess, free_port
+from tests.e2e.image import PACKAGES as IMAGE_PACKAGES
 from tests.e2e.image import ImageError, ensure_image
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -169,7 +170,7 @@ def cannot_run_containers() -> str | None:
         return "no cgroup filesystem at /sys/fs/cgroup"
     if (os.cpu_count() or 1) < 2:
         return "one CPU: the CPU manager's static policy has no CPU to give a Guaranteed pod"
-    return hostpkgs.missing_reason((*PACKAGES, "buildah", "mmdebstrap"))
+    return hostpkgs.missing_reason((*PACKAGES, *IMAGE_PACKAGES))
 
 
 def fs_type(path: Path) -> str:
