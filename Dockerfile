@@ -1,18 +1,28 @@
 # One image with every entry point: nfd (with nfd compat), kubectl-nfd, nfd-worker, nfd-master,
 # nfd-topology-updater, nfd-gc.
 # Host paths are expected under /host-* (as upstream's image), see docs/install.md.
-FROM python:3.11-slim AS build
+#
+# BASE: any image with Python 3.11 and its venv module (`python3 -m venv`). The default is the
+# official python:3.11-slim; the test suite builds on a Debian 12 root made offline
+# (tests/e2e/image.py). Everything is installed into a virtual environment at /opt/nfd, so both
+# lay files out the same (Debian's own Python would put `pip --prefix` installs under
+# local/.../dist-packages, off sys.path, and has no `python` command).
+ARG BASE=python:3.11-slim
+
+FROM ${BASE} AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY nfd ./nfd
 COPY crds ./crds
-RUN pip install --no-cache-dir --prefix=/install ".[compat]"
-
-FROM python:3.11-slim
-COPY --from=build /install /usr/local
 # Bytecode compiled at build time: the read-only root filesystem means no cache at run time.
-RUN python -m compileall -q /usr/local/lib/python3.11/site-packages
-ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 NFD_HOST_PREFIX=/host-
+RUN python3 -m venv /opt/nfd \
+ && /opt/nfd/bin/pip install --no-cache-dir --disable-pip-version-check ".[compat]" \
+ && /opt/nfd/bin/python3 -m compileall -q /opt/nfd/lib
+
+FROM ${BASE}
+COPY --from=build /opt/nfd /opt/nfd
+ENV PATH=/opt/nfd/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 NFD_HOST_PREFIX=/host-
 # Non-root by default; the topology-updater DaemonSet overrides runAsUser to 0 for the kubelet socket.
 USER 65534:65534
 ENTRYPOINT []

@@ -8,8 +8,10 @@ Three layouts are supported:
 - upstream's DaemonSet layout: host dirs mounted at ``/host-sys``, ``/host-etc``, ``/host-usr``,
   ``/host-lib``, ``/host-boot``, ``/host-var``, ``/host-proc``. Selected with
   ``NFD_HOST_PREFIX=/host-`` or detected automatically when ``/host-sys`` exists. As upstream,
-  ``/proc`` other than ``/proc/swaps`` is then the container's own ``/proc`` unless
-  ``/host-proc`` is mounted.
+  ``/proc`` other than ``/proc/swaps`` is then the container's own ``/proc`` (the kernel's
+  files are the same there) unless a whole procfs is mounted at ``/host-proc``: the shipped
+  DaemonSet mounts only the file ``/host-proc/swaps``, which makes ``/host-proc`` a directory
+  holding nothing else.
 
 ``features.d`` and ``custom.d`` are never remapped (upstream mounts them at their own path),
 except under an explicit host root where they live at ``DIR/etc/kubernetes/...``.
@@ -17,6 +19,7 @@ except under an explicit host root where they live at ``DIR/etc/kubernetes/...``
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 
@@ -31,7 +34,8 @@ class HostPaths:
     """Maps host paths (``/sys/bus/pci``) to where this process can read them."""
 
     root: str = "/"
-    #: per-top-level-dir overrides, e.g. {"sys": "/host-sys"}
+    #: per-top-level-dir overrides, e.g. {"sys": "/host-sys"}, or of one path under a top
+    #: (``proc/swaps``), longest first
     tops: tuple[tuple[str, str], ...] = ()
     #: features.d/custom.d base: upstream never remaps these
     config_dir: str = NFD_CONFIG_DIR
@@ -39,9 +43,9 @@ class HostPaths:
     def path(self, host_path: str) -> str:
         """The readable location of absolute host path ``host_path``."""
         rel = host_path.lstrip("/")
-        top, _, rest = rel.partition("/")
         for name, base in self.tops:
-            if name == top:
+            if rel == name or rel.startswith(name + "/"):
+                rest = rel[len(name) + 1:]
                 return os.path.join(base, rest) if rest else base
         return os.path.join(self.root, rel) if rel else self.root
 
@@ -73,9 +77,19 @@ class HostPaths:
 
     @classmethod
     def with_prefix(cls, prefix: str) -> HostPaths:
-        """Upstream image layout: ``/sys`` -> ``<prefix>sys`` for each mounted top dir."""
-        tops = tuple((t, prefix + t) for t in _TOPS if os.path.isdir(prefix + t))
-        return cls(tops=tops)
+        """Upstream image layout: ``/sys`` -> ``<prefix>sys`` for each mounted top dir; a
+        ``<prefix>proc`` that is not a whole procfs maps only the files mounted in it."""
+        tops: list[tuple[str, str]] = []
+        for t in _TOPS:
+            base = prefix + t
+            if not os.path.isdir(base):
+                continue
+            if t == "proc" and not os.path.isdir(os.path.join(base, "sys")):
+                with contextlib.suppress(OSError):
+                    tops += [(f"proc/{name}", os.path.join(base, name)) for name in sorted(os.listdir(base))]
+                continue
+            tops.append((t, base))
+        return cls(tops=tuple(tops))
 
     @classmethod
     def detect(cls, host_root: str | None = None, *, env: dict[str, str] | None = None) -> HostPaths:

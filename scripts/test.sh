@@ -11,4 +11,9 @@ python3 -m mypy nfd
 python3 -m tests.e2e.build --if-go
 # Likewise helm, kustomize and kube-scheduler for the deploy/ tests (tests/tools/).
 python3 -m tests.e2e.tools --if-go
+# And the real node's parts (tests/e2e/node.py): containerd, runc and buildah from Debian packages,
+# the project's image built from the Dockerfile, kubelet/controller-manager/scheduler; each
+# cached, printing its set-up time. Only where the machine cannot run containers are the node
+# tests skipped (with the reason).
+python3 -m tests.e2e.node --if-go
 python3 -m pytest -q -rs -p no:cacheprovider tests "$@"

@@ -356,6 +356,18 @@ def test_hostpaths_layouts(tmp_path):
     assert pre.etc("os-release") == f"{tmp_path}/host-etc/os-release"
     assert pre.proc("swaps") == "/proc/swaps"  # /host-proc not mounted: the container's own
     assert pre.features_d() == "/etc/kubernetes/node-feature-discovery/features.d"
+    # The DaemonSet mounts only /host-proc/swaps: the rest of /proc stays the container's own
+    # (kernel version, kernel config), as upstream reads it.
+    (tmp_path / "host-proc").mkdir()
+    (tmp_path / "host-proc" / "swaps").write_text("Filename Type Size Used Priority\n")
+    pre = HostPaths.detect(env={"NFD_HOST_PREFIX": f"{tmp_path}/host-"})
+    assert pre.proc("swaps") == f"{tmp_path}/host-proc/swaps"
+    assert pre.proc("sys/kernel/osrelease") == "/proc/sys/kernel/osrelease"
+    assert pre.proc("config.gz") == "/proc/config.gz"
+    # a whole procfs at /host-proc: all of /proc is read there
+    (tmp_path / "host-proc" / "sys").mkdir()
+    pre = HostPaths.detect(env={"NFD_HOST_PREFIX": f"{tmp_path}/host-"})
+    assert pre.proc("sys/kernel/osrelease") == f"{tmp_path}/host-proc/sys/kernel/osrelease"
     assert HostPaths.detect(env={"NFD_HOST_ROOT": str(tmp_path)}).root == str(tmp_path)
     assert HostPaths.detect("/x", env={"NFD_HOST_ROOT": "/y"}).root == "/x"
 

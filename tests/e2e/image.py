@@ -1,0 +1,202 @@
+"""Build the project's image from the Dockerfile, without Docker, for the real-node tests.
+
+As a user builds it, but with `buildah bud` and a base image made offline (no registry is
+reachable from the test machines):
+
+1. the base: a Debian 12 root (Python 3.11, its venv module, CA certificates) made by
+   `mmdebstrap` from Debian packages, committed as a local image;
+2. `buildah bud --build-arg BASE=<that image>` runs the Dockerfile's own steps (the Dockerfile's
+   default base, python:3.11-slim, stays what users get);
+3. the image is written as a docker-archive tar that `ctr images import` reads.
+
+Everything is cached outside the repository, keyed by its inputs, like the test apiserver:
+
+    ${NFD_TEST_IMAGE_CACHE:-${XDG_CACHE_HOME:-~/.cache}/nfd-test-image}/
+        base-<key>.tar     the mmdebstrap root (key: suite, packages, mmdebstrap version)
+        nfd-<key>.tar      the image (key: Dockerfile, the files it copies, base key, buildah)
+        storage/           buildah's image store (vfs)
+
+`python -m tests.e2e.image` builds what is missing and prints the paths and times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import hashlib
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.e2e import hostpkgs
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DOCKERFILE = REPO_ROOT / "Dockerfile"
+#: the name the test overlay points the manifests at (containerd stores docker.io/library/nfd:e2e)
+IMAGE_REF = "nfd:e2e"
+PACKAGES = ("buildah", "mmdebstrap", "ca-certificates")
+BASE_SUITE = "bookworm"  # Debian 12: Python 3.11, as python:3.11-slim
+BASE_INCLUDE = ("python3", "python3-venv", "ca-certificates")
+
+
+class ImageError(RuntimeError):
+    pass
+
+
+def cache_root() -> Path:
+    env = os.environ.get("NFD_TEST_IMAGE_CACHE")
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg) / "nfd-test-image"
+
+
+def _version(cmd: str) -> str:
+    proc = subprocess.run([cmd, "--version"], capture_output=True, text=True, check=False)
+    return proc.stdout.strip()
+
+
+def _run(argv: list[str], *, what: str, timeout: float = 1800) -> str:
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=timeout)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-30:])
+        raise ImageError(f"{what} failed (exit {proc.returncode}):\n{tail}")
+    return proc.stdout
+
+
+def base_key() -> str:
+    h = hashlib.sha256()
+    h.update(f"{BASE_SUITE}\0{','.join(BASE_INCLUDE)}\0minbase\0{_version('mmdebstrap')}".encode())
+    return h.hexdigest()[:16]
+
+
+def build_stage_copies(text: str) -> list[str]:
+    """The sources of the Dockerfile's COPY lines (not --from): what the build context must hold."""
+    out: list[str] = []
+    for m in re.finditer(r"^COPY\s+(?!--from)(.+)$", text, re.MULTILINE):
+        *srcs, _dest = m.group(1).split()
+        out += srcs
+    return out
+
+
+def image_key() -> str:
+    """Hash of the Dockerfile, every file it copies (bytecode caches aside), the base and buildah."""
+    text = DOCKERFILE.read_text()
+    h = hashlib.sha256(text.encode())
+    for src in sorted(set(build_stage_copies(text))):
+        p = REPO_ROOT / src
+        files = sorted(f for f in p.rglob("*") if f.is_file() and "__pycache__" not in f.parts) if p.is_dir() else [p]
+        for f in files:
+            h.update(str(f.relative_to(REPO_ROOT)).encode() + b"\0" + f.read_bytes() + b"\0")
+    h.update(f"{base_key()}\0{_version('buildah')}".encode())
+    return h.hexdigest()[:16]
+
+
+def _buildah(*args: str) -> list[str]:
+    root = cache_root() / "storage"
+    return ["buildah", "--root", str(root / "root"), "--runroot", str(root / "run"), "--storage-driver", "vfs",
+            *args]
+
+
+def _host_ca_bundle() -> Path | None:
+    """The machine's CA bundle: where HTTPS goes through a proxy with its own CA, pip inside the
+    build needs it (its RUN steps otherwise fail with CERTIFICATE_VERIFY_FAILED)."""
+    for cand in (os.environ.get("SSL_CERT_FILE"), "/etc/ssl/certs/ca-certificates.crt"):
+        if cand and Path(cand).is_file():
+            return Path(cand)
+    return None
+
+
+def ensure_base(*, log: Callable[[str], None] = print) -> str:
+    """The local base image's name, making the Debian root and committing it first if needed."""
+    key = base_key()
+    name = f"localhost/nfd-test-base:{key}"
+    if subprocess.run(_buildah("inspect", "--type", "image", name), capture_output=True).returncode == 0:
+        return name
+    tar = cache_root() / f"base-{key}.tar"
+    if not tar.exists():
+        log(f"mmdebstrap {BASE_SUITE} ({', '.join(BASE_INCLUDE)}) into {tar} (first run)")
+        start = time.monotonic()
+        tmp = tar.with_name(f".{tar.name}.{os.getpid()}.tmp.tar")
+        try:
+            _run(["mmdebstrap", "--variant=minbase", f"--include={','.join(BASE_INCLUDE)}", BASE_SUITE, str(tmp)],
+                 what="mmdebstrap")
+            os.replace(tmp, tar)
+        finally:
+            tmp.unlink(missing_ok=True)
+        log(f"made the base root in {time.monotonic() - start:.1f}s")
+    ctr = f"nfd-test-base-{key}-{os.getpid()}"
+    _run(_buildah("from", "--name", ctr, "scratch"), what="buildah from scratch")
+    try:
+        _run(_buildah("add", ctr, str(tar), "/"), what=f"buildah add {tar}")
+        _run(_buildah("config", "--env", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                      "--cmd", "/bin/sh", ctr), what="buildah config")
+        _run(_buildah("commit", "--rm", ctr, name), what="buildah commit")
+    except BaseException:
+        subprocess.run(_buildah("rm", ctr), capture_output=True)
+        raise
+    return name
+
+
+def ensure_image(*, log: Callable[[str], None] = print) -> Path:
+    """The image as a docker-archive tar (tagged nfd:e2e), building it first if needed."""
+    hostpkgs.ensure(PACKAGES, log=log)
+    root = cache_root()
+    root.mkdir(parents=True, exist_ok=True)
+    key = image_key()
+    target = root / f"nfd-{key}.tar"
+    if target.exists():
+        return target
+    with open(root / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if target.exists():
+            return target
+        base = ensure_base(log=log)
+        tag = f"localhost/nfd-test:{key}"
+        log(f"buildah bud --build-arg BASE={base} -f Dockerfile (image {key})")
+        start = time.monotonic()
+        argv = _buildah("bud", "--isolation", "chroot", "--network", "host", "--pull=never",
+                        "--build-arg", f"BASE={base}", "--layers=false", "-t", tag, "-f", str(DOCKERFILE))
+        ca = _host_ca_bundle()
+        if ca is not None:
+            argv += ["--volume", f"{ca}:/etc/ssl/certs/ca-certificates.crt:ro"]
+        _run([*argv, str(REPO_ROOT)], what="buildah bud")
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        try:
+            _run(_buildah("push", tag, f"docker-archive:{tmp}:{IMAGE_REF}"), what="buildah push (docker-archive)")
+            os.replace(tmp, target)
+        finally:
+            tmp.unlink(missing_ok=True)
+        # The store keeps only the base: each image is a few hundred MB on vfs.
+        subprocess.run(_buildah("rmi", tag), capture_output=True)
+        subprocess.run(_buildah("rmi", "--prune"), capture_output=True)
+        log(f"built the image {target} ({target.stat().st_size / 2**20:.0f} MiB) in {time.monotonic() - start:.1f}s")
+    for old in sorted(root.glob("nfd-*.tar"), key=lambda p: p.stat().st_mtime, reverse=True)[2:]:
+        old.unlink(missing_ok=True)
+    return target
+
+
+def missing_reason() -> str | None:
+    """Why the image cannot be built here (packages that cannot be installed), or None."""
+    return hostpkgs.missing_reason(PACKAGES)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tests.e2e.image", description=__doc__.splitlines()[0])
+    ap.parse_args(argv)
+    start = time.monotonic()
+    try:
+        path = ensure_image(log=lambda m: print(m, file=sys.stderr, flush=True))
+    except (ImageError, hostpkgs.PackageError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(f"{path} (ready in {time.monotonic() - start:.1f}s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,11 @@
+//go:build tools
+
+// Package tools pins the Kubernetes commands built from this module (go build of the
+// command packages themselves; this file is never compiled).
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubelet"
+)
