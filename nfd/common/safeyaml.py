@@ -121,6 +121,7 @@ def _fast_load_all(text: str, *, source: str, loader: Any) -> list[Any] | None:
         return constructors[tag](ctor_self, yaml.ScalarNode(tag, value))
 
     docs: list[Any] = []
+    strings: dict[str, str] = {}
     # stack of [container, pending key or _NOKEY]; a mapping's key is held until its value
     stack: list[list[Any]] = []
     nokey = _NOKEY
@@ -133,6 +134,10 @@ def _fast_load_all(text: str, *, source: str, loader: Any) -> list[Any] | None:
                 if ev.anchor is not None or ev.tag is not None:
                     return None
                 value: Any = plain(ev.value) if ev.implicit[0] else ev.value
+                if type(value) is str and len(value) <= 64:
+                    # one object per distinct short string (keys, operators, feature names
+                    # repeat across thousands of rules): a third less memory for a rule file
+                    value = strings.setdefault(value, value)
             elif cls is mapping_start or cls is sequence_start:
                 if ev.anchor is not None or ev.tag is not None:
                     return None
