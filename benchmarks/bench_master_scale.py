@@ -503,7 +503,7 @@ def main() -> int:
         conf.write_text("enableTaints: true\nresyncPeriod: 0\n")
         kc = kube.serviceaccount_kubeconfig(NS, "nfd-master", expiration_s=86400)
         port = int(os.environ.get("BENCH_PORT", "0")) or __import__("tests.e2e.harness", fromlist=["free_port"]).free_port()
-        # BENCH_MASTER_CMD (e.g. "python -m cProfile -o /tmp/master.prof -m nfd.master") profiles it.
+        # BENCH_MASTER_CMD (e.g. "python -m cProfile -o master.prof -m nfd.master") profiles it.
         prefix = os.environ.get("BENCH_MASTER_CMD", "nfd-master").split()
         argv = [*prefix, f"-port={port}", f"-config={conf}", f"-nfd-api-parallelism={args.parallelism}"]
         if args.qps:

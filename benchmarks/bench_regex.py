@@ -9,7 +9,7 @@ subprocess cut off at ``--re-timeout`` seconds: what a backtracking engine does 
 Part 2 evaluates 20 regexp-heavy rules (InRegexp in matchExpressions and matchName) over
 synthetic nodes (benchmarks/bench_rules.py's) and prints microseconds per (node, rule), process
 CPU time. ``--repo PATH`` imports nfd from another checkout instead (a before/after figure:
-``git worktree add /tmp/before <commit>`` then ``--repo /tmp/before --engine-only``).
+``git worktree add ../before <commit>`` then ``--repo ../before --engine-only``).
 
 Run: ``python benchmarks/bench_regex.py [--sizes 10000,100000] [--nodes 1000] [--with-re]``.
 """

@@ -6,6 +6,8 @@ run unchanged:
     kubectl nfd validate -f RULES.yaml
     kubectl nfd dryrun   -f RULES.yaml -n NODEFEATURE.yaml
     kubectl nfd test     -f RULES.yaml -n NODE [-k KUBECONFIG] [-s NAMESPACE]
+    kubectl nfd test     -f RULES.yaml (-A | -l SELECTOR) [--show-nodes] [-o text|json]
+                         [--enable-taints] [--config nfd-master.conf] [--instance NAME]
 
 As upstream: dryrun/test read the first YAML document of each file, rules run without
 ``rule.matched`` feedback and without auto-prefixing, ``@`` values are resolved from the
@@ -19,6 +21,10 @@ validate|dryrun`` is the richer form (master policy, feedback, JSON); see docs/r
 ``test`` merges the node's NodeFeatures as nfd-master does (objects in the master's namespace,
 ``-s/--namespace``, first, then by name, then namespace; upstream documents ``-s`` but never
 registered it and merges in list order).
+
+``test -A`` (every node) or ``test -l SELECTOR`` is ours (nfd.cli.fleet): what applying the file
+would change across the fleet, per label, annotation, extended resource and taint, and the pods
+a new NoExecute taint would evict. Read-only.
 """
 
 from __future__ import annotations
@@ -331,10 +337,26 @@ def build_parser() -> argparse.ArgumentParser:
             sp.add_argument("-n", "--nodefeature-file", dest="nodefeature", required=True,
                             help="Path to the NodeFeature file to validate against")
         elif name == "test":
-            sp.add_argument("-n", "--nodename", dest="node", required=True, help="Node to validate against")
+            # required unless -A/-l (checked in run, with cobra's wording)
+            sp.add_argument("-n", "--nodename", dest="node", help="Node to validate against")
             sp.add_argument("-k", "--kubeconfig", default="", help="kubeconfig file to use")
             sp.add_argument("-s", "--namespace", default=DEFAULT_NAMESPACE,
                             help="namespace of nfd-master: its NodeFeatures are merged first, as the master does")
+            sp.set_defaults(subparser=sp)
+            fleet = sp.add_argument_group("fleet form (instead of -n): what applying the file would change")
+            fleet.add_argument("-A", "--all-nodes", action="store_true", help="every node of the cluster")
+            fleet.add_argument("-l", "--selector", default="", help="nodes matching this label selector")
+            fleet.add_argument("--show-nodes", action="store_true", help="name the nodes of every change")
+            fleet.add_argument("-o", "--output", choices=("text", "json"), default="text", help="report format")
+            fleet.add_argument("--config", help="nfd-master configuration file for the policy (enableTaints, "
+                               "extraLabelNs, denyLabelNs, labelWhiteList, restrictions)")
+            fleet.add_argument("--enable-taints", action="store_true", help="as nfd-master -enable-taints")
+            fleet.add_argument("--disable-auto-prefix", action="store_true",
+                               help="as nfd-master's DisableAutoPrefix feature gate")
+            fleet.add_argument("--extra-label-ns", help="as nfd-master -extra-label-ns (comma-separated)")
+            fleet.add_argument("--deny-label-ns", help="as nfd-master -deny-label-ns (comma-separated)")
+            fleet.add_argument("--label-whitelist", help="as nfd-master -label-whitelist")
+            fleet.add_argument("--instance", default="", help="as nfd-master -instance (its bookkeeping annotations)")
     return p
 
 
@@ -368,6 +390,11 @@ def run(args: argparse.Namespace) -> int:
             errs = [str(e)]
         return _report(errs, f"NodeFeatureRule {rq} is not valid for NodeFeature {nq}",
                        f"NodeFeatureRule {rq} is valid for NodeFeature {nq}")
+    if args.all_nodes or args.selector:
+        if args.node:
+            print("Error: -n/--nodename cannot be combined with -A/--all-nodes or -l/--selector", file=sys.stderr)
+            return 1
+        return run_fleet(args)
     print(f"Evaluating NodeFeatureRule against Node {args.node}")
     try:
         features, names = node_features_from_cluster(args.node, kubeconfig=args.kubeconfig or None,
@@ -380,12 +407,43 @@ def run(args: argparse.Namespace) -> int:
                    f"NodeFeatureRule is valid for Node {args.node}")
 
 
+def run_fleet(args: argparse.Namespace) -> int:
+    """``test -A|-l``: the report of nfd.cli.fleet; exit 1 when a rule fails or a read fails."""
+    import json
+
+    from nfd.cli.fleet import ClusterError, fetch_and_plan, print_report
+    from nfd.cli.rules import InputError, _objects, _policy_config
+
+    try:
+        file_rules = _objects(args.rules, ("NodeFeatureRule",), skip_other_nfd=True)
+        policy = _policy_config(args)
+    except InputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    where = f"nodes matching {go_quote(args.selector)}" if args.selector else "every node"
+    try:
+        rep = fetch_and_plan(kubeconfig=args.kubeconfig or None, selector=args.selector, file_rules=file_rules,
+                             policy=policy, namespace=args.namespace, instance=args.instance)
+    except ClusterError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    if args.output == "json":
+        json.dump(rep.to_json(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        print(f"Evaluating NodeFeatureRule {go_quote(args.rules)} against {where}: {len(rep.nodes)} node(s)")
+        print_report(rep, show_nodes=args.show_nodes, write=sys.stdout.write)
+    return 1 if rep.rule_errors else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if args.command is None:
         parser.print_help()
         return 0
+    if args.command == "test" and not (args.node or args.all_nodes or args.selector):
+        args.subparser.error("the following arguments are required: -n/--nodename")
     try:
         return run(args)
     except BrokenPipeError:

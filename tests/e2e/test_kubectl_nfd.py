@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -181,3 +181,127 @@ def test_errors_are_messages_with_exit_1(kube: KubeCluster, cluster_objects: tup
         """))
     r = run("test", "-f", str(failing), "-n", node, "-k", kube.kubeconfig)
     assert r.returncode == 1 and 'failed to process rule: "bad-number"' in r.stderr
+
+
+# -- the fleet form: test -A / -l ---------------------------------------------------------------
+
+FQ = "feature.node.kubernetes.io"
+FLEET_RULES = """
+apiVersion: nfd.k8s-sigs.io/v1alpha1
+kind: NodeFeatureRule
+metadata: {name: NAME}
+spec:
+  rules:
+  - name: intel
+    labels: {intel: "true"}
+    matchFeatures:
+    - feature: cpu.model
+      matchExpressions: {vendor_id: {op: In, value: [Intel]}}
+  - name: gpu
+    taints: [{key: example.com/gpu, value: "yes", effect: NoExecute}]
+    extendedResources: {example.com/gpus: "@gpu.count.n"}
+    matchFeatures:
+    - feature: gpu.count
+      matchExpressions: {n: {op: Gt, value: ["0"]}}
+"""
+
+
+@pytest.fixture
+def fleet(kube: KubeCluster, tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """Three selected nodes (and one outside the selector), their NodeFeatures, an older revision
+    of the rule object in the cluster, and pods with and without tolerations."""
+    kube.create_namespace(MASTER_NS, exist_ok=True)
+    pods_ns = kube.unique_name("e2e-fleet-pods")
+    kube.create_namespace(pods_ns)
+    sel = kube.unique_name("fleet")
+    name = kube.unique_name("e2e-fleet-rules")
+    a, b, c, outside = (kube.unique_name(x) for x in ("fa", "fb", "fc", "fout"))
+    managed = {"nfd.node.kubernetes.io/feature-labels": "intel,e2e-fleet-old"}
+    kube.create_node(a, labels={"pool": sel})
+    # b carries labels from the cluster's older revision: "e2e-fleet-old" goes, "intel" changes value
+    kube.create_node(b, labels={"pool": sel, f"{FQ}/intel": "maybe", f"{FQ}/e2e-fleet-old": "1"}, annotations=managed)
+    kube.create_node(c, labels={"pool": sel, f"{FQ}/e2e-fleet-old": "1"}, annotations=managed)
+    kube.create_node(outside, labels={f"{FQ}/e2e-fleet-old": "1"}, annotations=managed)
+    feats = {
+        a: {"cpu.model": {"elements": {"vendor_id": "Intel"}}, "gpu.count": {"elements": {"n": "4"}}},
+        b: {"cpu.model": {"elements": {"vendor_id": "Intel"}}, "gpu.count": {"elements": {"n": "0"}}},
+        c: {"cpu.model": {"elements": {"vendor_id": "AMD"}}, "gpu.count": {"elements": {"n": "0"}}},
+        outside: {"cpu.model": {"elements": {"vendor_id": "Intel"}}, "gpu.count": {"elements": {"n": "8"}}},
+    }
+    for n, attrs in feats.items():
+        kube.request("POST", f"{NFD_API}/namespaces/{MASTER_NS}/nodefeatures",
+                     body=nodefeature(n, MASTER_NS, n, {"attributes": attrs}))
+    old = {"apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeatureRule", "metadata": {"name": name},
+           "spec": {"rules": [{"name": "old", "labels": {"e2e-fleet-old": "1"}}]}}
+    kube.request("POST", f"{NFD_API}/nodefeaturerules", body=old)
+    kube.create_pod(pods_ns, "plain", node_name=a)
+    tolerant = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "tolerant", "namespace": pods_ns},
+                "spec": {"nodeName": a, "containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10"}],
+                         "tolerations": [{"key": "example.com/gpu", "operator": "Exists", "effect": "NoExecute"}]}}
+    kube.request("POST", f"/api/v1/namespaces/{pods_ns}/pods", body=tolerant)
+    kube.create_pod(pods_ns, "on-outside", node_name=outside)
+    rules = tmp_path / "fleet.yaml"
+    rules.write_text(textwrap.dedent(FLEET_RULES).replace("NAME", name))
+    try:
+        yield {"selector": f"pool={sel}", "nodes": (a, b, c), "outside": outside, "rules": str(rules),
+               "pods_ns": pods_ns, "nfr": name}
+    finally:
+        for n in feats:
+            kube.request("DELETE", f"{NFD_API}/namespaces/{MASTER_NS}/nodefeatures/{n}")
+            kube.delete_node(n)
+        kube.request("DELETE", f"{NFD_API}/nodefeaturerules/{name}")
+        kube.delete_namespace(pods_ns)
+
+
+def _versions(kube: KubeCluster, names: Iterable[str]) -> dict[str, str]:
+    return {n: kube.get(f"/api/v1/nodes/{n}")["metadata"]["resourceVersion"] for n in names}
+
+
+def test_fleet_form_counts_gains_changes_losses_and_evictions(kube: KubeCluster, fleet: dict[str, Any]) -> None:
+    import json
+
+    a, b, c = fleet["nodes"]
+    before = _versions(kube, [*fleet["nodes"], fleet["outside"]])
+    nfr_rv = kube.get(f"{NFD_API}/nodefeaturerules/{fleet['nfr']}")["metadata"]["resourceVersion"]
+    r = run("test", "-f", fleet["rules"], "-l", fleet["selector"], "-k", kube.kubeconfig, "--enable-taints",
+            "-o", "json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    rep = json.loads(r.stdout)
+    assert rep["nodes"] == 3
+    items = {(i["kind"], i["key"]): (i["gain"], i["change"], i["lose"]) for i in rep["items"]}
+    assert items == {
+        ("label", f"{FQ}/intel"): ([a], [b], []),
+        # the file replaces the cluster's revision that produced "e2e-fleet-old"; the node outside the
+        # selector is not counted
+        ("label", f"{FQ}/e2e-fleet-old"): ([], [], sorted([b, c])),
+        ("extended resource", "example.com/gpus"): ([a], [], []),
+        ("taint", "example.com/gpu:NoExecute"): ([a], [], []),
+    }
+    assert rep["evictions"] == [{"pod": f"{fleet['pods_ns']}/plain", "node": a,
+                                 "taint": "example.com/gpu=yes:NoExecute", "afterSeconds": None}]
+    # read-only: no Node and no rule object written
+    assert _versions(kube, [*fleet["nodes"], fleet["outside"]]) == before
+    assert kube.get(f"{NFD_API}/nodefeaturerules/{fleet['nfr']}")["metadata"]["resourceVersion"] == nfr_rv
+
+    r = run("test", "-f", fleet["rules"], "-A", "-k", kube.kubeconfig, "--enable-taints", "--show-nodes")
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = r.stdout
+    assert out.startswith(f'Evaluating NodeFeatureRule "{fleet["rules"]}" against every node: ')
+    # -A takes the node outside the selector too: it gains the taint, its pod is evicted
+    assert f"  {fleet['pods_ns']}/on-outside on {fleet['outside']}: example.com/gpu=yes:NoExecute" in out
+    lose_line = next(line for line in out.splitlines() if line.startswith(f"  {FQ}/e2e-fleet-old: "))
+    total = int(out.splitlines()[0].rsplit(": ", 1)[1].split(" ")[0])  # every node of the shared cluster
+    assert lose_line.endswith(f"lose 3 (of {total} nodes)"), lose_line
+    assert f"    lose: {', '.join(sorted([b, c, fleet['outside']]))}" in out
+
+
+def test_fleet_form_refusals_are_one_line(kube: KubeCluster, fleet: dict[str, Any], tmp_path: Path) -> None:
+    r = run("test", "-f", str(tmp_path / "missing.yaml"), "-A", "-k", kube.kubeconfig)
+    assert r.returncode == 1 and r.stderr.startswith("error: ") and "cannot read" in r.stderr
+    assert "Traceback" not in r.stderr
+    dead = tmp_path / "dead.yaml"
+    dead.write_text(Path(kube.kubeconfig).read_text().replace(kube.server, f"https://127.0.0.1:{free_port()}"))
+    r = run("test", "-f", fleet["rules"], "-A", "-k", str(dead))
+    assert r.returncode == 1 and r.stderr.startswith("error: failed to list Nodes: "), r.stderr
+    r = run("test", "-f", fleet["rules"], "-A", "-n", "x", "-k", kube.kubeconfig)
+    assert r.returncode == 1 and "cannot be combined" in r.stderr

@@ -196,9 +196,41 @@ func bench() {
 	out.Flush()
 }
 
+// compileBench times regexp.Compile for JSON lines {"pattern", "rounds"} from stdin: one JSON
+// line each, {"pattern", "ns"} (nanoseconds per compile, the best of three rounds), for
+// benchmarks/bench_validate.py.
+func compileBench() {
+	dec := json.NewDecoder(bufio.NewReader(os.Stdin))
+	for {
+		var c struct {
+			P string `json:"pattern"`
+			N int    `json:"rounds"`
+		}
+		if err := dec.Decode(&c); err != nil {
+			break
+		}
+		best := time.Duration(1 << 62)
+		for round := 0; round < 3; round++ {
+			t0 := time.Now()
+			for i := 0; i < c.N; i++ {
+				regexp.MustCompile(c.P)
+			}
+			best = min(best, time.Since(t0))
+		}
+		b, _ := json.Marshal(map[string]any{"pattern": c.P, "ns": float64(best.Nanoseconds()) / float64(max(c.N, 1))})
+		out.Write(b)
+		out.WriteByte('\n')
+	}
+	out.Flush()
+}
+
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "bench" {
 		bench()
+		return
+	}
+	if len(os.Args) > 1 && os.Args[1] == "compile" {
+		compileBench()
 		return
 	}
 	dir := filepath.Join(runtime.GOROOT(), "src", "regexp")

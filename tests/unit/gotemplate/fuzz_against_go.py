@@ -2,12 +2,13 @@
 Go oracle (oracle/README.md; `python3 tests/unit/gotemplate/oracle_build.py` builds it and prints
 its path) and through nfd.lang.gotemplate, and differences are printed.
 
-    python tests/unit/gotemplate/fuzz_against_go.py /tmp/gt-oracle funcs 1 2000
-    python tests/unit/gotemplate/fuzz_against_go.py /tmp/gt-oracle strings 1 3000
-    python tests/unit/gotemplate/fuzz_against_go.py /tmp/gt-oracle syntax 1 1500
-    python tests/unit/gotemplate/fuzz_against_go.py /tmp/gt-oracle garbage 1 3000
-    python tests/unit/gotemplate/fuzz_against_go.py /tmp/gt-oracle urls 1 3000
-    python tests/unit/gotemplate/fuzz_against_go.py /tmp/gt-oracle dates 1 3000
+    ORACLE=$(python3 tests/unit/gotemplate/oracle_build.py)
+    python tests/unit/gotemplate/fuzz_against_go.py "$ORACLE" funcs 1 2000
+    python tests/unit/gotemplate/fuzz_against_go.py "$ORACLE" strings 1 3000
+    python tests/unit/gotemplate/fuzz_against_go.py "$ORACLE" syntax 1 1500
+    python tests/unit/gotemplate/fuzz_against_go.py "$ORACLE" garbage 1 3000
+    python tests/unit/gotemplate/fuzz_against_go.py "$ORACLE" urls 1 3000
+    python tests/unit/gotemplate/fuzz_against_go.py "$ORACLE" dates 1 3000
 
 Cases found this way that matter go into golden_cases.py.
 """

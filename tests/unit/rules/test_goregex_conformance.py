@@ -17,9 +17,8 @@ from functools import lru_cache
 from typing import Any
 
 import pytest
-from nfd.lang.goregex import all_matches, replace_all, split
 
-from nfd.lang.goregex import GoRegexError, compile_go
+from nfd.lang.goregex import GoRegexError, all_matches, compile_go, replace_all, split
 from tests.support.goregex_truth import truth
 
 REPL_TEMPLATE = "<$0|${1}|$2x|${n}|$$>"  # tests/tools/goregex's ReplTemplate
@@ -165,3 +164,21 @@ def test_agrees_with_go(source: str) -> None:
         problems.extend(_check(r))
     kinds = Counter(x.split(": ", 2)[-1].split(" ")[0] for x in problems)
     assert not problems, f"{len(problems)} disagreements in {len(records)} patterns ({pairs} inputs) {dict(kinds)}:\n" + "\n".join(problems[:40])
+
+
+def test_agrees_with_go_over_the_reduced_alphabet(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every recorded pattern with a Unicode class, compiled with the alphabet reduction forced
+    on (nfd uses it only when its classes repeat 16 times or more: ``^\\pL{1000}$``)."""
+    from nfd.lang.goregex import regexp
+
+    monkeypatch.setattr(regexp, "REDUCE_AT", 0)
+    compile_go.cache_clear()
+    try:
+        records = [r for r in _records() if "\\p" in r["p"] or "\\P" in r["p"]]
+        assert len(records) > 50
+        reduced = sum(1 for r in records if not r["err"] and regexp.parse(r["p"]).reduced is not None)
+        assert reduced > 20, "the reduction was not used"
+        problems = [x for r in records for x in _check(r)]
+    finally:
+        compile_go.cache_clear()
+    assert not problems, f"{len(problems)} disagreements:\n" + "\n".join(problems[:40])

@@ -7,7 +7,9 @@ from nfd.sources.base import DiscoveryContext
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "sysfs")
 MODELS = ["gpu-server", "hybrid-cpu", "sriov-host", "hugepages-nvdimm", "arm-host", "kvm-guest"]
-UPSTREAM_PCI = "/work/shared/fixtures/upstream-pci/rootfs-1"
+# shared conformance data, beside the repository (read at test time, never copied in)
+UPSTREAM_PCI = os.path.abspath(
+    os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "shared", "fixtures", "upstream-pci", "rootfs-1"))
 
 
 def fixture_root(name: str) -> str:

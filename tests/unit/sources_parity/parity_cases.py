@@ -13,7 +13,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 EXPECTED = os.path.join(HERE, "expected")
 CONFIGS = os.path.join(HERE, "configs")
 FIXTURES = os.path.abspath(os.path.join(HERE, "..", "..", "fixtures", "sysfs"))
-UPSTREAM_PCI = "/work/shared/fixtures/upstream-pci/rootfs-1"
+# shared conformance data, beside the repository (read at test time, never copied in)
+UPSTREAM_PCI = os.path.abspath(os.path.join(HERE, "..", "..", "..", "..", "shared", "fixtures", "upstream-pci", "rootfs-1"))
 NODE_NAME = "parity-node"
 
 MODELS = ["arm-host", "gpu-server", "hugepages-nvdimm", "hybrid-cpu", "kvm-guest", "sriov-host"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import tempfile
 
 import pytest
 from topo_fakeapi import FakeApi
@@ -38,7 +39,7 @@ class PodCache:
 @pytest.fixture
 def sock(tmp_path) -> str:
     # unix socket paths are limited to ~107 bytes; tmp_path can be long
-    d = f"/tmp/nfd-kl-{os.getpid()}-{abs(hash(str(tmp_path))) % 10**8}"
+    d = f"{tempfile.gettempdir()}/nfd-kl-{os.getpid()}-{abs(hash(str(tmp_path))) % 10**8}"
     os.makedirs(d, exist_ok=True)
     yield os.path.join(d, "kubelet.sock")
 
