@@ -368,7 +368,9 @@ class NfdMaster:
         self._spawn(
             post_event(
                 self.write_api,
-                namespace=self.opts.namespace,
+                # NodeFeatureRules are cluster-scoped: the API server takes their Events in
+                # "default" only ("involvedObject.namespace ... does not match event.namespace")
+                namespace="default",
                 involved=involved,
                 reason=reason,
                 message=msg,
