@@ -646,16 +646,17 @@ def process_rule_sets(
     explain: bool = True,
     budget: EvalBudget | None = None,
     previous: Mapping[tuple[str, str], RuleOutput] | None = None,
+    deferred: Collection[str] = (),
 ) -> ProcessResult:
     """Run every rule like nfd-master's processNodeFeatureRule (caller's features untouched).
 
     ``auto_prefix``: how ``master_output`` names are built (False = DisableAutoPrefix gate).
     ``explain=False``: results carry no reason why a rule did not match (nfd-master).
-    ``budget``, ``previous``: see iter_process_rule_sets.
+    ``budget``, ``previous``, ``deferred``: see iter_process_rule_sets.
     """
     return run_to_end(iter_process_rule_sets(
         rule_sets, features, node_name=node_name, feed_back=feed_back, auto_prefix=auto_prefix,
-        explain=explain, budget=budget, previous=previous,
+        explain=explain, budget=budget, previous=previous, deferred=deferred,
     ))
 
 

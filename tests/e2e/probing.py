@@ -16,6 +16,7 @@ class Prober:
         self.interval_s = interval_s
         self.timeout_s = timeout_s
         self.latencies: list[float] = []
+        self.slow: list[str] = []  # "HH:MM:SS.mmm 1.23s" for answers slower than 0.5 s
         self.failures: list[str] = []
         self.longest_silence = 0.0
         self._last_ok: float | None = None
@@ -46,6 +47,10 @@ class Prober:
                     r.read()
                 ok = time.monotonic()
                 self.latencies.append(ok - t0)
+                if ok - t0 > 0.5:
+                    wall = time.time() - (ok - t0)
+                    self.slow.append(f"{time.strftime('%H:%M:%S', time.localtime(wall))}.{int(wall % 1 * 1000):03d} "
+                                     f"{ok - t0:.2f}s")
                 if self._last_ok is not None:
                     self.longest_silence = max(self.longest_silence, ok - self._last_ok)
                 self._last_ok = ok
@@ -68,4 +73,4 @@ class Prober:
     def summary(self) -> str:
         return (f"{len(self.latencies)} probes, {len(self.failures)} failed; latency p50 {self.percentile(50) * 1000:.1f} ms, "
                 f"p99 {self.percentile(99) * 1000:.1f} ms, max {max(self.latencies, default=float('nan')) * 1000:.1f} ms; "
-                f"longest silence {self.longest_silence:.2f}s")
+                f"longest silence {self.longest_silence:.2f}s" + (f"; slow: {', '.join(self.slow[:5])}" if self.slow else ""))
