@@ -73,10 +73,13 @@ def liveness_route(heartbeat: Heartbeat, *, stale_s: float = LOOP_STALE_S) -> Ro
 
 
 class ProbeServer:
-    """The routes on ``port``, answered from a daemon thread (one short thread per connection)."""
+    """The routes on ``port``, answered from a daemon thread (one short thread per connection).
+    Routes run in those threads: they must only read what the loop writes."""
 
-    def __init__(self, port: int, routes: dict[str, Route], *, host: str | None = None) -> None:
+    def __init__(self, port: int, routes: dict[str, Route], *, host: str | None = None,
+                 heartbeat: Heartbeat | None = None) -> None:
         self.routes = routes
+        self.heartbeat = heartbeat  # stopped with the server
         self._sock = socket.create_server((host or "", port), reuse_port=False, backlog=64)
         self._sock.settimeout(0.5)  # to see close()
         self.port: int = self._sock.getsockname()[1]
@@ -121,7 +124,14 @@ class ProbeServer:
             conn.close()
             self._slots.release()
 
+    @property
+    def sockets(self) -> list[socket.socket]:
+        """As asyncio.Server's: ``sockets[0].getsockname()[1]`` is the port."""
+        return [self._sock]
+
     def close(self) -> None:
+        if self.heartbeat is not None:
+            self.heartbeat.stop()
         self._closed.set()
         self._sock.close()
         self._thread.join(timeout=2)
