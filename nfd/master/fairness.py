@@ -31,7 +31,8 @@ class Deferral:
 
     def message(self) -> str:
         shown = ", ".join(self.nodes[:3])
-        return (f"NodeFeatureRule {self.rule_set} ran out of its evaluation budget on {self.count} nodes "
+        nodes = "1 node" if self.count == 1 else f"{self.count} nodes"
+        return (f"NodeFeatureRule {self.rule_set} ran out of its evaluation budget on {nodes} "
                 f"({shown}; {self.example}); it is evaluated after the other rules from now on, in the "
                 f"background, until it changes, and its outputs from before stay on the nodes meanwhile")
 

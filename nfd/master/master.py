@@ -196,7 +196,8 @@ class NfdMaster:
         from nfd.master.fairness import CostLedger
 
         self.slicer = EvalSlicer()
-        self.ledger = CostLedger()
+        # A masterless worker has one node: its own failures are all there is to count.
+        self.ledger = CostLedger(threshold=1) if options.only_node else CostLedger()
         # Nodes whose last evaluation deferred a rule object: evaluated in full in the
         # background lane, one at a time, while no other node work waits.
         self.deferred_queue: WorkQueue[str] = WorkQueue()
@@ -585,7 +586,7 @@ class NfdMaster:
             merged = self.merged_for(node)
             memo = RuleMemo() if self.opts.only_node else None
         rule_sets = self.rulebook.ordered() if self.rulebook is not None else []
-        deferred = frozenset() if background or self.opts.only_node else self.ledger.deferred()
+        deferred = frozenset() if background else self.ledger.deferred()
         steps = compute_desired_steps(
             merged, rule_sets=rule_sets, policy=self.policy(), node_name=node, budget=EvalBudget(),
             previous=cached.outputs if cached is not None else None, memo=memo, deferred=deferred,
@@ -629,8 +630,8 @@ class NfdMaster:
     def _charge_budgets(self, node: str, over_budget: dict[str, str]) -> None:
         """Count the rule objects that ran out of a budget on ``node`` (nfd.master.fairness);
         one that now has on too many nodes is deferred, with one log line and one Event."""
-        if self.opts.only_node or self.rulebook is None:
-            return  # one node: nothing to be fair between
+        if self.rulebook is None:
+            return
         for rule_set, example in over_budget.items():
             entry = self.rulebook.sets.get(rule_set)
             if entry is None:
@@ -642,7 +643,7 @@ class NfdMaster:
             log.warning("%s", msg)
             obj = self.nfr_informer.get(rule_set)
             if obj is not None:
-                self._report_broken_rule(obj, msg, reason="RuleBudgetExceeded")
+                self._report_broken_rule(obj, msg, reason="RuleBudgetExceeded")  # not masterless
 
     async def _fresh_node(self, name: str) -> NodeState | None:
         obj = await get(self.write_api, NODES, name=name)
@@ -965,7 +966,7 @@ class NfdMaster:
         n = self.config.nfd_api_parallelism
         for _ in range(n):
             self._workers.append(asyncio.create_task(self._worker(self.node_queue, self.process_node, "node")))
-        if not self.opts.only_node and self._background_lane is None:
+        if self._background_lane is None:
             self._background_lane = asyncio.create_task(self._background_worker())
         if self.nfg_informer is not None:
             for _ in range(max(1, min(n, 2))):
