@@ -672,7 +672,7 @@ def test_hostile_rule_on_50_nodes_keeps_probes_and_canary(env: Env) -> None:
     from tests.e2e.probing import Prober
 
     nodes = setup_world(env, 50)
-    healthy = env.node("healthy")
+    healthy = env.node("zhealthy")  # last in the master's (name) order: it waits behind the 50
     env.put_nf(nodefeature(healthy, healthy, labels={"worker-label": "w"}, **features_for(env.tag)))
     mine = {"feature": "e2e.tag", "matchExpressions": {env.tag: {"op": "Exists"}}}
     hostile_name = f"{env.tag}-hostile"
