@@ -113,6 +113,11 @@ class CachedDesired:
     # rule objects not run in this evaluation (nfd.master.fairness): the node's background
     # evaluation runs them
     deferred: frozenset[str] = frozenset()
+    # rule objects evaluated on this node at least once since this master started, and those
+    # deferred before ever being: what they would produce here is not known, so the write
+    # removes nothing (a restarted master must not strip a deferred object's labels)
+    evaluated: frozenset[str] = frozenset()
+    unknown: frozenset[str] = frozenset()
 
 
 def spread_delay(node: str, *, spread_s: float) -> float:
@@ -622,8 +627,11 @@ class NfdMaster:
                 self.metrics.node_taints_rejected.inc()
         # Node name label values are not exported (cardinality); see docs/compatibility.md.
         self.metrics.nfr_processing_time.labels(name="", node="").observe(rep.duration_s)
+        skipped = frozenset(rep.deferred)
+        evaluated = (cached.evaluated if cached is not None else frozenset()) | (
+            frozenset(r.name for r in rule_sets) - skipped)
         cd = CachedDesired(key, desired, merged.has_features, merged.found, rep.outputs,
-                           merged if self.opts.only_node else None, memo, frozenset(rep.deferred))
+                           merged if self.opts.only_node else None, memo, skipped, evaluated, skipped - evaluated)
         self.desired_cache[node] = cd
         return cd
 
@@ -832,6 +840,10 @@ class NfdMaster:
         if skip:
             self.counts["skipped_removal"] += 1
             log.info("node %s: no NodeFeature known yet on first pass; not removing anything", name)
+        elif cd.unknown:
+            skip = True
+            log.debug("node %s: deferred rule objects %s not evaluated here yet; not removing anything",
+                      name, ", ".join(sorted(cd.unknown)))
         if self.config.no_publish:
             log.info("node %s: update skipped, noPublish=true", name)
             self.evidence.commit(name, res)

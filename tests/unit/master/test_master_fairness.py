@@ -74,3 +74,16 @@ async def test_costly_object_is_deferred_and_its_outputs_come_from_the_backgroun
         assert not [p for p in removed_paths(api) if "costly-static" in p]
     finally:
         await m.stop()
+
+    # a restarted master knows no previous outputs: on the nodes after the third, the deferred
+    # object has never run when the other objects' results are written, and that write removes
+    # nothing (its labels stay until the background lane has evaluated it there)
+    api.put("nodefeaturerules", rule_obj("b-base", [dict(AVX_RULE, labels={"cpu-avx": "v4"})]))
+    m = await start(api, MasterConfig(resync_period=0, nfd_api_parallelism=1))
+    try:
+        assert all(label(api, n, "cpu-avx") == "v4" for n in NODES)
+        await until(lambda: m.deferred_queue.idle() and m._background is None, "background lane done")
+        assert all(label(api, n, "costly-static") == "v3" for n in NODES)
+        assert not [p for p in removed_paths(api) if "costly-static" in p]
+    finally:
+        await m.stop()
