@@ -102,12 +102,7 @@ def memory() -> int:
             objs += [(NODES, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": n}}),
                      (NODEFEATURES, nodefeature(n, "6.1.0-1-generic"))]
         asyncio.run(put_all(kube, objs))
-        conf = tmp / "nfd-master.conf"
-        conf.write_text("resyncPeriod: 0\n")
-        port = free_port()
-        kc = kube.serviceaccount_kubeconfig(NS, "nfd-master", expiration_s=86400)
-        master = kube.start_process(["nfd-master", f"-port={port}", f"-config={conf}"], kubeconfig=kc,
-                                    env={"KUBERNETES_NAMESPACE": NS}, name="bench-master")
+        master, _ = start_master(kube, tmp)
 
         def labelled(names: list[str]) -> bool:
             return all((kube.get(f"/api/v1/nodes/{n}")["metadata"].get("labels") or {}).get(
