@@ -666,8 +666,9 @@ def test_hostile_rule_on_50_nodes_keeps_probes_and_canary(env: Env) -> None:
     """One NodeFeatureRule of 40 rules that each spend a template's whole step budget, matching
     50 nodes, present when the master starts: /healthz answers every probe within 1 s through
     the first pass and after; the object is deferred after 3 nodes, with one log line and one
-    Event; a rule change lands on a healthy node within 2 s, three times; nothing is removed
-    from any node (before: 10 probes in a row failed, 25 s without an answer, 26 s for the
+    Event; a rule change lands on a healthy node within 2 s, three times; a burst of 600 kB
+    NodeFeature updates on the 50 keeps the probes within 1 s; nothing is removed from any node
+    (before: 10 probes in a row failed, 25 s without an answer, 26 s for the
     rule change)."""
     from tests.e2e.probing import Prober
 
@@ -710,12 +711,24 @@ def test_hostile_rule_on_50_nodes_keeps_probes_and_canary(env: Env) -> None:
                          what=f"canary rule change {k} on {n}")
             took.append(time.monotonic() - t1)
             time.sleep(1.0)
+        # a burst of large NodeFeature updates: a 600 kB value of its own on every node at once
+        t2 = time.monotonic()
+        for i, n in enumerate(nodes):
+            env.put_nf(nodefeature(n, n, labels={"worker-label": "w", "burst": "1"},
+                                   flags={"e2e.tag": [env.tag], "cpu.cpuid": ["AVX", "SSE4", "AVX512F"],
+                                          "e2e.hostile": ["yes"]},
+                                   attrs={"kernel.version": {"major": "6", "minor": "1",
+                                                             "full": f"{i % 10}." * 300_000}}))
+        for n in nodes:
+            wait_for(lambda n=n: env.labels(n).get(f"{FNS}/burst") == "1", timeout=120, what=f"burst on {n}")
+        burst = time.monotonic() - t2
     finally:
         prober.stop()
         if watch is not None:
             watch.stop()
     print(f"first pass of 51 nodes {first_pass:.1f}s ({first_pass_probes}); canary (healthy node, all 51) "
-          f"{', '.join(f'{x:.2f}s' for x in took)}; overall {prober.summary()}")
+          f"{', '.join(f'{x:.2f}s' for x in took)}; 50 NodeFeatures of 600 kB sent and processed in {burst:.1f}s; "
+          f"overall {prober.summary()}")
     assert not prober.failures, prober.failures[:3]
     assert max(prober.latencies) < 1.0, (prober.summary(), m.logs()[-3000:])
     assert m.running
