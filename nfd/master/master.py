@@ -208,6 +208,8 @@ class NfdMaster:
         self.deferred_queue: WorkQueue[str] = WorkQueue()
         self._background: _BackgroundPass | None = None
         self._background_lane: asyncio.Task[None] | None = None
+        self._set_names: tuple[int, frozenset[str]] = (-1, frozenset())  # rulebook generation, names
+        self._frozen: dict[frozenset[str], frozenset[str]] = {}  # see _shared
 
         page = config.informer_page_size
         only = options.only_node
@@ -627,13 +629,30 @@ class NfdMaster:
                 self.metrics.node_taints_rejected.inc()
         # Node name label values are not exported (cardinality); see docs/compatibility.md.
         self.metrics.nfr_processing_time.labels(name="", node="").observe(rep.duration_s)
-        skipped = frozenset(rep.deferred)
-        evaluated = (cached.evaluated if cached is not None else frozenset()) | (
-            frozenset(r.name for r in rule_sets) - skipped)
+        skipped = self._shared(frozenset(rep.deferred))
+        evaluated = self._evaluated_sets(cached.evaluated if cached is not None else frozenset(), rule_sets, skipped)
         cd = CachedDesired(key, desired, merged.has_features, merged.found, rep.outputs,
-                           merged if self.opts.only_node else None, memo, skipped, evaluated, skipped - evaluated)
+                           merged if self.opts.only_node else None, memo, skipped, evaluated,
+                           self._shared(skipped - evaluated))
         self.desired_cache[node] = cd
         return cd
+
+    def _evaluated_sets(self, before: frozenset[str], rule_sets: list[Any], skipped: frozenset[str]) -> frozenset[str]:
+        """The rule objects evaluated on a node so far (CachedDesired.evaluated): those run now
+        and those run before that still exist. One shared object per distinct value, not one
+        per node (a hundred names are ~5 kB; five thousand nodes hold the same few sets)."""
+        gen = self.rulebook.generation if self.rulebook is not None else 0
+        if self._set_names[0] != gen:
+            self._set_names = (gen, frozenset(r.name for r in rule_sets))
+        names = self._set_names[1]
+        return self._shared((before & names) | (names - skipped))
+
+    def _shared(self, value: frozenset[str]) -> frozenset[str]:
+        if not value:
+            return frozenset()
+        if len(self._frozen) > 256:
+            self._frozen.clear()
+        return self._frozen.setdefault(value, value)
 
     def _charge_budgets(self, node: str, over_budget: dict[str, str]) -> None:
         """Count the rule objects that ran out of a budget on ``node`` (nfd.master.fairness);
