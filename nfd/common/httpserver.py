@@ -38,7 +38,28 @@ def healthz() -> tuple[int, str, bytes]:
     return 200, "text/plain; charset=utf-8", b"ok"
 
 
-_REASONS = {200: "OK", 404: "Not Found", 405: "Method Not Allowed", 400: "Bad Request"}
+_REASONS = {200: "OK", 404: "Not Found", 405: "Method Not Allowed", 400: "Bad Request", 503: "Service Unavailable"}
+
+
+def response(routes: dict[str, Route], request_line: str) -> bytes:
+    """The whole HTTP response to one request line (shared with nfd.common.probes)."""
+    parts = request_line.split()
+    status, ctype, body = 400, "text/plain", b"bad request\n"
+    if len(parts) >= 2:
+        method, target = parts[0], parts[1].split("?", 1)[0]
+        route = routes.get(target)
+        if route is None:
+            status, body = 404, b"not found\n"
+        elif method not in ("GET", "HEAD"):
+            status, body = 405, b"method not allowed\n"
+        else:
+            status, ctype, body = route()
+    head = (
+        f"HTTP/1.1 {status} {_REASONS.get(status, '')}\r\nContent-Type: {ctype}\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    )
+    # HEAD: the length GET would send, no body
+    return head.encode("latin-1") + (b"" if parts[:1] == ["HEAD"] else body)
 
 
 async def _handle(
@@ -50,23 +71,7 @@ async def _handle(
             h = await asyncio.wait_for(reader.readline(), 10)
             if h in (b"\r\n", b"\n", b""):
                 break
-        parts = line.decode("latin-1").split()
-        status, ctype, body = 400, "text/plain", b"bad request\n"
-        if len(parts) >= 2:
-            method, target = parts[0], parts[1].split("?", 1)[0]
-            route = routes.get(target)
-            if route is None:
-                status, body = 404, b"not found\n"
-            elif method not in ("GET", "HEAD"):
-                status, body = 405, b"method not allowed\n"
-            else:
-                status, ctype, body = route()
-        head = (
-            f"HTTP/1.1 {status} {_REASONS.get(status, '')}\r\nContent-Type: {ctype}\r\n"
-            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
-        )
-        # HEAD: the length GET would send, no body
-        writer.write(head.encode("latin-1") + (b"" if parts[:1] == ["HEAD"] else body))
+        writer.write(response(routes, line.decode("latin-1")))
         await writer.drain()
     except (TimeoutError, ConnectionError, asyncio.IncompleteReadError):
         pass

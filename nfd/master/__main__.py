@@ -153,6 +153,7 @@ def master_namespace() -> str:
 async def amain(args: argparse.Namespace, cfg: MasterConfig, gates: dict[str, bool], cfg_text: str | None) -> int:
     from nfd import __version__
     from nfd.common import httpserver
+    from nfd.common.probes import Heartbeat, ProbeServer, liveness_route
     from nfd.k8s.client import ApiClient
     from nfd.master.master import MasterOptions, NfdMaster
     from nfd.master.metrics import MasterMetrics
@@ -190,12 +191,17 @@ async def amain(args: argparse.Namespace, cfg: MasterConfig, gates: dict[str, bo
     metrics.bind_api_counts(api.metrics)
     master = NfdMaster(api, config=cfg, options=opts, metrics=metrics)
     master.on_synced = _freeze_heap
-    server = await httpserver.serve(
+    # Probes and scrapes are answered from a thread of their own (nfd.common.probes): whatever
+    # the loop is evaluating, /healthz answers in milliseconds, and fails once the loop's
+    # heartbeat stops.
+    heartbeat = Heartbeat()
+    heartbeat.start()
+    server = ProbeServer(
         args.port,
-        {"/healthz": httpserver.healthz, "/metrics": httpserver.metrics_route(metrics.registry)},
+        {"/healthz": liveness_route(heartbeat), "/metrics": httpserver.metrics_route(metrics.registry)},
         host="0.0.0.0",
     )
-    port = server.sockets[0].getsockname()[1]
+    port = server.port
     klog.info_s("http server starting", port=f":{port}")
 
     loop = asyncio.get_running_loop()
@@ -271,8 +277,8 @@ async def amain(args: argparse.Namespace, cfg: MasterConfig, gates: dict[str, bo
             pass
     cfg_task.cancel()
     stop_task.cancel()
+    heartbeat.stop()
     server.close()
-    await server.wait_closed()
     await api.close()
     return rc
 

@@ -112,14 +112,14 @@ class CachedDesired:
     # rules' results on them (nfd.rules.engine.RuleMemo)
     merged: MergedNodeFeatures | None = None
     memo: Any = None
-
-
-# Rule evaluation runs on the event loop in slices of about this long (one rule at least)
-# between pauses, so /healthz, lease renewal, watches and other nodes are served while a costly
-# node is evaluated. The pause is a short sleep, not a bare yield: an HTTP exchange needs several
-# loop iterations, and with sleep(0) each of them would wait for another slice.
-EVAL_SLICE_S = 0.02
-EVAL_PAUSE_S = 0.002
+    # rule objects not run in this evaluation (nfd.master.fairness): the node's background
+    # evaluation runs them
+    deferred: frozenset[str] = frozenset()
+    # rule objects evaluated on this node at least once since this master started, and those
+    # deferred before ever being: what they would produce here is not known, so the write
+    # removes nothing (a restarted master must not strip a deferred object's labels)
+    evaluated: frozenset[str] = frozenset()
+    unknown: frozenset[str] = frozenset()
 
 
 def spread_delay(node: str, *, spread_s: float) -> float:
@@ -197,6 +197,21 @@ class NfdMaster:
         # Decided when the processing ends: most are the echoes of the writes then in flight.
         self._busy: dict[str, int] = {}
         self._nfr_deletes: dict[str, asyncio.TimerHandle] = {}  # masterless: rule deletes in grace
+        # Rule evaluation on the loop in shared slices, and the rule objects too costly to
+        # evaluate with the others (docs/reliability.md, "One costly rule object").
+        from nfd.master.evalsched import EvalSlicer
+        from nfd.master.fairness import CostLedger
+
+        self.slicer = EvalSlicer()
+        # A masterless worker has one node: its own failures are all there is to count.
+        self.ledger = CostLedger(threshold=1) if options.only_node else CostLedger()
+        # Nodes whose last evaluation deferred a rule object: evaluated in full in the
+        # background lane, one at a time, while no other node work waits.
+        self.deferred_queue: WorkQueue[str] = WorkQueue()
+        self._background: _BackgroundPass | None = None
+        self._background_lane: asyncio.Task[None] | None = None
+        self._set_names: tuple[int, frozenset[str]] = (-1, frozenset())  # rulebook generation, names
+        self._frozen: dict[frozenset[str], frozenset[str]] = {}  # see _shared
 
         page = config.informer_page_size
         only = options.only_node
@@ -338,6 +353,8 @@ class NfdMaster:
             if err:
                 log.error("%s", err)
                 self._report_broken_rule(obj, err)
+        entry = self.rulebook.sets.get(name)
+        self.ledger.revised(name, entry.spec_key if entry is not None else None)
         if self.rulebook.generation != gen and self.ready:
             klog.info_s(f"NodeFeatureRule {etype.lower()}", nodefeaturerule=name)
             self.update_all_nodes(f"NodeFeatureRule {name} {etype.lower()}")
@@ -352,7 +369,7 @@ class NfdMaster:
             log.info("NodeFeatureRule %s deleted (grace period over); re-evaluating the node", name)
             self.update_all_nodes(f"NodeFeatureRule {name} deleted")
 
-    def _report_broken_rule(self, obj: dict[str, Any], msg: str) -> None:
+    def _report_broken_rule(self, obj: dict[str, Any], msg: str, *, reason: str = "InvalidRule") -> None:
         if not self.is_leader or self.opts.only_node:
             return
         from nfd.k8s.events import post_event
@@ -363,9 +380,11 @@ class NfdMaster:
         self._spawn(
             post_event(
                 self.write_api,
-                namespace=self.opts.namespace,
+                # NodeFeatureRules are cluster-scoped: the API server takes their Events in
+                # "default" only ("involvedObject.namespace ... does not match event.namespace")
+                namespace="default",
                 involved=involved,
-                reason="InvalidRule",
+                reason=reason,
                 message=msg,
                 component="nfd-master",
                 type_="Warning",
@@ -558,10 +577,13 @@ class NfdMaster:
     def _desired_key_gen(self) -> tuple[int, int]:
         return (self.rulebook.generation if self.rulebook is not None else 0, self.config_generation)
 
-    async def desired_for(self, node: str) -> CachedDesired:
+    async def desired_for(self, node: str, *, background: bool = False) -> CachedDesired:
+        """The node's desired state, from the cache while its inputs are unchanged. In the
+        foreground, deferred rule objects are not run (their previous outputs stand in);
+        ``background``: run everything, in the background lane's share of the loop."""
         key = self._desired_key(node)
         cached = self.desired_cache.get(node)
-        if cached is not None and cached.key == key:
+        if cached is not None and cached.key == key and not (background and cached.deferred):
             return cached
         from nfd.master.pipeline import compute_desired_steps
         from nfd.rules.engine import EvalBudget, RuleMemo
@@ -575,20 +597,13 @@ class NfdMaster:
             merged = self.merged_for(node)
             memo = RuleMemo() if self.opts.only_node else None
         rule_sets = self.rulebook.ordered() if self.rulebook is not None else []
+        deferred = frozenset() if background else self.ledger.deferred()
         steps = compute_desired_steps(
             merged, rule_sets=rule_sets, policy=self.policy(), node_name=node, budget=EvalBudget(),
-            previous=cached.outputs if cached is not None else None, memo=memo,
+            previous=cached.outputs if cached is not None else None, memo=memo, deferred=deferred,
         )
-        slice_end = time.perf_counter() + EVAL_SLICE_S
-        while True:
-            try:
-                next(steps)
-            except StopIteration as stop:
-                desired, rep = stop.value
-                break
-            if time.perf_counter() > slice_end:
-                await asyncio.sleep(EVAL_PAUSE_S)
-                slice_end = time.perf_counter() + EVAL_SLICE_S
+        desired, rep = await self.slicer.drive(steps, background=background)
+        self._charge_budgets(node, rep.over_budget)
         for rule, msg in rep.rule_errors:
             self.metrics.nfr_processing_errors.inc()
             # Once per rule and message per rules generation at error level, not once per node.
@@ -621,10 +636,48 @@ class NfdMaster:
                 self.metrics.node_taints_rejected.inc()
         # Node name label values are not exported (cardinality); see docs/compatibility.md.
         self.metrics.nfr_processing_time.labels(name="", node="").observe(rep.duration_s)
+        skipped = self._shared(frozenset(rep.deferred))
+        evaluated = self._evaluated_sets(cached.evaluated if cached is not None else frozenset(), rule_sets, skipped)
         cd = CachedDesired(key, desired, merged.has_features, merged.found, rep.outputs,
-                           merged if self.opts.only_node else None, memo)
+                           merged if self.opts.only_node else None, memo, skipped, evaluated,
+                           self._shared(skipped - evaluated))
         self.desired_cache[node] = cd
         return cd
+
+    def _evaluated_sets(self, before: frozenset[str], rule_sets: list[Any], skipped: frozenset[str]) -> frozenset[str]:
+        """The rule objects evaluated on a node so far (CachedDesired.evaluated): those run now
+        and those run before that still exist. One shared object per distinct value, not one
+        per node (a hundred names are ~5 kB; five thousand nodes hold the same few sets)."""
+        gen = self.rulebook.generation if self.rulebook is not None else 0
+        if self._set_names[0] != gen:
+            self._set_names = (gen, frozenset(r.name for r in rule_sets))
+        names = self._set_names[1]
+        return self._shared((before & names) | (names - skipped))
+
+    def _shared(self, value: frozenset[str]) -> frozenset[str]:
+        if not value:
+            return frozenset()
+        if len(self._frozen) > 256:
+            self._frozen.clear()
+        return self._frozen.setdefault(value, value)
+
+    def _charge_budgets(self, node: str, over_budget: dict[str, str]) -> None:
+        """Count the rule objects that ran out of a budget on ``node`` (nfd.master.fairness);
+        one that now has on too many nodes is deferred, with one log line and one Event."""
+        if self.rulebook is None:
+            return
+        for rule_set, example in over_budget.items():
+            entry = self.rulebook.sets.get(rule_set)
+            if entry is None:
+                continue
+            d = self.ledger.record(rule_set=rule_set, revision=entry.spec_key, node=node, example=example)
+            if d is None:
+                continue
+            msg = d.message()
+            log.warning("%s", msg)
+            obj = self.nfr_informer.get(rule_set)
+            if obj is not None:
+                self._report_broken_rule(obj, msg, reason="RuleBudgetExceeded")  # not masterless
 
     async def _fresh_node(self, name: str) -> NodeState | None:
         obj = await get(self.write_api, NODES, name=name)
@@ -734,10 +787,12 @@ class NfdMaster:
             return 0.0
         return min(self.opts.delete_grace_s - (now - t) for t in rd.values())
 
-    async def process_node(self, name: str) -> None:
+    async def process_node(self, name: str, *, background: bool = False) -> None:
+        if not background:
+            await self._preempt_background(name)
         self._busy[name] = 0
         try:
-            await self._process_node(name)
+            await self._process_node(name, background=background)
         finally:
             seen = self._busy.pop(name, 0)
             if seen > self._own_rv.get(name, 0):
@@ -745,7 +800,49 @@ class NfdMaster:
                 # before it, and are retried above): look again.
                 self.node_queue.add(name)
 
-    async def _process_node(self, name: str) -> None:
+    async def _preempt_background(self, name: str) -> None:
+        """The foreground is about to process ``name``: a background pass on it that is still
+        evaluating is cancelled (it is queued again below), one already writing is waited for."""
+        bg = self._background
+        if bg is None or bg.node != name or bg.task.done():
+            return
+        if bg.writing:
+            await asyncio.wait({bg.task})
+        else:
+            bg.task.cancel()
+            await asyncio.wait({bg.task})
+
+    async def _background_worker(self) -> None:
+        """The background lane: nodes whose deferred rule objects are still to run, one at a
+        time, only while the node queue has nothing waiting or in progress."""
+        while True:
+            try:
+                name = await self.deferred_queue.get()
+            except ShutDown:
+                return
+            try:
+                while len(self.node_queue) or self.node_queue.processing:
+                    await asyncio.sleep(0.1)
+                bg = _BackgroundPass(name, asyncio.ensure_future(self.process_node(name, background=True)))
+                self._background = bg
+                try:
+                    await asyncio.wait({bg.task})
+                except asyncio.CancelledError:
+                    bg.task.cancel()
+                    raise
+                if bg.task.cancelled():
+                    continue  # the foreground took the node (and queues it again if needed)
+                e = bg.task.exception()
+                if e is not None:
+                    delay = self.deferred_queue.add_rate_limited(name)
+                    log.warning("node %s: background evaluation failed (%s); retry in %.2fs", name, e, delay)
+                else:
+                    self.deferred_queue.forget(name)
+            finally:
+                self._background = None
+                self.deferred_queue.done(name)
+
+    async def _process_node(self, name: str, *, background: bool = False) -> None:
         wait = self._in_delete_grace(name)
         if wait > 0:
             self.node_queue.add_after(name, wait)
@@ -759,12 +856,20 @@ class NfdMaster:
             self.evidence.forget(name)
             self.desired_cache.pop(name, None)
             return
-        cd = await self.desired_for(name)
+        cd = await self.desired_for(name, background=background)
+        if cd.deferred:
+            self.deferred_queue.add(name)
+        if background and self._background is not None and self._background.node == name:
+            self._background.writing = True
         res = self.evidence.resolve(name)
         skip = skip_removal(has_features=cd.has_features, found_in_cache=cd.found, res=res)
         if skip:
             self.counts["skipped_removal"] += 1
             log.info("node %s: no NodeFeature known yet on first pass; not removing anything", name)
+        elif cd.unknown:
+            skip = True
+            log.debug("node %s: deferred rule objects %s not evaluated here yet; not removing anything",
+                      name, ", ".join(sorted(cd.unknown)))
         if self.config.no_publish:
             klog.info_s("node update skipped, NoPublish=true", v=1, nodeName=name)
             self.evidence.commit(name, res)
@@ -902,6 +1007,8 @@ class NfdMaster:
         n = self.config.nfd_api_parallelism
         for _ in range(n):
             self._workers.append(asyncio.create_task(self._worker(self.node_queue, self.process_node, "node")))
+        if self._background_lane is None:
+            self._background_lane = asyncio.create_task(self._background_worker())
         if self.nfg_informer is not None:
             for _ in range(max(1, min(n, 2))):
                 self._workers.append(
@@ -922,8 +1029,14 @@ class NfdMaster:
             self._start_workers()
 
     async def _stop_workers(self) -> None:
-        for t in self._workers:
+        lane, self._background_lane = self._background_lane, None
+        for t in self._workers + ([lane] if lane is not None else []):
             t.cancel()
+        if lane is not None:
+            try:
+                await lane
+            except (asyncio.CancelledError, Exception):
+                pass
         for t in self._workers:
             try:
                 await t
@@ -932,6 +1045,7 @@ class NfdMaster:
         self._workers.clear()
         self.node_queue.clear()
         self.group_queue.clear()
+        self.deferred_queue.clear()
 
     async def become_leader(self) -> None:
         klog.info_s("starting the NFD master updater pool", parallelism=self.config.nfd_api_parallelism)
@@ -1057,6 +1171,7 @@ class NfdMaster:
         await self.step_down() if self.is_leader else None
         self.node_queue.shutdown()
         self.group_queue.shutdown()
+        self.deferred_queue.shutdown()
         for inf in (self.nf_informer, self.nfr_informer, self.node_informer, self.nfg_informer, self.ns_informer,
                     self.dra_informer):
             if inf is not None:
@@ -1114,6 +1229,15 @@ class NfdMaster:
             await patch(self.write_api, NODES, name=name, body=[{"op": "remove", "path": f"/metadata/annotations/{ptr}"}])
         except (kerr.ApiError, kerr.ApiUnavailable) as e:
             log.warning("could not clean up %s on node %s: %s", key, name, e)
+
+
+@dataclass(slots=True)
+class _BackgroundPass:
+    """The node the background lane is processing, and whether it has got to writing."""
+
+    node: str
+    task: asyncio.Task[None]
+    writing: bool = False
 
 
 def _inputs(key: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -168,6 +168,9 @@ class NodeReport:
     rejected: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, key, reason)
     duration_s: float = 0.0  # rules and policy, not counting the pauses
     outputs: dict[tuple[str, str], Any] = field(default_factory=dict)  # matched rules' outputs
+    # rule set -> "rule: error" of its first rule that ran out of a budget on this node
+    over_budget: dict[str, str] = field(default_factory=dict)
+    deferred: list[str] = field(default_factory=list)  # rule sets not run (``deferred=``)
 
 
 def compute_desired_steps(
@@ -179,11 +182,13 @@ def compute_desired_steps(
     budget: Any = None,
     previous: dict[tuple[str, str], Any] | None = None,
     memo: Any = None,
+    deferred: frozenset[str] = frozenset(),
 ) -> Generator[None, None, tuple[Desired, NodeReport]]:
     """Rules and policy for one node, pausing after each rule (nfd-master serves probes, lease
     renewal and other nodes meanwhile; ``engine.run_to_end`` computes it at once).
     ``budget``/``previous``/``memo``: see iter_process_rule_sets; ``NodeReport.outputs`` is this
-    evaluation's ``previous`` for the next one."""
+    evaluation's ``previous`` for the next one. ``deferred``: rule sets not run now, their
+    previous outputs standing in (nfd.master.fairness)."""
     from nfd.rules.engine import iter_process_rule_sets
     from nfd.rules.policy import apply_policy
 
@@ -192,7 +197,7 @@ def compute_desired_steps(
     auto_prefix = not policy.disable_auto_prefix
     rules = iter_process_rule_sets(
         rule_sets, features, node_name=node_name, feed_back=True, auto_prefix=auto_prefix, explain=False,
-        budget=budget, previous=previous, devices=merged.devices, memo=memo,
+        budget=budget, previous=previous, devices=merged.devices, memo=memo, deferred=deferred,
     )
     busy = 0.0  # time working, not paused
     t0 = time.perf_counter()
@@ -208,6 +213,10 @@ def compute_desired_steps(
     # "<NodeFeatureRule>/<rule>": the log names both, as upstream's "failed to process rule"
     rep.rule_errors = [(f"{r.rule_set}/{r.name}", r.error) for r in result.results if r.error is not None]
     rep.outputs = {(r.rule_set, r.name): r.output for r in result.results if r.matched}
+    rep.deferred = list(result.deferred)
+    for r in result.results:
+        if r.over_budget and r.rule_set not in rep.over_budget:
+            rep.over_budget[r.rule_set] = f"{r.name}: {r.error or 'spent the node budget'}"
     # master_output is combined per rule with auto-prefixing, as upstream; dynamic
     # @rule.matched.* values resolve against the features after feedback.
     pol = apply_policy(

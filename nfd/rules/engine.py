@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import gc
 import time
-from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Generator, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -72,6 +72,11 @@ class RuleResult:
     error: str | None = None  # the rule failed (it contributes nothing, or its previous output)
     rule_set: str = ""
     kept_previous: bool = False  # failed, and its output from the last evaluation was used
+    # The error is a budget's (its own or this node's, spent by this rule): what nfd-master's
+    # cost ledger counts (nfd.master.fairness). A rule that did not run because others spent
+    # the node's budget is not charged.
+    over_budget: bool = False
+    deferred: bool = False  # not run: its rule set is deferred (the previous output stands in)
 
 
 @dataclass(slots=True)
@@ -390,6 +395,7 @@ class ProcessResult:
     errors: list[tuple[str, str]]  # (rule name, message)
     features: Features  # the input features plus rule.matched, for '@rule.matched.x' resolution
     master_output: RuleOutput  # combined as the master does it (names auto-prefixed per rule)
+    deferred: list[str] = field(default_factory=list)  # rule sets not run (``deferred=``)
 
 
 def compile_rule(rule: dict[str, Any] | Rule, *, path: str = "rule", group: bool = False) -> CompiledRule:
@@ -460,6 +466,16 @@ def bounded_message(msg: str) -> str:
     if len(msg) <= MAX_MESSAGE:
         return msg
     return f"{msg[: MAX_MESSAGE - 100]}... ({len(msg)} characters, cut)"
+
+
+# What a rule's own allowance running out reads like: a template's steps or output
+# (nfd.lang.gotemplate.budget.EXCEEDED), CEL's cost (nfd.lang.cel CostLimitExceeded).
+_BUDGET_MARKERS = ("template execution budget exceeded", "evaluation step limit exceeded")
+
+
+def is_budget_error(msg: str) -> bool:
+    """Whether a rule error says that the rule ran out of an execution budget of its own."""
+    return any(m in msg for m in _BUDGET_MARKERS)
 
 
 class BackrefWriter:
@@ -628,16 +644,17 @@ def process_rule_sets(
     explain: bool = True,
     budget: EvalBudget | None = None,
     previous: Mapping[tuple[str, str], RuleOutput] | None = None,
+    deferred: Collection[str] = (),
 ) -> ProcessResult:
     """Run every rule like nfd-master's processNodeFeatureRule (caller's features untouched).
 
     ``auto_prefix``: how ``master_output`` names are built (False = DisableAutoPrefix gate).
     ``explain=False``: results carry no reason why a rule did not match (nfd-master).
-    ``budget``, ``previous``: see iter_process_rule_sets.
+    ``budget``, ``previous``, ``deferred``: see iter_process_rule_sets.
     """
     return run_to_end(iter_process_rule_sets(
         rule_sets, features, node_name=node_name, feed_back=feed_back, auto_prefix=auto_prefix,
-        explain=explain, budget=budget, previous=previous,
+        explain=explain, budget=budget, previous=previous, deferred=deferred,
     ))
 
 
@@ -663,6 +680,7 @@ def iter_process_rule_sets(
     previous: Mapping[tuple[str, str], RuleOutput] | None = None,
     devices: Sequence[dict[str, Any]] = (),
     memo: RuleMemo | None = None,
+    deferred: Collection[str] = (),
 ) -> Generator[None, None, ProcessResult]:
     """process_rule_sets, pausing (yielding) after each rule so a caller can serve other work.
 
@@ -673,6 +691,9 @@ def iter_process_rule_sets(
     ``devices``: the node's DRA devices, the ``devices`` variable of ``matchCEL`` (nfd.dra).
     ``memo``: this node's RuleMemo from its last evaluation on the same ``features`` object; a
     rule found there unchanged, with unchanged inputs, is not run again (and not paused after).
+    ``deferred``: names of rule sets not to run now (nfd-master defers an object that spent its
+    budget on many nodes, nfd.master.fairness): each of their rules contributes its ``previous``
+    output, as a failing rule does, without an error; ``ProcessResult.deferred`` lists them.
     """
     hits: dict[tuple[str, int], _MemoEntry] = {}
     set_hits: dict[str, _SetEntry] = {}
@@ -697,7 +718,23 @@ def iter_process_rule_sets(
     slow: list[str] = []
     # [steps left, the budget]: what the node's templates may still run
     steps_box = [budget.template_steps, budget.template_steps] if budget is not None else None
+    skipped: list[str] = []
     for rs in sorted(rule_sets, key=lambda r: r.name):
+        if rs.name in deferred:
+            skipped.append(rs.name)
+            for rule in rs.rules:
+                kept = previous.get((rs.name, rule.name)) if previous is not None else None
+                res = RuleResult(rule.name, kept is not None, kept or RuleOutput(), rule_set=rs.name,
+                                 kept_previous=kept is not None, deferred=True)
+                results.append(res)
+                if kept is not None:
+                    _combine(out, master, kept, (add_ns(kept.labels, ns), add_ns(kept.annotations, ns),
+                                                 add_ns(kept.extended_resources, ns)))
+                    if feed_back:
+                        backref.feed(kept.labels, kept.vars)
+            if memo is not None:
+                set_hits.pop(rs.name, None)
+            continue
         if memo is not None:
             se = set_hits.get(rs.name)
             if se is not None and se.rule_set is rs and (se.backrefs is None or se.backrefs == (backref.cur or {})):
@@ -743,6 +780,7 @@ def iter_process_rule_sets(
             else:
                 t0 = time.perf_counter()
                 g0 = _GC_S[0]
+                steps_before = steps_box[0] if steps_box is not None else 0
                 token = _node_template_steps.set(steps_box)
                 dev_token = NODE_DEVICES.set(devices)
                 try:
@@ -755,12 +793,20 @@ def iter_process_rule_sets(
                     # not over budget if this thread has not even run that long since the node
                     # began: the process was descheduled (a CPU limit, a loaded host)
                     took = min(took, time.thread_time() - cpu0 - (_GC_S[0] - gc_node0))
+                spent_before = spent
                 spent += took
                 if budget is not None and took > budget.rule_s:
                     slow.append(f"{rs.name}/{rule.name} {took:.2f}s")
                     if res.error is None:
                         res = RuleResult(rule.name, False, RuleOutput(), None,
                                          f"took {took:.2f}s on this node, more than the rule time budget of {budget.rule_s:g}s")
+                if budget is not None and (
+                    took > budget.rule_s
+                    or (res.error is not None and is_budget_error(res.error))
+                    or (spent > budget.node_s >= spent_before)  # this rule spent the node's time
+                    or (steps_box is not None and steps_box[0] <= 0 < steps_before)  # or its steps
+                ):
+                    res.over_budget = True
             res.rule_set = rs.name
             results.append(res)
             if res.error is not None:
@@ -793,4 +839,5 @@ def iter_process_rule_sets(
             yield
         if memo is not None and set_clean:
             memo.sets[rs.name] = _SetEntry(rs, set_in, results[first:], set_out, set_master, set_fed, set_entries)
-    return ProcessResult(output=out, results=results, errors=errors, features=view, master_output=master)
+    return ProcessResult(output=out, results=results, errors=errors, features=view, master_output=master,
+                         deferred=skipped)

@@ -7,13 +7,16 @@ the other series are ours.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections import Counter
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from nfd import __version__
+
+if TYPE_CHECKING:
+    from nfd.common.probes import ProbeServer
 
 log = logging.getLogger("nfd.worker")
 
@@ -87,10 +90,15 @@ class WorkerMetrics:
         return "\n".join(out) + "\n"
 
 
-async def serve_http(port: int, render: Callable[[], str], *, host: str = "0.0.0.0") -> asyncio.AbstractServer:
-    """GET /metrics and /healthz (also /readyz, /livez; always 200) on one port."""
+async def serve_http(port: int, render: Callable[[], str], *, host: str = "0.0.0.0") -> ProbeServer:
+    """GET /metrics and /healthz (also /readyz, /livez) on one port, answered from a thread of
+    their own (nfd.common.probes): a masterless worker evaluating a costly rule still answers
+    at once, and fails them once its event loop has stopped beating."""
     from nfd.common import httpserver
+    from nfd.common.probes import Heartbeat, ProbeServer, liveness_route
 
+    heartbeat = Heartbeat()
+    heartbeat.start()
     routes = {"/metrics": httpserver.text_route(render, "text/plain; version=0.0.4; charset=utf-8")}
-    routes.update(dict.fromkeys(("/healthz", "/readyz", "/livez"), httpserver.healthz))
-    return await httpserver.serve(port, routes, host=host)
+    routes.update(dict.fromkeys(("/healthz", "/readyz", "/livez"), liveness_route(heartbeat)))
+    return ProbeServer(port, routes, host=host, heartbeat=heartbeat)

@@ -659,6 +659,91 @@ def test_hostile_node_does_not_stall_probes_or_other_nodes(env: Env) -> None:
     assert "step budget" in m.logs() or "time budget" in m.logs()
 
 
+SPEND = "{{ range until 1000 }}{{ range until 1000 }}{{ end }}{{ end }}x=y"  # a whole step budget
+
+
+def test_hostile_rule_on_50_nodes_keeps_probes_and_canary(env: Env) -> None:
+    """One NodeFeatureRule of 40 rules that each spend a template's whole step budget, matching
+    50 nodes, present when the master starts: /healthz answers every probe within 1 s through
+    the first pass and after; the object is deferred after 3 nodes, with one log line and one
+    Event; a rule change lands on a healthy node within 2 s, three times; a burst of 600 kB
+    NodeFeature updates on the 50 keeps the probes within 1 s; nothing is removed from any node
+    (before: 10 probes in a row failed, 25 s without an answer, 26 s for the
+    rule change)."""
+    from tests.e2e.probing import Prober
+
+    nodes = setup_world(env, 50)
+    healthy = env.node("zhealthy")  # last in the master's (name) order: it waits behind the 50
+    env.put_nf(nodefeature(healthy, healthy, labels={"worker-label": "w"}, **features_for(env.tag)))
+    mine = {"feature": "e2e.tag", "matchExpressions": {env.tag: {"op": "Exists"}}}
+    hostile_name = f"{env.tag}-hostile"
+    only_hostile = {"feature": "e2e.hostile", "matchExpressions": {"yes": {"op": "Exists"}}}
+    env.put_rule(rule(hostile_name, [
+        {"name": f"spend-{i}", "labelsTemplate": SPEND, "matchFeatures": [mine, only_hostile]} for i in range(40)
+    ]))
+    for n in nodes:  # the 50 carry e2e.hostile.yes
+        env.put_nf(nodefeature(n, n, labels={"worker-label": "w"},
+                               flags={"e2e.tag": [env.tag], "cpu.cpuid": ["AVX", "SSE4", "AVX512F"], "e2e.hostile": ["yes"]},
+                               attrs={"kernel.version": {"major": "6", "minor": "1"}}))
+    port = free_port()
+    m = env.start_master(f"-port={port}")
+    prober = Prober(f"http://127.0.0.1:{port}/healthz", interval_s=0.2).start()
+    watch: NodeWatch | None = None
+    try:
+        t0 = time.monotonic()
+        for n in [healthy, *nodes]:
+            wait_for(lambda n=n: converged(env, n), timeout=180, what=f"first pass: {n} converged")
+        first_pass = time.monotonic() - t0
+        m.wait_log(f"NodeFeatureRule {hostile_name} ran out of its evaluation budget on 3 nodes", timeout=60)
+        first_pass_probes = prober.summary()
+        watch = NodeWatch(env.kube, [healthy, *nodes])
+        took = []
+        for k in range(3):
+            rules = base_rules(env.tag)
+            rules[0]["labels"]["cpu-avx"] = f"canary{k}"
+            t1 = time.monotonic()
+            env.put_rule(rule(f"{env.tag}-rules", rules))
+            wait_for(lambda k=k: env.labels(healthy).get(f"{FNS}/cpu-avx") == f"canary{k}", timeout=2.0,
+                     what=f"canary rule change {k} on the healthy node within 2 s")
+            took.append(time.monotonic() - t1)
+            for n in nodes:
+                wait_for(lambda n=n, k=k: env.labels(n).get(f"{FNS}/cpu-avx") == f"canary{k}", timeout=30,
+                         what=f"canary rule change {k} on {n}")
+            took.append(time.monotonic() - t1)
+            time.sleep(1.0)
+        # a burst of large NodeFeature updates: a 600 kB value of its own on every node at once
+        t2 = time.monotonic()
+        for i, n in enumerate(nodes):
+            env.put_nf(nodefeature(n, n, labels={"worker-label": "w", "burst": "1"},
+                                   flags={"e2e.tag": [env.tag], "cpu.cpuid": ["AVX", "SSE4", "AVX512F"],
+                                          "e2e.hostile": ["yes"]},
+                                   attrs={"kernel.version": {"major": "6", "minor": "1",
+                                                             "full": f"{i % 10}." * 300_000}}))
+        for n in nodes:
+            wait_for(lambda n=n: env.labels(n).get(f"{FNS}/burst") == "1", timeout=120, what=f"burst on {n}")
+        burst = time.monotonic() - t2
+    finally:
+        prober.stop()
+        if watch is not None:
+            watch.stop()
+    print(f"first pass of 51 nodes {first_pass:.1f}s ({first_pass_probes}); canary (healthy node, all 51) "
+          f"{', '.join(f'{x:.2f}s' for x in took)}; 50 NodeFeatures of 600 kB sent and processed in {burst:.1f}s; "
+          f"overall {prober.summary()}")
+    assert not prober.failures, prober.failures[:3]
+    assert max(prober.latencies) < 1.0, (prober.summary(), m.logs()[-3000:])
+    assert m.running
+    assert m.logs().count("ran out of its evaluation budget") == 1
+    events = env.kube.get("/api/v1/namespaces/default/events",
+                          fieldSelector=f"involvedObject.name={hostile_name},reason=RuleBudgetExceeded")["items"]
+    assert len(events) == 1, events
+    assert watch is not None
+    def keys(node: dict[str, Any]) -> set[str]:  # the canary changes a value, not a key
+        return {item.split("=", 1)[0] for item in managed_items(node)}
+
+    removed = [(n, r) for n in [healthy, *nodes] for r in watch.removals(n, keys)]
+    assert not removed, f"removed: {removed[:5]}"
+
+
 def test_broken_edit_and_runtime_errors_strip_no_labels(env: Env) -> None:
     """A typo in an edit (invalid regexp, CEL or template syntax) keeps the last good revision
     in force and a rule failing at run time keeps each node's previous output from it; deleting
@@ -698,7 +783,9 @@ def test_broken_edit_and_runtime_errors_strip_no_labels(env: Env) -> None:
         time.sleep(3)
         for n in nodes:
             assert env.labels(n).get(f"{FNS}/edited") == "v1"
-        # (the InvalidRule Warning event is written only where RBAC allows events, not here)
+        # the InvalidRule Warning event on the (cluster-scoped) object, in "default"
+        assert env.kube.get("/api/v1/namespaces/default/events",
+                            fieldSelector=f"involvedObject.name={name},reason=InvalidRule")["items"]
         assert m.logs().count("keeping its previous version") >= 2
         assert not [r for n in nodes for r in watch.removals(n, managed_items)], "a label was removed"
     finally:

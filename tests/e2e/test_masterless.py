@@ -28,6 +28,7 @@ from tests.e2e.harness import (
     ManagedProcess,
     RestClient,
     flowcontrol_counts,
+    free_port,
     load_manifest_objects,
     tcp_connections,
 )
@@ -744,3 +745,59 @@ def test_the_echo_of_a_workers_own_write_is_not_decoded(env: MasterlessEnv) -> N
     assert skipped >= 1
     assert cached_rv == rv  # the cache holds the state the write left, from its answer
     assert labels[f"{FNS}/worker-label"] == want
+
+
+def test_hostile_rule_costs_each_worker_its_own_node_only(env: MasterlessEnv) -> None:
+    """The 40-rule object that spends a whole template step budget per rule, on three nodes each
+    with its own masterless worker: each worker pays for its own node once per revision of the
+    object (it is deferred after one failure, then run in the worker's background lane), its
+    /healthz answers every probe within 1 s, and a rule change lands on every node within 2 s.
+    Prints each worker's CPU seconds per rule change with and without the object."""
+    from tests.e2e.probing import Prober
+    from tests.e2e.test_master import SPEND
+
+    def cpu_s(pid: int) -> float:
+        f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(f[11]) + int(f[12])) / 100.0
+
+    nodes = setup_world(env, 3)
+    ports = {n: free_port() for n in nodes}
+    for n in nodes:
+        env.start_worker(n, f"-port={ports[n]}")
+    for n in nodes:
+        wait_for(lambda n=n: converged(env, n), what=f"{n} labelled by its own worker")
+
+    def rule_change(k: int) -> tuple[float, list[float]]:
+        before = [cpu_s(env.workers[n].pid) for n in nodes]
+        rules = base_rules(env.tag)
+        rules[0]["labels"]["cpu-avx"] = f"canary{k}"
+        t0 = time.monotonic()
+        env.put_rule(rule(f"{env.tag}-rules", rules))
+        for n in nodes:
+            wait_for(lambda n=n: env.labels(n).get(f"{FNS}/cpu-avx") == f"canary{k}", timeout=2.0,
+                     what=f"rule change {k} on {n} within 2 s")
+        landed = time.monotonic() - t0
+        time.sleep(8.0)  # the background lane too
+        return landed, [cpu_s(env.workers[n].pid) - b for n, b in zip(nodes, before, strict=True)]
+
+    plain = [rule_change(k) for k in range(2)]
+    mine = {"feature": "e2e.tag", "matchExpressions": {env.tag: {"op": "Exists"}}}
+    env.put_rule(rule(f"{env.tag}-hostile", [
+        {"name": f"spend-{i}", "labelsTemplate": SPEND, "matchFeatures": [mine]} for i in range(40)]))
+    for n in nodes:
+        env.workers[n].wait_log("ran out of its evaluation budget on 1 node", timeout=60)
+    time.sleep(3)
+    prober = Prober(f"http://127.0.0.1:{ports[nodes[0]]}/healthz", interval_s=0.2).start()
+    try:
+        hostile = [rule_change(k) for k in range(2, 5)]
+    finally:
+        prober.stop()
+    fmt = "; ".join(f"{t:.2f}s, CPU {', '.join(f'{c:.2f}' for c in cs)}s" for t, cs in plain)
+    fmt_h = "; ".join(f"{t:.2f}s, CPU {', '.join(f'{c:.2f}' for c in cs)}s" for t, cs in hostile)
+    print(f"rule change landed on all 3 nodes, each worker's CPU over the change + 8 s: without the hostile object "
+          f"{fmt}; with it {fmt_h}; worker 0 probes: {prober.summary()}")
+    assert not prober.failures, prober.failures[:3]
+    assert max(prober.latencies) < 1.0, prober.summary()
+    for n in nodes:
+        assert env.workers[n].logs().count("ran out of its evaluation budget") == 1
+        assert "Traceback" not in env.workers[n].logs()

@@ -522,9 +522,9 @@ async def test_echoes_of_own_writes_requeue_nothing_but_a_change_meanwhile_does(
     processed: list[str] = []
     inner = m._process_node
 
-    async def counting(name: str) -> None:
+    async def counting(name: str, **kw: Any) -> None:
         processed.append(name)
-        await inner(name)
+        await inner(name, **kw)
 
     m._process_node = counting  # type: ignore[method-assign]
     # A new NodeFeature for n2 needs a write; someone removes the managed label right after it.
