@@ -12,16 +12,17 @@ import sys
 import uuid
 from typing import Any
 
-from nfd.common.goflags import GoFlagParser, klog_header_options, parse_bool, parse_duration
+from nfd.common.goflags import GoFlagParser, klog_header_options, parse_duration
 from nfd.common.logsetup import setup_logging
+from nfd.common.masterflags import parse_feature_gates
 from nfd.master.config import (
     DEFAULT_CONFIG_PATH,
     INSTANCE_RE,
     ConfigError,
     FlagOverrides,
     MasterConfig,
-    load_config,
     parse_ns_list,
+    read_config,
 )
 
 log = logging.getLogger("nfd.master")
@@ -83,24 +84,6 @@ def build_parser() -> GoFlagParser:
     return p
 
 
-def parse_feature_gates(value: str) -> dict[str, bool]:
-    gates: dict[str, bool] = {}
-    for part in value.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        name, _, val = part.partition("=")
-        if name not in ("NodeFeatureAPI", "NodeFeatureGroupAPI", "DisableAutoPrefix", "DRAResourceSlices"):
-            raise ValueError(f"-feature-gates: unknown feature gate {name!r}")
-        try:
-            gates[name] = parse_bool(val or "true")
-        except argparse.ArgumentTypeError:
-            raise ValueError(f"-feature-gates: invalid value for {name}: {val!r}") from None
-        if name == "NodeFeatureAPI" and not gates[name]:
-            raise ValueError("-feature-gates: NodeFeatureAPI is locked to true")
-    return gates
-
-
 def overrides_from(args: argparse.Namespace) -> FlagOverrides:
     return FlagOverrides(
         no_publish=args.no_publish,
@@ -114,20 +97,6 @@ def overrides_from(args: argparse.Namespace) -> FlagOverrides:
         kube_api_qps=args.kube_api_qps,
         kube_api_burst=args.kube_api_burst,
     )
-
-
-def read_config(path: str, options: str, overrides: FlagOverrides) -> tuple[MasterConfig, list[str], str | None]:
-    text: str | None = None
-    if path:
-        try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-        except FileNotFoundError:
-            text = None
-        except OSError as e:
-            raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
-    cfg, warnings = load_config(file_text=text, options=options, overrides=overrides, file_name=path or "config")
-    return cfg, warnings, text
 
 
 def master_namespace() -> str:

@@ -192,14 +192,14 @@ def load_config_file(path: str, options: str | None = None) -> WorkerConfig:
     """File (missing file = defaults, as upstream) overlaid with the ``-options`` string."""
     import os
 
-    import yaml
-
     doc: Any = {}
     if path and os.path.exists(path):
         doc = read_doc(path) or {}
         if not isinstance(doc, dict):
             raise ValueError(f"{path}: config must be an object")
     if options:
+        import yaml  # here: without a file or -options there is nothing to parse
+
         from nfd.common import safeyaml
 
         try:

@@ -8,7 +8,6 @@ with backoff and never deletes or empties the NodeFeature.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import signal
@@ -110,17 +109,14 @@ class Worker:
 
     def _check_node_update_flags(self) -> None:
         """-instance and -feature-gates are read only in masterless mode, but checked at start."""
-        from nfd.master.config import INSTANCE_RE
-        from nfd.worker.nodeupdate import NodeUpdateConfigError, parse_gates
+        # the shared flag checks only: nodeupdate and the master load when masterless mode starts
+        from nfd.common.masterflags import INSTANCE_RE, parse_feature_gates
 
         f = self.flags
         if f.instance and not INSTANCE_RE.match(f.instance):
             raise ValueError(f"invalid -instance {f.instance!r}: instance name must start and end with an "
                              "alphanumeric character and may only contain alphanumerics, `-`, `_` or `.`")
-        try:
-            parse_gates(f.feature_gates)
-        except NodeUpdateConfigError as e:
-            raise ValueError(str(e)) from None
+        parse_feature_gates(f.feature_gates or "")  # ValueError names the gate
         if f.node_update_spread is not None:
             from nfd.worker.config import check_spread
 
@@ -313,7 +309,20 @@ class Worker:
             return False
 
     # -- main loop ------------------------------------------------------------------------
+    def run_offline_once(self) -> int | None:
+        """``-oneshot`` when nothing talks to the API (noPublish, not masterless): one discovery
+        pass without an event loop, since importing asyncio (and ssl with it) is a tenth of a
+        one-shot run. None when the run needs the API (then :meth:`run` does it all)."""
+        self.reload_config()
+        if not (self.flags.oneshot and self.cfg.no_publish and not self.cfg.enable_node_update):
+            return None
+        self.run_discovery()
+        self._dirty = False
+        return 0
+
     async def run(self) -> int:
+        import asyncio
+
         self.reload_config()
         self._features_d_sig = _dir_signature(self.ctx.paths.features_d())
         await self.seed_from_api()
@@ -373,6 +382,8 @@ class Worker:
 
     async def _update_node_once(self, timeout_s: float = 120.0) -> bool:
         """-oneshot in masterless mode: one pass over the node, then exit."""
+        import asyncio
+
         await self.sync_node_updater()
         if self.node_updater is None:
             return False

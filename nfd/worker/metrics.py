@@ -7,11 +7,14 @@ the other series are ours.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections import Counter
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import asyncio
 
 from nfd import __version__
 

@@ -22,6 +22,7 @@ from nfd.api.errors import ValidationError
 from nfd.api.features import Features
 from nfd.sources.base import DiscoveryContext, FeatureSource
 from nfd.sources.nvml import backend as nv
+from nfd.sources.nvml.naming import SYSTEM
 from nfd.sources.nvml.sharing import MIG_STRATEGIES, DevicePluginConfig, parse_device_plugin_config
 
 log = logging.getLogger("nfd.sources.nvml")
@@ -208,11 +209,11 @@ class NvmlSource(FeatureSource):
 
     # -- labels -------------------------------------------------------------------------------
     def labels(self, features: Features, config: dict[str, Any], ctx: DiscoveryContext) -> dict[str, str]:
-        from nfd.sources.nvml.features import SYSTEM, snapshot_from_features
-        from nfd.sources.nvml.labels import LabelSettings, gfd_labels
-
         if SYSTEM not in features.attributes:
             return {}  # NVML absent: no labels at all, not even gfd.timestamp
+        from nfd.sources.nvml.features import snapshot_from_features
+        from nfd.sources.nvml.labels import LabelSettings, gfd_labels
+
         dp = self.device_plugin_config(config, ctx)
         if self._timestamp is None:
             self._timestamp = int(self._clock())
