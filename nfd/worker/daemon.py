@@ -159,11 +159,11 @@ class Worker:
 
     def reload_config(self) -> bool:
         """Load the config if it changed. Returns True when a new config took effect."""
-        sig = _file_signature(self.flags.config)
-        if sig == self._config_sig and self._config_sig is not None:
+        sig = _file_signature(self.flags.config) or ("missing",)  # a missing file stays missing
+        if sig == self._config_sig:
             return False
         first = self._config_sig is None
-        self._config_sig = sig or ("missing",)
+        self._config_sig = sig
         try:
             new = self._with_flags(load_config_file(self.flags.config, self.flags.options))
         except (OSError, ValueError) as e:
