@@ -20,7 +20,6 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from nfd.lang.goregex import GoRegexError, compile_go
 from nfd.rules.version import parse_version
 
 VALID_OPS = frozenset(
@@ -229,6 +228,9 @@ def _compile_test(
         if op == "NotIn":
             nvs = frozenset(values)
             return None, lambda v: v not in nvs, None, None
+        # here, not at the top: RE2 (and libstdc++ with it) is ~4 MiB a worker pays only for a regexp
+        from nfd.lang.goregex import GoRegexError, compile_go
+
         res = []
         for i, v in enumerate(values):
             try:

@@ -112,7 +112,6 @@ NODE_UPDATE_SPREAD_MAX = 3600.0  # seconds: a rule change must still reach every
 
 
 def _build(doc: Any) -> WorkerConfig:
-    from nfd.lang.goregex import GoRegexError, compile_go
     from nfd.sources.discovery import parse_source_configs
 
     cfg = WorkerConfig()
@@ -142,6 +141,8 @@ def _build(doc: Any) -> WorkerConfig:
     if wl not in (None, ""):
         if not isinstance(wl, str):
             raise ValidationError("core.labelWhiteList", "must be a string")
+        from nfd.lang.goregex import GoRegexError, compile_go  # RE2 only when there is a regexp
+
         try:
             cfg.label_whitelist = compile_go(wl)
         except GoRegexError as e:

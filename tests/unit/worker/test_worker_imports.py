@@ -29,8 +29,9 @@ OFFLINE_NEVER = (
     "nfd.k8s", "aiohttp", "httpx", "h2", "hpack", "urllib3", "requests", "asyncio", "ssl", "yaml",
     "nfd.worker.publish", "nfd.worker.nodeupdate", "nfd.common.httpserver", "concurrent.futures",
 )
-# Third-party packages (not the standard library) each mode may load.
-OFFLINE_THIRD_PARTY = {"re2"}
+# Third-party packages (not the standard library) each mode may load with the default config (RE2
+# only loads for a regexp: labelWhiteList, a custom rule's InRegexp).
+OFFLINE_THIRD_PARTY: set[str] = set()
 DAEMON_THIRD_PARTY = OFFLINE_THIRD_PARTY | {
     "yaml", "orjson",  # the kubeconfig; JSON on the API paths
     "h2", "hpack", "hyperframe",  # nfd.k8s.http2, the worker's one connection
