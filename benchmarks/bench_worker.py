@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -67,14 +66,25 @@ def proc_rss_mib(pid: int) -> float:
     return 0.0
 
 
+TIME = shutil.which("time", path="/usr/bin:/bin")
+
+
 def run_once(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int]:
-    """Wall seconds, peak RSS (MiB) and exit status of one fresh process."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, env=env or ENV, cwd="/", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return wall, usage.ru_maxrss / 1024, proc.returncode
+    """Wall seconds, peak RSS (MiB) and exit status of one fresh process.
+
+    The peak comes from GNU time where there is one: a child forked from this (big) interpreter
+    has this interpreter's pages in its peak until it execs, so wait4's ru_maxrss of a small
+    program reads as this process's size."""
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as out:
+        pre = [TIME, "-f", "%M", "-o", out.name] if TIME else []
+        t0 = time.perf_counter()
+        proc = subprocess.Popen([*pre, *argv], env=env or ENV, cwd="/", stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        peak_kib = int(out.read().split()[-1]) if TIME else usage.ru_maxrss
+    return wall, peak_kib / 1024, proc.returncode
 
 
 def script(name: str) -> list[str]:
@@ -83,6 +93,16 @@ def script(name: str) -> list[str]:
     if path.is_file() and path.read_text(errors="replace").startswith("#!"):
         return [sys.executable, str(path)]
     return [sys.executable, "-m", {"nfd-worker": "nfd.worker", "nfd": "nfd.cli"}[name]]
+
+
+def no_pth(argv: list[str], env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+    """The same Python command without ``site`` (``-S``), the site-packages put on PYTHONPATH
+    instead: what it costs without this host's .pth files (an editable install's finder, a CA
+    bundle hook: ~25 ms and ~5 MiB here), which an image built from the Dockerfile does not have."""
+    import site
+
+    path = os.pathsep.join([str(REPO), *site.getsitepackages()])
+    return [argv[0], "-S", *argv[1:]], dict(env, PYTHONPATH=path)
 
 
 def fmt_ratio(ours: float, theirs: float | None) -> str:
@@ -107,23 +127,24 @@ def dummy_kubeconfig(tmp: Path) -> str:
 def bench_oneshot(runs: int, tmp: Path) -> None:
     kc = dummy_kubeconfig(tmp)
     nowhere = str(tmp / "no-such.conf")
-    cases: dict[str, list[str]] = {
-        "python -S -c pass": [sys.executable, "-S", "-c", "pass"],
-        "python -c pass": [sys.executable, "-c", "pass"],
-        "nfd-worker -oneshot -no-publish": [*script("nfd-worker"), "-oneshot", "-no-publish", "-kubeconfig", kc,
-                                            "-config", nowhere],
-        "nfd export labels": [*script("nfd"), "export", "labels"],
+    worker = [*script("nfd-worker"), "-oneshot", "-no-publish", "-kubeconfig", kc, "-config", nowhere]
+    cases: dict[str, tuple[list[str], dict[str, str]]] = {
+        "python -S -c pass": ([sys.executable, "-S", "-c", "pass"], ENV),
+        "python -c pass": ([sys.executable, "-c", "pass"], ENV),
+        "nfd-worker -oneshot -no-publish": (worker, ENV),
+        "  same, without this host's .pth files": no_pth(worker, ENV),
+        "nfd export labels": ([*script("nfd"), "export", "labels"], ENV),
     }
     if UPSTREAM:
-        cases["upstream nfd-worker -oneshot -no-publish"] = [UPSTREAM, "-oneshot", "-no-publish", "-kubeconfig", kc,
-                                                             "-config", nowhere]
+        cases["upstream nfd-worker -oneshot -no-publish"] = (
+            [UPSTREAM, "-oneshot", "-no-publish", "-kubeconfig", kc, "-config", nowhere], ENV)
     res: dict[str, list[tuple[float, float, int]]] = {k: [] for k in cases}
-    for name, argv in cases.items():  # one warm-up each: page cache
-        run_once(argv)
+    for argv, env in cases.values():  # one warm-up each: page cache
+        run_once(argv, env)
     for i in range(runs):
         order = list(cases) if i % 2 == 0 else list(reversed(cases))
         for name in order:
-            res[name].append(run_once(cases[name]))
+            res[name].append(run_once(*cases[name]))
     up = res.get("upstream nfd-worker -oneshot -no-publish")
     up_wall = statistics.median(r[0] for r in up) if up else None
     up_rss = max(r[1] for r in up) if up else None
@@ -134,8 +155,8 @@ def bench_oneshot(runs: int, tmp: Path) -> None:
         bad = [r[2] for r in rs if r[2] != 0]
         wall = statistics.median(walls)
         ratio = ""
-        if up and not name.startswith(("upstream", "python")):
-            ratio = f"  ratio wall {wall / up_wall:.2f}, RSS {rss / up_rss:.2f}" if up_wall and up_rss else ""
+        if up and not name.startswith(("upstream", "python")) and up_wall and up_rss:
+            ratio = f"  ratio wall {wall / up_wall:.2f}, RSS {rss / up_rss:.2f}"
         print(f"  {name:<42} wall median {1000 * wall:6.1f} ms, min {1000 * walls[0]:6.1f} ms; "
               f"peak RSS {rss:5.1f} MiB{ratio}{'  EXIT ' + str(bad[0]) if bad else ''}")
 
@@ -293,7 +314,7 @@ def bench_daemons(sections: set[str], rounds: int, seconds: float, tmp: Path) ->
         warmup = 2 * INTERVAL_S
         results: dict[str, list[dict[str, float]]] = {}
         runs: list[tuple[str, list[str], dict[str, str]]] = []
-        for i, node in enumerate(("bench-node", "bench-upstream", "bench-masterless")):
+        for node in ("bench-node", "bench-upstream", "bench-masterless"):
             cluster.create_node(node)
         env = dict(ENV, NODE_NAME="bench-node")
         if "daemon" in sections:
@@ -387,6 +408,10 @@ def main() -> int:
     if UPSTREAM and not shutil.which(UPSTREAM):
         print(f"UPSTREAM_NFD_WORKER={UPSTREAM}: not an executable")
         return 2
+    # as the image does at build time (its ENV has PYTHONDONTWRITEBYTECODE=1, and so may this
+    # shell): without .pyc files every run compiles nfd's sources, ~50 ms of a one-shot run
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "nfd")], check=True,
+                   stdout=subprocess.DEVNULL)
     tmp = Path(tempfile.mkdtemp(prefix="nfd-bench-worker-"))
     try:
         if "oneshot" in sections:
