@@ -1,8 +1,8 @@
 """What each worker mode imports, in a fresh interpreter: the agent runs on every node, so every
 module it loads is paid once per node (issue 29). A one-shot run and ``nfd export labels`` load
 none of the master, the rules engine's languages (CEL, templates), the Kubernetes client, an event
-loop or a metrics library; a default-mode daemon none of the master, CEL, templates or a second
-HTTP client. Any third-party package beyond the ones listed fails the test, so a new heavy import
+loop or a metrics library; a default-mode daemon none of the master, CEL, templates or an HTTP
+client it does not use. Any third-party package beyond the ones listed fails the test, so a new heavy import
 is seen here first (``benchmarks/bench_worker.py --imports`` prints the time each one costs).
 """
 
@@ -35,9 +35,6 @@ OFFLINE_THIRD_PARTY: set[str] = set()
 DAEMON_THIRD_PARTY = OFFLINE_THIRD_PARTY | {
     "yaml", "orjson",  # the kubeconfig; JSON on the API paths
     "h2", "hpack", "hyperframe",  # nfd.k8s.http2, the worker's one connection
-    # aiohttp and what it brings, imported by nfd.k8s.client for its HTTP/1.1 fallback
-    "aiohttp", "aiohappyeyeballs", "aiosignal", "attr", "frozenlist", "idna", "multidict",
-    "propcache", "yarl", "typing_extensions",
 }
 HTTP_CLIENTS = ("aiohttp", "httpx", "nfd.k8s.http2")
 
@@ -140,7 +137,6 @@ def test_default_daemon_imports(daemon):
     assert _third_party(mods) - allowed == set()
 
 
-@pytest.mark.xfail(strict=True, reason="nfd.k8s.client imports aiohttp (HTTP/1.1) beside the worker's HTTP/2 "
-                   "client; one transport for every process is issue 29's deliverable 2")
 def test_default_daemon_imports_one_http_client(daemon):
+    """The worker talks HTTP/2 (nfd.k8s.http2); aiohttp (~10 MiB resident) is for HTTP/1.1 only."""
     assert len([c for c in HTTP_CLIENTS if c in daemon]) <= 1, [c for c in HTTP_CLIENTS if c in daemon]
