@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import socket
 import time
 from typing import Any
 
@@ -66,7 +65,7 @@ class Worker:
     def __init__(self, flags: Flags, *, env: dict[str, str] | None = None, api: Any = None) -> None:
         self.flags = flags
         self.env = dict(os.environ) if env is None else env
-        self.node_name = self.env.get("NODE_NAME") or socket.gethostname()
+        self.node_name = self.env.get("NODE_NAME") or os.uname().nodename  # gethostname(), without importing socket
         self.ctx = DiscoveryContext(paths=HostPaths.detect(flags.host_root, env=self.env), node_name=self.node_name)
         self.cfg = self._with_flags(WorkerConfig())
         self.metrics = WorkerMetrics(self.node_name)
