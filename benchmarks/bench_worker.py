@@ -144,6 +144,7 @@ def bench_oneshot(runs: int, tmp: Path) -> None:
     cases: dict[str, tuple[list[str], dict[str, str]]] = {
         "python -S -c pass": ([sys.executable, "-S", "-c", "pass"], ENV),
         "python -c pass": ([sys.executable, "-c", "pass"], ENV),
+        "python -I -c pass": ([sys.executable, "-I", "-c", "pass"], ENV),
         "nfd-worker -oneshot -no-publish": (worker, ENV),
         "  same, without this host's .pth files": no_pth(worker, ENV),
         "nfd export labels": ([*script("nfd"), "export", "labels"], ENV),
