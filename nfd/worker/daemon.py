@@ -51,6 +51,11 @@ def _dir_signature(path: str) -> tuple[Any, ...] | None:
     return tuple(sorted(entries))
 
 
+def _nvml_errors() -> int | None:
+    src = registry.loaded("nvml")
+    return getattr(src, "errors_total", None) if src is not None else None
+
+
 def _features_of(features: Features, source: str) -> Features:
     """The features a source owns (named ``<source>.*``)."""
     pre = source + "."
@@ -69,6 +74,7 @@ class Worker:
         self.ctx = DiscoveryContext(paths=HostPaths.detect(flags.host_root, env=self.env), node_name=self.node_name)
         self.cfg = self._with_flags(WorkerConfig())
         self.metrics = WorkerMetrics(self.node_name)
+        self.metrics.nvml_errors = _nvml_errors
         self.api = api
         self.publisher: Any = None
         self.owner_refs: list[dict[str, Any]] | None = None
