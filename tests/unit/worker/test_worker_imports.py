@@ -2,8 +2,9 @@
 module it loads is paid once per node (issue 29). A one-shot run and ``nfd export labels`` load
 none of the master, the rules engine's languages (CEL, templates), the Kubernetes client, an event
 loop or a metrics library; a default-mode daemon none of the master, CEL, templates or an HTTP
-client it does not use. Any third-party package beyond the ones listed fails the test, so a new heavy import
-is seen here first (``benchmarks/bench_worker.py --only imports,rss`` prints what each one costs in time and memory).
+client it does not use. Any third-party package beyond the ones listed fails the test, so a new
+heavy import is seen here first (``benchmarks/bench_worker.py --only imports,rss`` prints what
+each one costs in time and memory).
 """
 
 from __future__ import annotations
