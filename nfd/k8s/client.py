@@ -17,14 +17,14 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
 
-import aiohttp
-
 from nfd.common import jsoncodec
 from nfd.k8s.config import ConnectionConfig, load_kubeconfig
 from nfd.k8s.errors import ApiError, ApiUnavailable, error_for
 from nfd.k8s.ratelimit import TokenBucket
 
 if TYPE_CHECKING:
+    import aiohttp
+
     from nfd.k8s.http2 import H2Connection
 
 log = logging.getLogger("nfd.k8s")
@@ -113,6 +113,8 @@ class ApiClient:
         return self.config.namespace
 
     def _get_session(self) -> aiohttp.ClientSession:
+        import aiohttp  # HTTP/1.1 only: an HTTP/2 client (the worker's) never loads it
+
         if self._session is None or self._session.closed:
             connector = aiohttp.TCPConnector(ssl=self.config.ssl_context(), limit=100)
             self._session = aiohttp.ClientSession(
@@ -233,6 +235,8 @@ class ApiClient:
             return await self._once_h2(conn, method, path, params=params, data=data, content_type=content_type,
                                        accept=accept, timeout_s=timeout_s, started=started)
         session = self._get_session()
+        import aiohttp  # loaded by _get_session: the HTTP/1.1 path only
+
         try:
             async with session.request(
                 method,
@@ -347,6 +351,8 @@ class ApiClient:
                 await gen.aclose()  # now, not when collected: its stream is reset here
             return
         session = self._get_session()
+        import aiohttp  # loaded by _get_session: the HTTP/1.1 path only
+
         try:
             async with session.get(
                 self.config.server + path,

@@ -19,18 +19,19 @@ from nfd.common.goflags import (
     feature_gates_value,
     go_duration_value,
     klog_header_options,
-    parse_bool,
     verbosity,
 )
 from nfd.common.logsetup import klogger, setup_logging
+from nfd.common.masterflags import parse_feature_gates
+from nfd.common.podenv import pod_namespace
 from nfd.master.config import (
     DEFAULT_CONFIG_PATH,
     INSTANCE_RE,
     ConfigError,
     FlagOverrides,
     MasterConfig,
-    load_config,
     parse_ns_list,
+    read_config,
 )
 
 log = logging.getLogger("nfd.master")
@@ -76,24 +77,6 @@ def build_parser() -> GoFlagSet:
     return p
 
 
-def parse_feature_gates(value: str) -> dict[str, bool]:
-    gates: dict[str, bool] = {}
-    for part in value.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        name, _, val = part.partition("=")
-        if name not in ("NodeFeatureAPI", "NodeFeatureGroupAPI", "DisableAutoPrefix", "DRAResourceSlices"):
-            raise ValueError(f"-feature-gates: unknown feature gate {name!r}")
-        try:
-            gates[name] = parse_bool(val or "true")
-        except argparse.ArgumentTypeError:
-            raise ValueError(f"-feature-gates: invalid value for {name}: {val!r}") from None
-        if name == "NodeFeatureAPI" and not gates[name]:
-            raise ValueError("-feature-gates: NodeFeatureAPI is locked to true")
-    return gates
-
-
 def overrides_from(args: argparse.Namespace) -> FlagOverrides:
     """The config overrides of the flags given on the command line."""
     given = getattr(args, "given", None)
@@ -113,20 +96,6 @@ def overrides_from(args: argparse.Namespace) -> FlagOverrides:
     )
 
 
-def read_config(path: str, options: str, overrides: FlagOverrides) -> tuple[MasterConfig, list[str], str | None]:
-    text: str | None = None
-    if path:
-        try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-        except FileNotFoundError:
-            text = None
-        except OSError as e:
-            raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
-    cfg, warnings = load_config(file_text=text, options=options, overrides=overrides, file_name=path or "config")
-    return cfg, warnings, text
-
-
 def log_config(path: str, text: str | None, cfg: MasterConfig) -> None:
     """Upstream's lines for a (re)loaded config: the file's state, then the effective config."""
     from nfd.common.logsetup import Dump
@@ -137,17 +106,6 @@ def log_config(path: str, text: str | None, cfg: MasterConfig) -> None:
     else:
         klog.info_s("configuration file parsed", path=path)
     klog.info_s("configuration successfully updated", configuration=Dump(config_dump(cfg)))
-
-
-def master_namespace() -> str:
-    try:
-        with open("/var/run/secrets/kubernetes.io/serviceaccount/namespace", encoding="utf-8") as f:
-            ns = f.read().strip()
-            if ns:
-                return ns
-    except OSError:
-        pass
-    return os.environ.get("KUBERNETES_NAMESPACE", "default")
 
 
 async def amain(args: argparse.Namespace, cfg: MasterConfig, gates: dict[str, bool], cfg_text: str | None) -> int:
@@ -161,7 +119,7 @@ async def amain(args: argparse.Namespace, cfg: MasterConfig, gates: dict[str, bo
     api = await ApiClient.from_kubeconfig(
         args.kubeconfig or None, qps=cfg.kube_api_qps, burst=cfg.kube_api_burst, user_agent=f"nfd-master/{__version__}"
     )
-    ns = api.namespace or master_namespace()
+    ns = api.namespace or pod_namespace()
     if os.environ.get("KUBERNETES_NAMESPACE"):
         ns = os.environ["KUBERNETES_NAMESPACE"]
     klog.info_s("Node Feature Discovery Master", version=__version__, nodeName=os.environ.get("NODE_NAME", ""),

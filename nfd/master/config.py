@@ -7,7 +7,6 @@ new one is invalid (upstream has no live reload; see docs/compatibility.md).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -16,9 +15,9 @@ import yaml
 from nfd.common import safeyaml
 from nfd.common.goduration import parse_go_duration
 from nfd.common.gokeys import canonical_keys
+from nfd.common.masterflags import INSTANCE_RE as INSTANCE_RE  # re-exported: nfd-master's -instance
 
 DEFAULT_CONFIG_PATH = "/etc/kubernetes/node-feature-discovery/nfd-master.conf"
-INSTANCE_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 
 
 
@@ -318,6 +317,23 @@ def load_config(
     if not (le.lease_duration > le.renew_deadline > 0 and le.retry_period > 0):
         raise ConfigError("leaderElection: need leaseDuration > renewDeadline > 0 and retryPeriod > 0")
     return cfg, warnings
+
+
+def read_config(path: str, options: str, overrides: FlagOverrides) -> tuple[MasterConfig, list[str], str | None]:
+    """The config file at ``path`` (a missing file means defaults) with ``-options`` and the flags
+    over it; also returns the file's text, so a reload can tell a real change. Shared by
+    nfd-master and the worker's masterless mode."""
+    text: str | None = None
+    if path:
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except FileNotFoundError:
+            text = None
+        except OSError as e:
+            raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
+    cfg, warnings = load_config(file_text=text, options=options, overrides=overrides, file_name=path or "config")
+    return cfg, warnings, text
 
 
 def parse_ns_list(value: str) -> frozenset[str]:

@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from nfd.lang.goregex import GoRegexError, compile_go
 from nfd.lang.gostd.strconv import int64_or_none
 from nfd.lang.gostd.strconv import quote as go_quote
 from nfd.lang.semver import parse_version
@@ -221,6 +220,9 @@ def _compile_test(
         if op == "NotIn":
             nvs = frozenset(values)
             return None, lambda v: v not in nvs, None, None
+        # here, not at the top: RE2 (and libstdc++ with it) is ~4 MiB a worker pays only for a regexp
+        from nfd.lang.goregex import GoRegexError, compile_go
+
         res = []
         for i, v in enumerate(values):
             try:

@@ -9,7 +9,6 @@ flags are only a fallback when CPUID cannot be executed (e.g. no executable memo
 from __future__ import annotations
 
 import os
-import platform
 import re
 import struct
 from typing import Any
@@ -355,7 +354,7 @@ def _cpu_backend(ctx: DiscoveryContext) -> tuple[str, CpuidReader | None, dict[s
             fixture = cpuidmod.load_fixture(fixture_path)
         except (OSError, ValueError) as e:
             ctx.warn(f"{fixture_path}: invalid CPUID fixture: {e}")
-    arch = ctx.arch or (str(fixture.get("arch")) if fixture and fixture.get("arch") else platform.machine())
+    arch = ctx.arch or (str(fixture.get("arch")) if fixture and fixture.get("arch") else os.uname().machine)
     if ctx.cpuid is not None:
         return arch, ctx.cpuid, fixture
     if fixture is not None and "leaves" in fixture:
@@ -364,7 +363,7 @@ def _cpu_backend(ctx: DiscoveryContext) -> tuple[str, CpuidReader | None, dict[s
         except (ValueError, TypeError, AttributeError) as e:
             ctx.warn(f"{fixture_path}: invalid CPUID fixture: {e}")
             return arch, None, fixture
-    if arch in ("x86_64", "amd64") and platform.machine() in ("x86_64", "AMD64"):
+    if arch in ("x86_64", "amd64") and os.uname().machine == "x86_64":  # platform.machine(), unimported
         try:
             return arch, cpuidmod.native(), fixture
         except (OSError, ValueError) as e:

@@ -9,7 +9,6 @@ names (the names are the library's identifiers, the bits come from the Intel/AMD
 from __future__ import annotations
 
 import ctypes
-import json
 import mmap
 import os
 from dataclasses import dataclass, field
@@ -94,6 +93,8 @@ def load_fixture(path: str) -> dict[str, Any] | None:
     """The parsed ``cpuid.json`` of a modelled host, or None if there is none."""
     if not os.path.isfile(path):
         return None
+    import json  # modelled hosts only
+
     with open(path, encoding="utf-8") as f:
         obj = json.load(f)
     if not isinstance(obj, dict):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import os
 import posixpath
 import re
@@ -118,6 +117,8 @@ def read_kconfig(ctx: DiscoveryContext, kconfig_file: str, ver: str) -> dict[str
 
 def _read_config_file(ctx: DiscoveryContext, path: str) -> str | None:
     if path.endswith(".gz"):
+        import gzip  # /proc/config.gz only
+
         try:
             with gzip.open(path, "rb") as f:
                 data = f.read(_KCONFIG_LIMIT)

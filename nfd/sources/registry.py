@@ -57,6 +57,12 @@ def get(name: str) -> FeatureSource | None:
 _unknown_reported: set[str] = set()
 
 
+def loaded(name: str) -> FeatureSource | None:
+    """The source object if its module is loaded already (None otherwise): for readers such as
+    the metrics endpoint, which must not load a source that discovery does not run."""
+    return _loaded.get(name)
+
+
 def resolve(spec: list[str], *, kind: str) -> list[str]:
     """Upstream's ``featureSources``/``labelSources`` syntax -> sorted enabled source names.
 

@@ -12,11 +12,11 @@ from typing import Any
 from nfd import __version__
 from nfd.common.goflags import GoFlagSet, add_klog_flags, klog_header_options, verbosity
 from nfd.common.logsetup import klogger, setup_logging
+from nfd.common.podenv import pod_namespace
 from nfd.common.signals import run_until_signal
 from nfd.hostpaths import HostPaths
 
 PROGRAM = "nfd-topology-updater"
-SA_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 log = logging.getLogger("nfd.topology_updater")
 klog = klogger("nfd.topology_updater")
@@ -46,14 +46,6 @@ def build_parser(paths: HostPaths) -> GoFlagSet:
     add_klog_flags(p, wrapped=False)
     p.bool("version", False, "Print version and exit.")
     return p
-
-
-def own_namespace() -> str:
-    try:
-        with open(SA_NAMESPACE_FILE, encoding="utf-8") as f:
-            return f.read().strip()
-    except OSError:
-        return os.environ.get("KUBERNETES_NAMESPACE", "")
 
 
 async def run(opts: object, *, kubeconfig: str) -> int:
@@ -143,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         no_publish=bool(args.no_publish),
         oneshot=bool(args.oneshot),
         port=args.port,
-        namespace=own_namespace(),
+        namespace=pod_namespace(default=""),
         config=config,
         paths=paths,
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import sys
 
 
@@ -33,6 +32,11 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         print(f"nfd-worker: {e}", file=sys.stderr)
         return 2
+    done = worker.run_offline_once()
+    if done is not None:
+        return done
+    import asyncio  # the daemon and an API-publishing one-shot run on an event loop
+
     return asyncio.run(worker.run())
 
 

@@ -112,7 +112,6 @@ NODE_UPDATE_SPREAD_MAX = 3600.0  # seconds: a rule change must still reach every
 
 
 def _build(doc: Any) -> WorkerConfig:
-    from nfd.lang.goregex import GoRegexError, compile_go
     from nfd.sources.discovery import parse_source_configs
 
     cfg = WorkerConfig()
@@ -142,6 +141,8 @@ def _build(doc: Any) -> WorkerConfig:
     if wl not in (None, ""):
         if not isinstance(wl, str):
             raise ValidationError("core.labelWhiteList", "must be a string")
+        from nfd.lang.goregex import GoRegexError, compile_go  # RE2 only when there is a regexp
+
         try:
             cfg.label_whitelist = compile_go(wl)
         except GoRegexError as e:
@@ -203,8 +204,6 @@ def load_config_file(path: str, options: str | None = None) -> WorkerConfig:
     ``--config``): that is said once, as a warning, since defaults are then used in silence."""
     import os
 
-    import yaml
-
     doc: Any = {}
     if path and not os.path.exists(path) and path != DEFAULT_CONFIG_PATH and path not in _missing_reported:
         _missing_reported.add(path)
@@ -214,6 +213,8 @@ def load_config_file(path: str, options: str | None = None) -> WorkerConfig:
         if not isinstance(doc, dict):
             raise ValueError(f"{path}: config must be an object")
     if options:
+        import yaml  # here: without a file or -options there is nothing to parse
+
         from nfd.common import safeyaml
 
         try:

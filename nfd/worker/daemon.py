@@ -8,11 +8,9 @@ with backoff and never deletes or empties the NodeFeature.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import signal
-import socket
 import time
 from typing import Any
 
@@ -62,6 +60,11 @@ def _dir_signature(path: str) -> tuple[Any, ...] | None:
     return tuple(sorted(entries))
 
 
+def _nvml_errors() -> int | None:
+    src = registry.loaded("nvml")
+    return getattr(src, "errors_total", None) if src is not None else None
+
+
 def _features_of(features: Features, source: str) -> Features:
     """The features a source owns (named ``<source>.*``)."""
     pre = source + "."
@@ -76,10 +79,11 @@ class Worker:
     def __init__(self, flags: Flags, *, env: dict[str, str] | None = None, api: Any = None) -> None:
         self.flags = flags
         self.env = dict(os.environ) if env is None else env
-        self.node_name = self.env.get("NODE_NAME") or socket.gethostname()
+        self.node_name = self.env.get("NODE_NAME") or os.uname().nodename  # gethostname(), without importing socket
         self.ctx = DiscoveryContext(paths=HostPaths.detect(flags.host_root, env=self.env), node_name=self.node_name)
         self.cfg = self._with_flags(WorkerConfig())
         self.metrics = WorkerMetrics(self.node_name)
+        self.metrics.nvml_errors = _nvml_errors
         self.api = api
         self.publisher: Any = None
         self.owner_refs: list[dict[str, Any]] | None = None
@@ -88,6 +92,7 @@ class Worker:
         self.features = Features()
         self.labels: dict[str, str] = {}
         self._config_sig: Any = _NOT_LOADED
+        self._banner_logged = False
         self._features_d_sig: Any = None
         self._dirty = True  # content not yet published
         self.node_updater: Any = None  # nfd.worker.nodeupdate.NodeUpdater in masterless mode
@@ -119,17 +124,14 @@ class Worker:
 
     def _check_node_update_flags(self) -> None:
         """-instance and -feature-gates are read only in masterless mode, but checked at start."""
-        from nfd.master.config import INSTANCE_RE
-        from nfd.worker.nodeupdate import NodeUpdateConfigError, parse_gates
+        # the shared flag checks only: nodeupdate and the master load when masterless mode starts
+        from nfd.common.masterflags import INSTANCE_RE, parse_feature_gates
 
         f = self.flags
         if f.instance and not INSTANCE_RE.match(f.instance):
             raise ValueError(f"invalid -instance {f.instance!r}: instance name must start and end with an "
                              "alphanumeric character and may only contain alphanumerics, `-`, `_` or `.`")
-        try:
-            parse_gates(f.feature_gates)
-        except NodeUpdateConfigError as e:
-            raise ValueError(str(e)) from None
+        parse_feature_gates(f.feature_gates or "")  # ValueError names the gate
         if f.node_update_spread is not None:
             from nfd.worker.config import check_spread
 
@@ -273,7 +275,8 @@ class Worker:
         )
 
     async def _ensure_publisher(self) -> None:
-        from nfd.worker.publish import Publisher, worker_namespace
+        from nfd.common.podenv import pod_namespace
+        from nfd.worker.publish import Publisher
 
         if self.api is None:
             from nfd.k8s.client import ApiClient
@@ -282,7 +285,7 @@ class Worker:
             self.api = await ApiClient.from_kubeconfig(self.flags.kubeconfig, user_agent="nfd-worker", http2=True)
             self.metrics.api_requests = lambda: dict(self.api.metrics)
         if self.publisher is None:
-            self.publisher = Publisher(self.api, namespace=worker_namespace(self.env), node_name=self.node_name)
+            self.publisher = Publisher(self.api, namespace=pod_namespace(self.env), node_name=self.node_name)
 
     async def seed_from_api(self) -> None:
         """Right after a (re)start a failing source has no last good result in memory: it is
@@ -335,12 +338,33 @@ class Worker:
             return False
 
     # -- main loop ------------------------------------------------------------------------
-    async def run(self) -> int:
+    def log_start(self) -> None:
+        """Upstream's start-up banner, once."""
+        if self._banner_logged:
+            return
+        self._banner_logged = True
         from nfd import __version__
-        from nfd.worker.publish import worker_namespace
+        from nfd.common.podenv import pod_namespace
 
         klog.info_s("Node Feature Discovery Worker", version=__version__, nodeName=self.node_name,
-                    namespace=worker_namespace(self.env))
+                    namespace=pod_namespace(self.env))
+
+    def run_offline_once(self) -> int | None:
+        """``-oneshot`` when nothing talks to the API (noPublish, not masterless): one discovery
+        pass without an event loop, since importing asyncio (and ssl with it) is a tenth of a
+        one-shot run. None when the run needs the API (then :meth:`run` does it all)."""
+        self.log_start()
+        self.reload_config()
+        if not (self.flags.oneshot and self.cfg.no_publish and not self.cfg.enable_node_update):
+            return None
+        self.run_discovery()
+        self._dirty = False
+        return 0
+
+    async def run(self) -> int:
+        import asyncio
+
+        self.log_start()
         self.reload_config()
         self._features_d_sig = _dir_signature(self.ctx.paths.features_d())
         await self.seed_from_api()
@@ -401,6 +425,8 @@ class Worker:
 
     async def _update_node_once(self, timeout_s: float = 120.0) -> bool:
         """-oneshot in masterless mode: one pass over the node, then exit."""
+        import asyncio
+
         await self.sync_node_updater()
         if self.node_updater is None:
             return False

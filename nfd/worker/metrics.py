@@ -52,6 +52,8 @@ class WorkerMetrics:
         self.publish_errors = 0
         self.config_reload_errors = 0
         self.api_requests: Callable[[], dict[str, int]] = dict
+        #: NVML errors of the nvml source (None: the source is not loaded, no series)
+        self.nvml_errors: Callable[[], int | None] = lambda: None
 
     def render(self) -> str:
         node = _esc(self.node_name)
@@ -87,6 +89,13 @@ class WorkerMetrics:
             "# TYPE nfd_worker_api_requests_total counter",
         ]
         out += [f'nfd_worker_api_requests_total{{verb="{_esc(v)}"}} {n}' for v, n in sorted(self.api_requests().items())]
+        nvml = self.nvml_errors()
+        if nvml is not None:
+            out += [
+                "# HELP nfd_nvml_errors_total NVML errors in the nvml feature source (the last good GPU features are kept).",
+                "# TYPE nfd_nvml_errors_total counter",
+                f"nfd_nvml_errors_total {nvml}",
+            ]
         return "\n".join(out) + "\n"
 
 

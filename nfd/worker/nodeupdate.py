@@ -15,9 +15,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from nfd.k8s.client import ApiClient
+if TYPE_CHECKING:  # the client is the caller's; importing it here would load it in every mode
+    from nfd.k8s.client import ApiClient
 
 log = logging.getLogger("nfd.worker")
 
@@ -28,8 +29,7 @@ class NodeUpdateConfigError(ValueError):
 
 def load_master_config(path: str) -> tuple[Any, str | None]:
     """The policy settings from nfd-master's config file (missing file: defaults, as nfd-master)."""
-    from nfd.master.__main__ import read_config
-    from nfd.master.config import ConfigError, FlagOverrides
+    from nfd.master.config import ConfigError, FlagOverrides, read_config
 
     try:
         cfg, warnings, text = read_config(path, "", FlagOverrides())
@@ -41,7 +41,7 @@ def load_master_config(path: str) -> tuple[Any, str | None]:
 
 
 def parse_gates(value: str | None) -> dict[str, bool]:
-    from nfd.master.__main__ import parse_feature_gates
+    from nfd.common.masterflags import parse_feature_gates
 
     try:
         return parse_feature_gates(value or "")

@@ -23,19 +23,6 @@ from nfd.common.logsetup import Dump, klogger, kobj
 log = logging.getLogger("nfd.worker")
 klog = klogger("nfd.worker")
 
-SA_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
-
-
-def worker_namespace(env: dict[str, str] | None = None) -> str:
-    env = dict(os.environ) if env is None else env
-    try:
-        with open(SA_NAMESPACE_FILE, encoding="utf-8") as f:
-            ns = f.read().strip()
-            if ns:
-                return ns
-    except OSError:
-        pass
-    return env.get("KUBERNETES_NAMESPACE") or "default"
 
 
 def desired_object(

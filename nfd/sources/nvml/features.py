@@ -15,13 +15,8 @@ from __future__ import annotations
 
 from nfd.api.features import Features
 from nfd.sources.nvml.labels import cuda_version, gpu_clique, gpu_mode, models, primary_model
-from nfd.sources.nvml.naming import arch_family, sanitise
+from nfd.sources.nvml.naming import DRIVER, GPU, MIG, SYSTEM, arch_family, sanitise
 from nfd.sources.nvml.snapshot import Fabric, Gpu, MigDevice, Snapshot, Vgpu
-
-GPU = "nvml.gpu"
-MIG = "nvml.mig"
-DRIVER = "nvml.driver"
-SYSTEM = "nvml.system"
 
 _MIG_FIELDS = {
     "memory": "memory_mib",

@@ -9,6 +9,12 @@ from __future__ import annotations
 import math
 import re
 
+# the nvml.* feature names (here, so the source can tell "no GPU" without loading the labeller)
+GPU = "nvml.gpu"
+MIG = "nvml.mig"
+DRIVER = "nvml.driver"
+SYSTEM = "nvml.system"
+
 # NVML GPU-instance profile *indices* (pynvml NVML_GPU_INSTANCE_PROFILE_*) -> slice count and the
 # attribute suffix go-nvlib appends ("+me", "+me.all", "+gfx", or the negative "-me").
 _GI_PROFILES: dict[int, tuple[int, str]] = {

@@ -6,8 +6,8 @@ and labels (Snapshot + settings -> labels). What it adds is failure policy:
 - no NVML on the node (library or driver missing): the source is off, logged once at INFO,
   and NVML is quietly re-tried every cycle so a driver installed later is picked up;
 - NVML failing after a good pass (GPU lost, driver reload, ...): the last good features are
-  kept (marked ``nvml.system.stale=true``), the error is counted (``errors_total``, metric
-  ``nfd_nvml_errors_total``) and the next cycle retries. Labels are never wiped by an NVML error.
+  kept (marked ``nvml.system.stale=true``), the error is counted (``errors_total``, the worker's
+  metric ``nfd_nvml_errors_total``) and the next cycle retries. Labels are never wiped by an NVML error.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from nfd.api.errors import ValidationError
 from nfd.api.features import Features
 from nfd.sources.base import DiscoveryContext, FeatureSource
 from nfd.sources.nvml import backend as nv
+from nfd.sources.nvml.naming import SYSTEM
 from nfd.sources.nvml.sharing import MIG_STRATEGIES, DevicePluginConfig, parse_device_plugin_config
 
 log = logging.getLogger("nfd.sources.nvml")
@@ -193,7 +194,6 @@ class NvmlSource(FeatureSource):
         """Count the error; keep the last good features (or none if there never were any)."""
         self.errors_total += 1
         self.last_error = message
-        _count_error()
         kept = "keeping the last good GPU features" if self._last is not None else "no GPU features yet"
         if message != self._last_error_msg:
             log.warning("nvml: %s; %s, retrying next cycle", message, kept)
@@ -209,11 +209,11 @@ class NvmlSource(FeatureSource):
 
     # -- labels -------------------------------------------------------------------------------
     def labels(self, features: Features, config: dict[str, Any], ctx: DiscoveryContext) -> dict[str, str]:
-        from nfd.sources.nvml.features import SYSTEM, snapshot_from_features
-        from nfd.sources.nvml.labels import LabelSettings, gfd_labels
-
         if SYSTEM not in features.attributes:
             return {}  # NVML absent: no labels at all, not even gfd.timestamp
+        from nfd.sources.nvml.features import snapshot_from_features
+        from nfd.sources.nvml.labels import LabelSettings, gfd_labels
+
         dp = self.device_plugin_config(config, ctx)
         if self._timestamp is None:
             self._timestamp = int(self._clock())
@@ -223,25 +223,6 @@ class NvmlSource(FeatureSource):
             timestamp=None if config.get("noTimestamp") else self._timestamp,
         )
         return gfd_labels(snapshot_from_features(features), settings, warn=ctx.warn)
-
-
-_metric: Any = None
-
-
-def _count_error() -> None:
-    """Increment nfd_nvml_errors_total if prometheus-client is importable (created on first use)."""
-    global _metric
-    if _metric is False:
-        return
-    try:
-        if _metric is None:
-            from prometheus_client import Counter
-
-            _metric = Counter("nfd_nvml_errors_total", "NVML errors in the nvml feature source")
-        _metric.inc()
-    except Exception as e:  # metrics must never break discovery (e.g. duplicate registration)
-        log.debug("nvml: error metric unavailable: %s", e)
-        _metric = False
 
 
 SOURCE = NvmlSource()

@@ -112,19 +112,6 @@ def test_error_before_any_good_pass_gives_no_features() -> None:
     assert not src.discover(ctx, cfg(src)).is_empty()
 
 
-def test_error_metric_counts(caplog) -> None:
-    prometheus_client = pytest.importorskip("prometheus_client")
-    fake = make_fake("a100-40gb")
-    src = source_for(fake)
-    ctx = DiscoveryContext()
-    src.discover(ctx, cfg(src))
-    before = prometheus_client.REGISTRY.get_sample_value("nfd_nvml_errors_total") or 0.0
-    fake.inject("nvmlDeviceGetName", "GPU_IS_LOST", times=3)
-    for _ in range(3):
-        src.discover(ctx, cfg(src))
-    assert prometheus_client.REGISTRY.get_sample_value("nfd_nvml_errors_total") == before + 3
-
-
 def test_fewer_gpus_is_a_good_pass() -> None:
     fake = make_fake("h100x8")
     src = source_for(fake)
@@ -279,3 +266,44 @@ def test_the_fake_nvml_is_imported_only_for_a_profile() -> None:
         "assert host is not None and 'nfd.nvml_fake' in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_errors_are_served_by_the_worker_metrics(monkeypatch) -> None:
+    """nfd_nvml_errors_total is on the worker's own /metrics (it was a prometheus_client counter
+    that no worker endpoint served, and its first NVML error imported that library)."""
+    from nfd.sources import registry
+    from nfd.worker.daemon import Worker
+    from nfd.worker.flags import parse_flags
+
+    fake = make_fake("h100x8")
+    src = source_for(fake)
+    ctx = DiscoveryContext()
+    src.discover(ctx, cfg(src))
+    fake.inject("nvmlDeviceGetName", "GPU_IS_LOST", device=3, times=2)
+    src.discover(ctx, cfg(src))
+    src.discover(ctx, cfg(src))
+    worker = Worker(parse_flags(["-no-publish"]), env={"NODE_NAME": "n"})
+    monkeypatch.delitem(registry._loaded, "nvml", raising=False)
+    assert "nfd_nvml_errors_total" not in worker.metrics.render()  # the source is not loaded
+    monkeypatch.setitem(registry._loaded, "nvml", src)
+    assert "\nnfd_nvml_errors_total 2\n" in worker.metrics.render()
+
+
+def test_an_nvml_error_imports_no_metrics_library() -> None:
+    code = (
+        "import sys\n"
+        "sys.path.insert(0, 'tests/unit/nvml')\n"
+        "from conftest import make_fake\n"
+        "from nfd.sources.base import DiscoveryContext\n"
+        "from nfd.sources.nvml import NvmlSource\n"
+        "fake = make_fake('h100x8')\n"
+        "src = NvmlSource(backend=fake, host=fake.host)\n"
+        "conf = src.parse_config({}, path='sources.nvml')\n"
+        "src.discover(DiscoveryContext(), conf)\n"
+        "fake.inject('nvmlDeviceGetName', 'GPU_IS_LOST', device=3, times=1)\n"
+        "src.discover(DiscoveryContext(), conf)\n"
+        "assert src.errors_total == 1\n"
+        "print('prometheus_client' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "False"

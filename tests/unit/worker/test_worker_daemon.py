@@ -174,6 +174,23 @@ def test_config_live_reload_and_bad_config_keeps_previous(host, tmp_path):
     assert not w.reload_config()  # unchanged file: not re-read
 
 
+def test_missing_config_is_read_once_and_again_when_it_appears(host, tmp_path):
+    """Upstream runs on defaults without a config file; a missing file must not count as a
+    change on every tick (that re-ran discovery each second)."""
+    w, _, conf = make_worker(host, tmp_path, "-no-publish")
+    conf.unlink()
+    assert w.reload_config()  # first load: defaults
+    assert not w.reload_config()
+    assert not w.reload_config()
+    conf.write_text("core:\n  labelSources: [pci]\n")
+    assert w.reload_config()
+    assert w.cfg.label_sources == ["pci"]
+    conf.unlink()  # removed: back to defaults once
+    assert w.reload_config()
+    assert w.cfg.label_sources == ["all"]
+    assert not w.reload_config()
+
+
 def test_flags_override_config(host, tmp_path):
     w, _, conf = make_worker(host, tmp_path, "-feature-sources=pci,system", "-label-sources=pci")
     conf.write_text("core:\n  featureSources: [cpu]\n  noPublish: true\n  sleepInterval: 100ms\n")
