@@ -2,13 +2,14 @@
 
 Model: 2 sockets x 36 cores x 2 threads = 144 CPUs (tests/fixtures/numa/two), 8 GPUs (4 per
 NUMA node), memory and 1Gi hugepages per NUMA node, 200 pods (40 Guaranteed with exclusive CPUs,
-8 of them with GPUs and pinned memory; 160 Burstable), full-size Pod objects (~4 kB of JSON each,
-managedFields included) served by an in-process fake API server, and the test kubelet speaking
-PodResources v1 over a real unix socket.
+8 of them with GPUs and pinned memory; 160 Burstable) created in the real kube-apiserver of the
+e2e harness (the updater talks to it as in a cluster: HTTP/2, TLS, a bearer token), and the test
+kubelet speaking PodResources v1 over a real unix socket.
 
 The updater runs as its real command (``python -m nfd.topology_updater``) with a 1 s interval;
 every few seconds a pod comes or goes so writes happen. Prints RSS (steady = median of the
-second half of the samples, and peak), CPU seconds per scan, and the API requests it made.
+second half of the samples, and peak), CPU per scan cycle, and the NodeResourceTopology written.
+``--profile FILE`` runs the updater under cProfile (figures then include its overhead).
 
     python benchmarks/bench_topology_updater.py [--seconds 40] [--pods 200]
 """
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import statistics
@@ -25,10 +25,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
 
 import psutil
-from aiohttp import web
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -195,59 +193,40 @@ def kubelet_pod(i: int, guaranteed: bool, cpu_base: int) -> Pod:
     return Pod(meta["namespace"], meta["name"], [main, side])
 
 
-class FakeApiServer:
-    def __init__(self, pods: list[dict]) -> None:
-        self.pods = pods
-        self.requests: Counter[str] = Counter()
-        self.nrt: dict | None = None
+def api_pod(i: int, guaranteed: bool) -> dict:
+    """full_pod as a client creates it (the server fills in uid, status, managedFields)."""
+    pod = full_pod(i, guaranteed)
+    meta = pod["metadata"]
+    for k in ("uid", "resourceVersion", "creationTimestamp", "managedFields"):
+        meta.pop(k, None)
+    meta["ownerReferences"][0]["uid"] = f"5f0e{i:04d}-0000-0000-0000-000000000000"
+    pod.pop("status")
+    return pod
 
-    async def handle(self, request: web.Request) -> web.StreamResponse:
-        path, q = request.path, request.query
-        if request.method == "GET" and path.endswith(
-            "/customresourcedefinitions/noderesourcetopologies.topology.node.k8s.io"
-        ):
-            self.requests["GET crd"] += 1
-            return web.json_response({"metadata": {"name": "noderesourcetopologies.topology.node.k8s.io"}})
-        if request.method == "GET" and path == "/api/v1/namespaces/nfd":
-            self.requests["GET namespace"] += 1
-            return web.json_response({"metadata": {"name": "nfd", "uid": "ns-uid"}})
-        if request.method == "GET" and path == "/api/v1/pods" and q.get("watch") == "true":
-            self.requests["WATCH pods"] += 1
-            resp = web.StreamResponse()
-            await resp.prepare(request)
-            with contextlib.suppress(asyncio.CancelledError, ConnectionError):
-                await asyncio.sleep(3600)
-            return resp
-        if request.method == "GET" and path == "/api/v1/pods":
-            self.requests["LIST pods"] += 1
-            assert q.get("fieldSelector") == f"spec.nodeName={NODE}", q
-            start, limit = int(q.get("continue") or 0), int(q.get("limit") or len(self.pods))
-            meta = {"resourceVersion": "5000"}
-            if start + limit < len(self.pods):
-                meta["continue"] = str(start + limit)
-            return web.json_response(
-                {"kind": "PodList", "metadata": meta, "items": self.pods[start : start + limit]}
-            )
-        if request.method == "GET" and path.startswith("/api/v1/namespaces/") and "/pods/" in path:
-            self.requests["GET pod"] += 1
-            return web.json_response({}, status=404)
-        if (
-            request.method == "PATCH"
-            and path == f"/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies/{NODE}"
-        ):
-            self.requests["APPLY nrt"] += 1
-            self.nrt = json.loads(await request.read())
-            return web.json_response(self.nrt)
-        self.requests[f"other {request.method} {path}"] += 1
-        return web.json_response({"kind": "Status", "code": 404}, status=404)
+
+def start_cluster(pods: list[dict]):  # -> KubeCluster
+    from tests.e2e.build import ensure_built
+    from tests.e2e.harness import KubeCluster
+
+    kube = KubeCluster.start(binary=ensure_built(), tmpdir=tempfile.mkdtemp(prefix="nfd-bench-topo-kube-"))
+    kube.wait_crd_established("noderesourcetopologies.topology.node.k8s.io")
+    kube.create_node(NODE)
+    for ns in sorted({p["metadata"]["namespace"] for p in pods} | {"nfd"}):
+        kube.create_namespace(ns, exist_ok=True)
+    for p in pods:
+        kube.request("POST", f"/api/v1/namespaces/{p['metadata']['namespace']}/pods", body=p)
+    return kube
 
 
 async def main_async(args: argparse.Namespace) -> None:
     tmp = tempfile.mkdtemp(prefix="nfd-bench-")
     sock = os.path.join(tmp, "kubelet.sock")
     n_guaranteed = 40
-    pods_json = [full_pod(i, i < n_guaranteed) for i in range(args.pods)]
-    avg_pod_kb = sum(len(json.dumps(p)) for p in pods_json) / len(pods_json) / 1024
+    pods_json = [api_pod(i, i < n_guaranteed) for i in range(args.pods)]
+    kube = start_cluster(pods_json)
+    nrt_path = f"/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies/{NODE}"
+    listed = kube.get("/api/v1/pods", fieldSelector=f"spec.nodeName={NODE}")["items"]
+    avg_pod_kb = sum(len(json.dumps(p)) for p in listed) / max(len(listed), 1) / 1024
     kubelet = FakeKubelet(
         sock,
         cpus=[c for c in range(144) if c not in (0, 1, 72, 73)],
@@ -262,21 +241,7 @@ async def main_async(args: argparse.Namespace) -> None:
         klpods.append(p)
         kubelet.add_pod(p)
 
-    api = FakeApiServer(pods_json)
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", api.handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    kubeconfig = os.path.join(tmp, "kubeconfig")
-    with open(kubeconfig, "w") as f:
-        f.write(
-            f"apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:{port}\n"
-            "users:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\n"
-            "current-context: x\n"
-        )
+    kubeconfig = kube.kubeconfig
     kcfg = os.path.join(tmp, "kubelet.yaml")
     with open(kcfg, "w") as f:
         f.write("topologyManagerPolicy: single-numa-node\ntopologyManagerScope: container\n")
@@ -288,13 +253,14 @@ async def main_async(args: argparse.Namespace) -> None:
     )
     argv = [
         sys.executable,
+        *(["-m", "cProfile", "-o", args.profile] if args.profile else []),
         "-m",
         "nfd.topology_updater",
         f"-kubeconfig={kubeconfig}",
         f"-kubelet-config-uri=file://{kcfg}",
         f"-podresources-socket={sock}",
         "-kubelet-state-dir=",
-        "-sleep-interval=1s",
+        f"-sleep-interval={args.interval}s",
         "-port=0",
         "-config=",
     ]
@@ -307,14 +273,16 @@ async def main_async(args: argparse.Namespace) -> None:
     churn = 0
     started_cpu = None
     start_lists = 0
+    written = False
     try:
         while time.monotonic() - t0 < args.seconds:
             await asyncio.sleep(0.5)
             if proc.poll() is not None:
                 with open(log_path) as f:
                     raise SystemExit(f"updater exited with {proc.returncode}:\n" + f.read()[-3000:])
-            if api.nrt is None:
+            if not written and kube.get_or_none(nrt_path) is None:
                 continue
+            written = True
             if started_cpu is None:
                 ct = ps.cpu_times()
                 started_cpu, start_lists, t_steady = (
@@ -339,11 +307,15 @@ async def main_async(args: argparse.Namespace) -> None:
         cycles = kubelet.calls["List"] - start_lists
         cpu = ct.user + ct.system - (started_cpu or 0.0)
         steady_wall = time.monotonic() - t_steady
+        nrt = kube.get_or_none(nrt_path)
     finally:
-        proc.terminate()
-        proc.wait(10)
+        proc.send_signal(2)  # SIGINT: a cProfile run writes its profile on the way out
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
         kubelet.stop()
-        await runner.cleanup()
+        kube.close()
     half = samples[len(samples) // 2 :]
     print(
         f"nfd-topology-updater footprint (2 sockets, 144 CPUs, 8 GPUs, {args.pods} pods, {avg_pod_kb:.1f} kB/pod JSON)"
@@ -354,8 +326,7 @@ async def main_async(args: argparse.Namespace) -> None:
     print(
         f"  scan cycles: {cycles} in {steady_wall:.1f}s   CPU per cycle: {1000 * cpu / max(cycles, 1):.1f} ms   CPU share: {100 * cpu / steady_wall:.1f}%"
     )
-    print(f"  API requests: {dict(sorted(api.requests.items()))}")
-    zones = api.nrt["zones"] if api.nrt else []
+    zones = nrt["zones"] if nrt else []
     for z in zones:
         print(
             "  "
@@ -369,7 +340,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=40.0)
     ap.add_argument("--pods", type=int, default=200)
+    ap.add_argument("--interval", type=float, default=1.0, help="-sleep-interval, seconds")
     ap.add_argument("--smaps", action="store_true", help="print the updater's memory map summary")
+    ap.add_argument("--profile", metavar="FILE", help="run the updater under cProfile, writing FILE")
     asyncio.run(main_async(ap.parse_args()))
 
 

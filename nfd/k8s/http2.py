@@ -284,12 +284,14 @@ class H2Connection(asyncio.Protocol):
         if s.id in self._streams:
             self._streams.pop(s.id, None)
             self._slots.set()
-            if not self.closed:
+            if self._transport is not None and not self._transport.is_closing():
                 try:
                     self._h2.reset_stream(s.id, h2.errors.ErrorCodes.CANCEL)
                 except (h2.exceptions.StreamClosedError, h2.exceptions.ProtocolError):
                     pass
                 self._flush()
+                if self.closed and not self._streams:  # after GOAWAY, or retired: its last stream
+                    self._transport.close()
         if not s._ended:
             s._on_error(H2StreamError("stream cancelled"))
 

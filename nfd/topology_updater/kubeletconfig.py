@@ -87,23 +87,23 @@ async def fetch_configz(uri: str, token_file: str) -> TopologyManagerInfo:
             token = f.read().strip()
     except OSError as e:
         raise KubeletConfigError(f"api auth token file {token_file}: cannot read: {e.strerror or e}") from e
-    import aiohttp
+    from urllib.parse import urlsplit
 
+    from nfd.k8s.client import ApiClient
+    from nfd.k8s.config import ConnectionConfig
+    from nfd.k8s.errors import ApiError, ApiUnavailable
+
+    u = urlsplit(uri)
+    # the kubelet's serving certificate is self-signed on most nodes: not verified, as upstream
+    cfg = ConnectionConfig(server=f"{u.scheme}://{u.netloc}", token=token, insecure=True)
     try:
-        async with (
-            aiohttp.ClientSession() as session,
-            session.get(
-                uri,
-                headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
-                ssl=False,
-                timeout=aiohttp.ClientTimeout(total=FETCH_TIMEOUT_S),
-            ) as resp,
-        ):
-            body = await resp.read()
-            if resp.status != 200:
-                raise KubeletConfigError(f"{uri}: HTTP {resp.status}: {body[:200].decode(errors='replace')}")
-    except (aiohttp.ClientError, TimeoutError) as e:
-        raise KubeletConfigError(f"{uri}: {e.__class__.__name__}: {e}") from e
+        async with ApiClient(cfg, qps=0, burst=1, user_agent="nfd-topology-updater",
+                             timeout_s=FETCH_TIMEOUT_S) as api:
+            body = await api.request("GET", u.path + (f"?{u.query}" if u.query else ""), decode=False)
+    except ApiError as e:
+        raise KubeletConfigError(f"{uri}: HTTP {e.status}: {e.message[:200]}") from e
+    except ApiUnavailable as e:
+        raise KubeletConfigError(f"{uri}: {e}") from e
     try:
         data = json.loads(body)
     except ValueError as e:
