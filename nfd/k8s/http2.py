@@ -63,6 +63,26 @@ class _PlainEncoder(hpack.Encoder):
         return super().encode(headers, huffman=False)
 
 
+class _Framing(h2.connection.H2Connection):
+    """h2's connection state machine, except that a GOAWAY does not end it at once.
+
+    RFC 9113 6.8 lets the streams up to a GOAWAY's last stream id finish, and the API server
+    sends one just before the answer it closes a connection with (a 401 to a bad token over
+    HTTP/2: the client is to reconnect with fresh credentials). h2 4.x refuses every frame after
+    a GOAWAY, so that answer was lost as a protocol error and the 401 never seen. New streams
+    are refused by ``H2Connection.closed`` instead."""
+
+    def _receive_goaway_frame(self, frame: Any) -> tuple[list[Any], list[Any]]:
+        ev = h2.events.ConnectionTerminated()
+        try:
+            ev.error_code = h2.errors.ErrorCodes(frame.error_code)
+        except ValueError:
+            ev.error_code = frame.error_code
+        ev.last_stream_id = frame.last_stream_id
+        ev.additional_data = frame.additional_data or None
+        return [], [ev]
+
+
 class H2Stream:
     """One request's answer: ``await response()`` for the status and headers, then ``read()``."""
 
@@ -151,7 +171,7 @@ class H2Connection(asyncio.Protocol):
             client_side=True, header_encoding="utf-8", validate_outbound_headers=False,
             normalize_outbound_headers=False, validate_inbound_headers=False, normalize_inbound_headers=False,
         )
-        self._h2 = h2.connection.H2Connection(config=config)
+        self._h2 = _Framing(config=config)
         self._h2.encoder = _PlainEncoder()
         self._transport: asyncio.Transport | None = None
         self._streams: dict[int, H2Stream] = {}
