@@ -69,6 +69,7 @@ class ApiClient:
         self._h2_generation = 0  # the exec plugin's certificate generation the connection was opened with
         self._h2_closing: set[asyncio.Task[None]] = set()
         self._h1: H1Pool | None = None
+        self._ctx: tuple[int, ssl.SSLContext | None] | None = None
         u = urlsplit(config.server)
         self._base = u.path.rstrip("/")  # a server URL may carry a path prefix
         self._host = u.hostname or "localhost"
@@ -121,11 +122,19 @@ class ApiClient:
 
             if pool is not None:
                 self._retire(pool.close())
-            ctx = self.config.ssl_context()
-            pool = self._h1 = H1Pool(self._host, self._port, ssl_context=ctx if isinstance(ctx, ssl.SSLContext) else None,
-                                     timeout_s=self.timeout_s)
+            pool = self._h1 = H1Pool(self._host, self._port, ssl_context=self._tls(), timeout_s=self.timeout_s)
             self._h2_generation = plugin.generation if plugin is not None else 0
         return pool
+
+    def _tls(self) -> ssl.SSLContext | None:
+        """The TLS context (None for http://), built once per client certificate: loading a CA
+        store costs milliseconds and the HTTP/1.1 fallback after a failed h2 offer reuses it."""
+        plugin = self.config.exec_plugin
+        generation = plugin.generation if plugin is not None else 0
+        if self._ctx is None or self._ctx[0] != generation:
+            ctx = self.config.ssl_context()
+            self._ctx = (generation, ctx if isinstance(ctx, ssl.SSLContext) else None)
+        return self._ctx[1]
 
     def _retire(self, closing: Any) -> None:
         task = asyncio.get_running_loop().create_task(closing)
@@ -148,8 +157,8 @@ class ApiClient:
                 else:
                     conn.closed = True  # retired (a new client certificate): closes when its last stream ends
                 self._h2 = None
-            ctx = self.config.ssl_context()
-            if not isinstance(ctx, ssl.SSLContext):
+            ctx = self._tls()
+            if ctx is None:
                 self._h2_off = True
                 return None
             ctx.set_alpn_protocols(["h2", "http/1.1"])
