@@ -5,6 +5,8 @@ Each candidate runs in a fresh interpreter holding what a masterless worker hold
 candidate it prints:
 
 - CPU per Node PATCH, the watch's echo of each write included (what a worker pays per write);
+- the same for a PATCH after an idle spell, once the API server has closed idle connections
+  (over HTTP/1.1 the write connection; over HTTP/2 there is none, the watches keep it busy);
 - CPU per watch event (a ~4 kB ConfigMap modified by another client, decoded to a dict);
 - TCP connections to the API server once the watches and writes are open;
 - RSS of the process (interpreter, the transport's imports, its buffers and connections).
@@ -53,8 +55,14 @@ def _split(buf: bytes) -> tuple[list[bytes], bytes]:
     return [ln for ln in lines if ln.strip()], rest
 
 
-async def _candidate(name: str, a: argparse.Namespace) -> tuple[Request, Watch, Callable[[], Awaitable[None]]]:
-    """(request, watch, close) for one candidate; each decodes JSON with orjson as nfd does."""
+Close = Callable[[], Awaitable[None]]
+
+
+async def _candidate(name: str, a: argparse.Namespace) -> tuple[Request, Watch, Close, Close]:
+    """(request, watch, idle_out, close) for one candidate; each decodes JSON with orjson as nfd
+    does. ``idle_out`` closes the connections no request or watch is using, as the API server
+    does once they idled past its timeout: over HTTP/2 there is none (the watches keep the one
+    connection busy), over HTTP/1.1 the write connection is."""
     token = Path(a.token_file).read_text().strip()
     if name in ("h2", "http1"):
         from nfd.k8s.client import ApiClient
@@ -69,7 +77,13 @@ async def _candidate(name: str, a: argparse.Namespace) -> tuple[Request, Watch, 
         def watch(path: str, params: dict[str, str]) -> AsyncIterator[dict[str, Any]]:
             return api.stream_lines(path, params=params)
 
-        return request, watch, api.close
+        async def idle_out() -> None:
+            if api._h1 is not None:
+                for _, w in api._h1._idle:
+                    w.close()
+                api._h1._idle.clear()
+
+        return request, watch, idle_out, api.close
     import ssl
 
     import orjson
@@ -87,13 +101,17 @@ async def _candidate(name: str, a: argparse.Namespace) -> tuple[Request, Watch, 
         def new_client() -> httpx.AsyncClient:
             return httpx.AsyncClient(http2=True, verify=ctx, headers=headers, timeout=httpx.Timeout(30.0, read=None))
 
-        client = new_client()
+        clients = [new_client()]  # the write client (replaced by idle_out)
         watchers: list[httpx.AsyncClient] = []
 
         async def request(method: str, path: str, body: Any, ctype: str) -> Any:
-            r = await client.request(method, a.server + path, content=orjson.dumps(body),
-                                     headers={"Content-Type": ctype})
+            r = await clients[0].request(method, a.server + path, content=orjson.dumps(body),
+                                         headers={"Content-Type": ctype})
             return orjson.loads(r.content)
+
+        async def httpx_idle_out() -> None:
+            old, clients[0] = clients[0], new_client()
+            await old.aclose()
 
         async def watch(path: str, params: dict[str, str]) -> AsyncIterator[dict[str, Any]]:
             own = new_client()
@@ -106,10 +124,10 @@ async def _candidate(name: str, a: argparse.Namespace) -> tuple[Request, Watch, 
                         yield orjson.loads(ln)
 
         async def close() -> None:
-            for c in [client, *watchers]:
+            for c in [*clients, *watchers]:
                 await c.aclose()
 
-        return request, watch, close
+        return request, watch, httpx_idle_out, close
     import aiohttp
 
     session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx, limit=100), headers=headers)
@@ -128,7 +146,13 @@ async def _candidate(name: str, a: argparse.Namespace) -> tuple[Request, Watch, 
                 for ln in lines:
                     yield orjson.loads(ln)
 
-    return request, watch, session.close
+    async def aiohttp_idle_out() -> None:
+        conns = getattr(session.connector, "_conns", {})  # its idle keep-alive connections
+        for key in list(conns):
+            for proto, *_ in conns.pop(key):
+                proto.close()
+
+    return request, watch, aiohttp_idle_out, session.close
 
 
 def _rss_kib() -> int:
@@ -139,7 +163,7 @@ def _rss_kib() -> int:
 
 
 async def _child(a: argparse.Namespace) -> dict[str, Any]:
-    request, watch, close = await _candidate(a.child, a)
+    request, watch, idle_out, close = await _candidate(a.child, a)
     counts = {"node": 0, "cm": 0, "ns": 0}
 
     async def run_watch(key: str, path: str, params: dict[str, str]) -> None:
@@ -166,6 +190,20 @@ async def _child(a: argparse.Namespace) -> dict[str, Any]:
     while counts["node"] - base["node"] < a.patches:
         await asyncio.sleep(0.005)
     per_patch = (time.process_time() - t0) / a.patches * 1000
+    # a write after an idle spell: the API server has closed the idle connections by then
+    n_idle = max(1, a.patches // 6)
+    spent = 0.0
+    for i in range(n_idle):
+        await idle_out()
+        await asyncio.sleep(0.02)  # the close goes out and is noticed
+        base = dict(counts)
+        t0 = time.process_time()
+        await request("PATCH", f"/api/v1/nodes/{NODE}", {"metadata": {"labels": {"bench": f"{a.nonce}-idle-{i}"}}},
+                      SMP)
+        while counts["node"] == base["node"]:
+            await asyncio.sleep(0.005)
+        spent += time.process_time() - t0
+    per_idle_patch = spent / n_idle * 1000
     # watch events: the parent writes, this process only receives
     base_cm = counts["cm"]
     print("READY", flush=True)
@@ -180,7 +218,7 @@ async def _child(a: argparse.Namespace) -> dict[str, Any]:
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await t
     await close()
-    return {"patch_ms": per_patch, "event_ms": per_event, "rss_mib": rss / 1024}
+    return {"patch_ms": per_patch, "idle_patch_ms": per_idle_patch, "event_ms": per_event, "rss_mib": rss / 1024}
 
 
 def _run_child(name: str, a: argparse.Namespace, kube: Any, ns: str, token_file: str) -> dict[str, Any]:
@@ -269,13 +307,14 @@ def main() -> int:
         print(f"API transport, median of {args.rounds} interleaved rounds; {args.patches} Node PATCHes "
               f"(echoed by a watch), {args.events} watch events of ~4 kB, three watches open "
               f"(token {len(token)} bytes):")
-        print(f"  {'':10s} {'CPU/PATCH':>12s} {'CPU/event':>12s} {'connections':>12s} {'RSS':>11s}")
-        ref = {k: statistics.median(r[k] for r in runs[names[0]]) for k in ("patch_ms", "event_ms", "rss_mib")}
+        keys = ("patch_ms", "idle_patch_ms", "event_ms", "rss_mib")
+        print(f"  {'':10s} {'CPU/PATCH':>15s} {'after idle':>15s} {'CPU/event':>15s} {'connections':>12s} {'RSS':>15s}")
+        ref = {k: statistics.median(r[k] for r in runs[names[0]]) for k in keys}
         for n in names:
-            m = {k: statistics.median(r[k] for r in runs[n]) for k in ("patch_ms", "event_ms", "rss_mib")}
+            m = {k: statistics.median(r[k] for r in runs[n]) for k in keys}
             conns = max(r["connections"] for r in runs[n])
-            print(f"  {n:10s} {m['patch_ms']:6.3f} ms {m['patch_ms'] / ref['patch_ms']:4.2f}x"
-                  f" {m['event_ms']:6.3f} ms {m['event_ms'] / ref['event_ms']:4.2f}x {conns:12d}"
+            cells = [f"{m[k]:6.3f} ms {m[k] / ref[k]:4.2f}x" for k in keys[:3]]
+            print(f"  {n:10s} {cells[0]:>15s} {cells[1]:>15s} {cells[2]:>15s} {conns:12d}"
                   f" {m['rss_mib']:5.1f} MiB {m['rss_mib'] / ref['rss_mib']:4.2f}x")
         print(f"  (ratios to {names[0]})")
     finally:
