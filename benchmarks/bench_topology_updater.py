@@ -1,16 +1,28 @@
-"""Footprint of nfd-topology-updater on a modelled big node: RSS and CPU per scan cycle.
+"""Footprint of nfd-topology-updater: RSS and CPU per scan cycle, beside upstream's.
 
-Model: 2 sockets x 36 cores x 2 threads = 144 CPUs (tests/fixtures/numa/two), 8 GPUs (4 per
-NUMA node), memory and 1Gi hugepages per NUMA node, 200 pods (40 Guaranteed with exclusive CPUs,
-8 of them with GPUs and pinned memory; 160 Burstable), full-size Pod objects (~4 kB of JSON each,
-managedFields included) served by an in-process fake API server, and the test kubelet speaking
-PodResources v1 over a real unix socket.
+Models (``--model``):
 
-The updater runs as its real command (``python -m nfd.topology_updater``) with a 1 s interval;
-every few seconds a pod comes or goes so writes happen. Prints RSS (steady = median of the
-second half of the samples, and peak), CPU seconds per scan, and the API requests it made.
+- ``big`` (default): 2 sockets x 36 cores x 2 threads = 144 CPUs (tests/fixtures/numa/two),
+  8 GPUs (4 per NUMA node), memory and 1Gi hugepages per NUMA node, 200 pods (40 Guaranteed
+  with exclusive CPUs, 8 of them with GPUs and pinned memory; 160 Burstable); a pod leaves and
+  comes back every 4 s, so writes happen;
+- ``host``: this machine's own /sys (what upstream's updater reads: it has no host-root
+  option), 10 pods, one of them Guaranteed and pinned to a CPU, nothing changing: the steady
+  node of a real cluster.
 
-    python benchmarks/bench_topology_updater.py [--seconds 40] [--pods 200]
+Pods are created in the real kube-apiserver of the e2e harness (the updater talks to it as in
+a cluster: HTTP/2, TLS, a bearer token); the test kubelet speaks PodResources v1 over a real
+unix socket; ``--configz`` serves the kubelet settings over HTTPS as a kubelet's /configz
+(what the default ``-kubelet-config-uri`` reads every cycle) instead of a file.
+
+The updater runs as its real command (``python -m nfd.topology_updater``). With
+``UPSTREAM_NFD_TOPOLOGY_UPDATER=<binary>`` (built outside the repository) upstream's runs
+beside it, runs interleaved (``--runs``), and the ratios are printed. Figures: RSS (steady =
+median of the second half of the samples, and peak), CPU per scan cycle (all the process's CPU
+from its first write on, over the kubelet List calls). ``--profile FILE`` runs ours under
+cProfile (figures then include its overhead).
+
+    python benchmarks/bench_topology_updater.py [--model host] [--configz] [--interval 2] [--runs 2]
 """
 
 from __future__ import annotations
@@ -25,10 +37,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
 
 import psutil
-from aiohttp import web
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -195,182 +205,262 @@ def kubelet_pod(i: int, guaranteed: bool, cpu_base: int) -> Pod:
     return Pod(meta["namespace"], meta["name"], [main, side])
 
 
-class FakeApiServer:
-    def __init__(self, pods: list[dict]) -> None:
-        self.pods = pods
-        self.requests: Counter[str] = Counter()
-        self.nrt: dict | None = None
-
-    async def handle(self, request: web.Request) -> web.StreamResponse:
-        path, q = request.path, request.query
-        if request.method == "GET" and path.endswith(
-            "/customresourcedefinitions/noderesourcetopologies.topology.node.k8s.io"
-        ):
-            self.requests["GET crd"] += 1
-            return web.json_response({"metadata": {"name": "noderesourcetopologies.topology.node.k8s.io"}})
-        if request.method == "GET" and path == "/api/v1/namespaces/nfd":
-            self.requests["GET namespace"] += 1
-            return web.json_response({"metadata": {"name": "nfd", "uid": "ns-uid"}})
-        if request.method == "GET" and path == "/api/v1/pods" and q.get("watch") == "true":
-            self.requests["WATCH pods"] += 1
-            resp = web.StreamResponse()
-            await resp.prepare(request)
-            with contextlib.suppress(asyncio.CancelledError, ConnectionError):
-                await asyncio.sleep(3600)
-            return resp
-        if request.method == "GET" and path == "/api/v1/pods":
-            self.requests["LIST pods"] += 1
-            assert q.get("fieldSelector") == f"spec.nodeName={NODE}", q
-            start, limit = int(q.get("continue") or 0), int(q.get("limit") or len(self.pods))
-            meta = {"resourceVersion": "5000"}
-            if start + limit < len(self.pods):
-                meta["continue"] = str(start + limit)
-            return web.json_response(
-                {"kind": "PodList", "metadata": meta, "items": self.pods[start : start + limit]}
-            )
-        if request.method == "GET" and path.startswith("/api/v1/namespaces/") and "/pods/" in path:
-            self.requests["GET pod"] += 1
-            return web.json_response({}, status=404)
-        if (
-            request.method == "PATCH"
-            and path == f"/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies/{NODE}"
-        ):
-            self.requests["APPLY nrt"] += 1
-            self.nrt = json.loads(await request.read())
-            return web.json_response(self.nrt)
-        self.requests[f"other {request.method} {path}"] += 1
-        return web.json_response({"kind": "Status", "code": 404}, status=404)
+def api_pod(i: int, guaranteed: bool) -> dict:
+    """full_pod as a client creates it (the server fills in uid, status, managedFields)."""
+    pod = full_pod(i, guaranteed)
+    meta = pod["metadata"]
+    for k in ("uid", "resourceVersion", "creationTimestamp", "managedFields"):
+        meta.pop(k, None)
+    meta["ownerReferences"][0]["uid"] = f"5f0e{i:04d}-0000-0000-0000-000000000000"
+    pod.pop("status")
+    return pod
 
 
-async def main_async(args: argparse.Namespace) -> None:
-    tmp = tempfile.mkdtemp(prefix="nfd-bench-")
-    sock = os.path.join(tmp, "kubelet.sock")
-    n_guaranteed = 40
-    pods_json = [full_pod(i, i < n_guaranteed) for i in range(args.pods)]
-    avg_pod_kb = sum(len(json.dumps(p)) for p in pods_json) / len(pods_json) / 1024
-    kubelet = FakeKubelet(
-        sock,
-        cpus=[c for c in range(144) if c not in (0, 1, 72, 73)],
-        devices=[Device("nvidia.com/gpu", [f"GPU-{g}"], [g // 4]) for g in range(8)],
-        memory=[Memory("memory", 240 * GiB, [n]) for n in (0, 1)]
-        + [Memory("hugepages-1Gi", 4 * GiB, [n]) for n in (0, 1)],
-    ).start()
-    klpods = []
-    for i in range(args.pods):
-        g = i < n_guaranteed
-        p = kubelet_pod(i, g, 2 + i if g else 0)
-        klpods.append(p)
-        kubelet.add_pod(p)
+def start_cluster(pods: list[dict]):  # -> KubeCluster
+    from tests.e2e.build import ensure_built
+    from tests.e2e.harness import KubeCluster
 
-    api = FakeApiServer(pods_json)
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", api.handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    kubeconfig = os.path.join(tmp, "kubeconfig")
-    with open(kubeconfig, "w") as f:
-        f.write(
-            f"apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:{port}\n"
-            "users:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\n"
-            "current-context: x\n"
-        )
-    kcfg = os.path.join(tmp, "kubelet.yaml")
-    with open(kcfg, "w") as f:
-        f.write("topologyManagerPolicy: single-numa-node\ntopologyManagerScope: container\n")
-    env = dict(
-        os.environ,
-        NODE_NAME=NODE,
-        KUBERNETES_NAMESPACE="nfd",
-        NFD_HOST_ROOT=os.path.join(ROOT, "tests/fixtures/numa/two"),
-    )
-    argv = [
-        sys.executable,
-        "-m",
-        "nfd.topology_updater",
-        f"-kubeconfig={kubeconfig}",
-        f"-kubelet-config-uri=file://{kcfg}",
-        f"-podresources-socket={sock}",
-        "-kubelet-state-dir=",
-        "-sleep-interval=1s",
-        "-port=0",
-        "-config=",
-    ]
-    log_path = os.path.join(tmp, "updater.log")
+    kube = KubeCluster.start(binary=ensure_built(), tmpdir=tempfile.mkdtemp(prefix="nfd-bench-topo-kube-"))
+    kube.wait_crd_established("noderesourcetopologies.topology.node.k8s.io")
+    kube.create_node(NODE)
+    for ns in sorted({p["metadata"]["namespace"] for p in pods} | {"nfd"}):
+        kube.create_namespace(ns, exist_ok=True)
+    for p in pods:
+        kube.request("POST", f"/api/v1/namespaces/{p['metadata']['namespace']}/pods", body=p)
+    return kube
+
+
+def serve_configz(kube) -> str:  # noqa: ANN001
+    """The kubelet's /configz over HTTPS (HTTP/1.1, kept alive) in a thread; returns its URI.
+    What a real node's updater reads every cycle by default (https://NODE_ADDRESS:10250/configz)."""
+    import ssl
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    body = json.dumps({"kubeletconfig": {"topologyManagerPolicy": "single-numa-node",
+                                         "topologyManagerScope": "container"}}).encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:  # noqa: N802
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a: object) -> None:
+            pass
+
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(str(kube.pki / "server.crt"), str(kube.pki / "server.key"))
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return f"https://127.0.0.1:{srv.server_address[1]}/configz"
+
+
+def cpu_seconds(ps: psutil.Process) -> float:
+    """CPU time of all the process's threads in ns resolution (/proc/PID/task/*/schedstat; psutil's
+    cpu_times count 10 ms clock ticks, coarser than a few cycles' worth), else psutil's."""
+    total = 0
+    try:
+        for tid in os.listdir(f"/proc/{ps.pid}/task"):
+            with contextlib.suppress(OSError), open(f"/proc/{ps.pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+    except OSError:
+        ct = ps.cpu_times()
+        return float(ct.user + ct.system)
+    return total / 1e9
+
+
+def host_cpus() -> list[int]:
+    with open("/sys/devices/system/cpu/online") as f:
+        out: list[int] = []
+        for part in f.read().strip().split(","):
+            lo, _, hi = part.partition("-")
+            out.extend(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def build_model(args: argparse.Namespace, sock: str) -> tuple[FakeKubelet, list[Pod], list[dict], str, str | None]:
+    """(kubelet, its pods, the API's pods, a description, NFD_HOST_ROOT or None for /)."""
+    if args.model == "host":
+        # this machine's own /sys (upstream's updater reads it too), one CPU-pinned Guaranteed
+        # pod on the last CPU (the first is the kubelet's reserved one), the rest Burstable
+        cpus = host_cpus()
+        kubelet = FakeKubelet(sock, cpus=cpus[1:], memory=[Memory("memory", 8 * GiB, [0])]).start()
+        klpods, api = [], []
+        for i in range(args.pods):
+            pod = api_pod(i, i == 0)
+            meta = pod["metadata"]
+            kp = Pod(meta["namespace"], meta["name"],
+                     [Container("main", cpus=[cpus[-1]] if i == 0 else []), Container("sidecar")])
+            klpods.append(kp)
+            api.append(pod)
+        desc = f"this host's /sys ({len(cpus)} CPUs), {args.pods} pods, 1 CPU-pinned"
+        root = None
+    else:
+        n_guaranteed = 40
+        api = [api_pod(i, i < n_guaranteed) for i in range(args.pods)]
+        kubelet = FakeKubelet(
+            sock,
+            cpus=[c for c in range(144) if c not in (0, 1, 72, 73)],
+            devices=[Device("nvidia.com/gpu", [f"GPU-{g}"], [g // 4]) for g in range(8)],
+            memory=[Memory("memory", 240 * GiB, [n]) for n in (0, 1)]
+            + [Memory("hugepages-1Gi", 4 * GiB, [n]) for n in (0, 1)],
+        ).start()
+        klpods = [kubelet_pod(i, i < n_guaranteed, 2 + i if i < n_guaranteed else 0) for i in range(args.pods)]
+        desc = f"2 sockets, 144 CPUs, 8 GPUs, {args.pods} pods"
+        root = os.path.join(ROOT, "tests/fixtures/numa/two")
+    for kp in klpods:
+        kubelet.add_pod(kp)
+    return kubelet, klpods, api, desc, root
+
+
+async def run_one(name: str, argv: list[str], env: dict[str, str], *, cwd: str, args: argparse.Namespace,
+                  kube, kubelet: FakeKubelet, klpods: list[Pod], log_path: str) -> dict:  # noqa: ANN001
+    nrt_path = f"/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies/{NODE}"
+    with contextlib.suppress(Exception):  # each run starts without the object: its first write is a create
+        kube.request("DELETE", nrt_path)
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+        proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=cwd)
     ps = psutil.Process(proc.pid)
     samples: list[float] = []
     t0 = time.monotonic()
     churn = 0
     started_cpu = None
     start_lists = 0
+    t_steady = 0.0
     try:
         while time.monotonic() - t0 < args.seconds:
             await asyncio.sleep(0.5)
             if proc.poll() is not None:
                 with open(log_path) as f:
-                    raise SystemExit(f"updater exited with {proc.returncode}:\n" + f.read()[-3000:])
-            if api.nrt is None:
-                continue
+                    raise SystemExit(f"{name} exited with {proc.returncode}:\n" + f.read()[-3000:])
             if started_cpu is None:
-                ct = ps.cpu_times()
-                started_cpu, start_lists, t_steady = (
-                    ct.user + ct.system,
-                    kubelet.calls["List"],
-                    time.monotonic(),
-                )
+                if kube.get_or_none(nrt_path) is None:
+                    continue
+                started_cpu, start_lists, t_steady = cpu_seconds(ps), kubelet.calls["List"], time.monotonic()
             samples.append(ps.memory_info().rss / 2**20)
-            if len(samples) % 8 == 0:  # a pod goes away and comes back: two writes
+            if args.churn and len(samples) % 8 == 0:  # a pod goes away and comes back: two writes
                 churn += 1
                 victim = klpods[(churn * 3) % len(klpods)]
                 if churn % 2:
                     kubelet.remove_pod(victim.namespace, victim.name)
                 else:
                     kubelet.add_pod(victim)
+        if started_cpu is None:
+            with open(log_path) as f:
+                raise SystemExit(f"{name} wrote no NodeResourceTopology in {args.seconds:.0f}s:\n" + f.read()[-3000:])
         if args.smaps:
             os.system(f"cat /proc/{proc.pid}/smaps_rollup | head -12")
-            os.system(
-                f"awk '/^[0-9a-f]+-/{{name=$6}} /^Rss:/{{r[name]+=$2}} END{{for(n in r) if (r[n]>800) print r[n], n}}' /proc/{proc.pid}/smaps | sort -rn | head -15"
-            )
-        ct = ps.cpu_times()
         cycles = kubelet.calls["List"] - start_lists
-        cpu = ct.user + ct.system - (started_cpu or 0.0)
+        cpu = cpu_seconds(ps) - started_cpu
         steady_wall = time.monotonic() - t_steady
+        nrt = kube.get_or_none(nrt_path)
     finally:
-        proc.terminate()
-        proc.wait(10)
-        kubelet.stop()
-        await runner.cleanup()
+        proc.send_signal(2)  # SIGINT: a cProfile run writes its profile on the way out
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        if churn % 2:  # the victim back, for the next run
+            kubelet.add_pod(klpods[(churn * 3) % len(klpods)])
     half = samples[len(samples) // 2 :]
-    print(
-        f"nfd-topology-updater footprint (2 sockets, 144 CPUs, 8 GPUs, {args.pods} pods, {avg_pod_kb:.1f} kB/pod JSON)"
-    )
-    print(
-        f"  RSS steady (median, 2nd half): {statistics.median(half):.1f} MiB   peak: {max(samples):.1f} MiB   samples: {len(samples)}"
-    )
-    print(
-        f"  scan cycles: {cycles} in {steady_wall:.1f}s   CPU per cycle: {1000 * cpu / max(cycles, 1):.1f} ms   CPU share: {100 * cpu / steady_wall:.1f}%"
-    )
-    print(f"  API requests: {dict(sorted(api.requests.items()))}")
-    zones = api.nrt["zones"] if api.nrt else []
-    for z in zones:
-        print(
-            "  "
-            + z["name"]
-            + ": "
-            + ", ".join(f"{r['name']}={r['available']}/{r['allocatable']}" for r in z["resources"])
-        )
+    return {"rss": statistics.median(half), "peak": max(samples), "cycles": cycles, "wall": steady_wall,
+            "cpu_ms": 1000 * cpu / max(cycles, 1), "share": 100 * cpu / steady_wall, "nrt": nrt}
+
+
+async def main_async(args: argparse.Namespace) -> None:
+    tmp = tempfile.mkdtemp(prefix="nfd-bench-")
+    sock = os.path.join(tmp, "kubelet.sock")
+    kubelet, klpods, pods_json, desc, host_root = build_model(args, sock)
+    kube = start_cluster(pods_json)
+    try:
+        listed = kube.get("/api/v1/pods", fieldSelector=f"spec.nodeName={NODE}")["items"]
+        avg_pod_kb = sum(len(json.dumps(p)) for p in listed) / max(len(listed), 1) / 1024
+        token_file = os.path.join(tmp, "token")
+        with open(token_file, "w") as f:
+            f.write("kubelet-token\n")
+        kcfg = os.path.join(tmp, "kubelet.yaml")
+        with open(kcfg, "w") as f:
+            f.write("topologyManagerPolicy: single-numa-node\ntopologyManagerScope: container\n")
+        uri = serve_configz(kube) if args.configz else f"file://{kcfg}"
+        common = [f"-kubeconfig={kube.kubeconfig}", f"-kubelet-config-uri={uri}", f"-api-auth-token-file={token_file}",
+                  f"-podresources-socket={sock}", "-kubelet-state-dir=", f"-sleep-interval={args.interval}s"]
+        env = dict(os.environ, NODE_NAME=NODE, KUBERNETES_NAMESPACE="nfd", POD_NAMESPACE="nfd")
+        ours_env = dict(env)
+        if host_root:
+            ours_env["NFD_HOST_ROOT"] = host_root
+        if args.repo:  # the updater of another checkout (a before/after run); the rest from this one
+            ours_env["PYTHONPATH"] = args.repo
+        ours = [sys.executable, *(["-m", "cProfile", "-o", args.profile] if args.profile else []),
+                "-m", "nfd.topology_updater", *common, "-port=0", "-config="]
+        candidates = [("nfd", ours, ours_env, args.repo or ROOT)]
+        upstream = os.environ.get("UPSTREAM_NFD_TOPOLOGY_UPDATER")
+        if upstream:
+            if host_root:
+                print("note: upstream reads this host's /sys, not the modelled node's: use --model host")
+            empty_conf = os.path.join(tmp, "upstream.conf")
+            open(empty_conf, "w").close()
+            candidates.append(("upstream", [upstream, *common, f"-port={free_port()}", f"-config={empty_conf}"],
+                               env, tmp))
+        runs: dict[str, list[dict]] = {c[0]: [] for c in candidates}
+        for r in range(args.runs):
+            for name, argv, cenv, cwd in candidates:
+                runs[name].append(await run_one(name, argv, cenv, cwd=cwd, args=args, kube=kube, kubelet=kubelet,
+                                                klpods=klpods, log_path=os.path.join(tmp, f"{name}-{r}.log")))
+    finally:
+        kubelet.stop()
+        kube.close()
+    print(f"nfd-topology-updater footprint ({desc}, {avg_pod_kb:.1f} kB/pod JSON, -sleep-interval={args.interval:g}s, "
+          f"kubelet settings from {'HTTPS /configz' if args.configz else 'a file'}"
+          f"{', a pod leaving and returning every 4 s' if args.churn else ''}; {args.runs} run(s) each, interleaved)")
+    for name, rs in runs.items():
+        for r in rs:
+            print(f"  {name:9s} RSS steady {r['rss']:5.1f} MiB (peak {r['peak']:5.1f})   cycles {r['cycles']:3d} in "
+                  f"{r['wall']:4.1f}s   CPU per cycle {r['cpu_ms']:5.2f} ms   CPU share {r['share']:.2f}%")
+    if "upstream" in runs:
+        med = {n: {k: statistics.median(r[k] for r in rs) for k in ("rss", "cpu_ms")} for n, rs in runs.items()}
+        print(f"  ratio nfd/upstream (medians): RSS {med['nfd']['rss'] / med['upstream']['rss']:.2f}x, "
+              f"CPU per cycle {med['nfd']['cpu_ms'] / med['upstream']['cpu_ms']:.2f}x")
+    nrt = runs["nfd"][-1]["nrt"]
+    for z in (nrt or {}).get("zones") or []:
+        print("  " + z["name"] + ": "
+              + ", ".join(f"{r['name']}={r['available']}/{r['allocatable']}" for r in z["resources"]))
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--seconds", type=float, default=40.0)
-    ap.add_argument("--pods", type=int, default=200)
+    ap.add_argument("--seconds", type=float, default=40.0, help="per run")
+    ap.add_argument("--runs", type=int, default=1, help="runs per updater (interleaved with upstream's)")
+    ap.add_argument("--model", choices=("big", "host"), default="big",
+                    help="big: the modelled 144-CPU node; host: this machine's /sys and one CPU-pinned pod")
+    ap.add_argument("--pods", type=int, help="pods on the node (big: 200, host: 10)")
+    ap.add_argument("--interval", type=float, default=1.0, help="-sleep-interval, seconds")
+    ap.add_argument("--churn", action=argparse.BooleanOptionalAction, default=None,
+                    help="a pod leaves and comes back every 4 s (default: with --model big)")
+    ap.add_argument("--configz", action="store_true",
+                    help="the kubelet settings from an HTTPS /configz (the default URI's kind) instead of a file")
     ap.add_argument("--smaps", action="store_true", help="print the updater's memory map summary")
-    asyncio.run(main_async(ap.parse_args()))
+    ap.add_argument("--repo", metavar="DIR", help="run the updater from another checkout (before/after runs)")
+    ap.add_argument("--profile", metavar="FILE", help="run the updater under cProfile, writing FILE")
+    args = ap.parse_args()
+    if args.pods is None:
+        args.pods = 10 if args.model == "host" else 200
+    if args.churn is None:
+        args.churn = args.model == "big"
+    asyncio.run(main_async(args))
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ class KlogFormatter(logging.Formatter):
 def setup_logging(verbosity: int, *, debug_from: int = 2, skip_headers: bool = False,
                   add_dir_header: bool = False) -> None:
     """INFO by default; klog's V(n) lines (:func:`v_level`) from ``-v=n`` on; plain ``debug``
-    records from ``-v=debug_from`` on; aiohttp's own chatter only from -v=4."""
+    records from ``-v=debug_from`` on; asyncio's own chatter only from -v=4."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(KlogFormatter(skip_headers=skip_headers, add_dir_header=add_dir_header))
     handler.set_name("nfd-klog")
@@ -55,7 +55,6 @@ def setup_logging(verbosity: int, *, debug_from: int = 2, skip_headers: bool = F
     level = v_level(verbosity)
     root.setLevel(min(level, logging.DEBUG) if verbosity >= debug_from else level)
     if verbosity < 4:  # the libraries' own debug chatter (asyncio's "Using selector") only from -v=4
-        logging.getLogger("aiohttp").setLevel(logging.WARNING)
         logging.getLogger("asyncio").setLevel(logging.WARNING)
 
 

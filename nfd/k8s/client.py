@@ -1,7 +1,12 @@
-"""A thin async Kubernetes API client over aiohttp: raw JSON in, raw JSON out.
+"""A thin async Kubernetes API client: raw JSON in, raw JSON out, over one HTTP/2 connection.
 
 Generated models are deliberately avoided on hot paths: the master handles thousands of
 NodeFeatures of tens of kB each, and dicts are what we patch and compare anyway.
+
+Every process (worker, master, gc, topology-updater, the CLI) talks HTTP/2 (nfd/k8s/http2.py)
+as client-go does: all requests and watches of a process share one TLS connection. HTTP/1.1
+(nfd/k8s/http1.py, standard library) serves ``http://`` servers, servers that do not offer h2,
+and ``DISABLE_HTTP2``. ``benchmarks/bench_transport.py`` compares the candidates.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import random
 import ssl
 import zlib
 from collections import Counter
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
 
@@ -23,8 +28,7 @@ from nfd.k8s.errors import ApiError, ApiUnavailable, error_for
 from nfd.k8s.ratelimit import TokenBucket
 
 if TYPE_CHECKING:
-    import aiohttp
-
+    from nfd.k8s.http1 import H1Pool
     from nfd.k8s.http2 import H2Connection
 
 log = logging.getLogger("nfd.k8s")
@@ -42,24 +46,6 @@ PATCH_TYPES = {
 }
 
 
-# asyncio's TLS transport zero-fills a 256 KiB read buffer for every connection (CPython 3.11+,
-# SSLProtocol.max_size). A masterless worker holds four (three watches and its writes): 1 MiB
-# of RSS, and 0.1-0.2 ms of CPU per new connection, for reads that a 64 KiB buffer serves as well
-# (TLS records are at most 16 KiB; a large list takes more reads of the same total cost).
-SSL_READ_BUFFER = 64 * 1024
-
-
-def _trim_ssl_read_buffer() -> None:
-    from asyncio import sslproto
-
-    proto = getattr(sslproto, "SSLProtocol", None)
-    if proto is not None and isinstance(getattr(proto, "max_size", None), int) and proto.max_size > SSL_READ_BUFFER:
-        proto.max_size = SSL_READ_BUFFER
-
-
-_trim_ssl_read_buffer()
-
-
 class ApiClient:
     def __init__(
         self,
@@ -70,18 +56,24 @@ class ApiClient:
         user_agent: str = "nfd",
         timeout_s: float = 30.0,
         compression: bool = False,
-        http2: bool = False,
+        http2: bool = True,
     ) -> None:
         """``http2``: every request and watch over one HTTP/2 connection (nfd.k8s.http2), as
-        client-go does; HTTP/1.1 (aiohttp) when the server does not offer h2, or when the
-        environment sets ``DISABLE_HTTP2`` (as client-go honours it)."""
+        client-go does; HTTP/1.1 (nfd.k8s.http1) when the server does not offer h2, when it is
+        ``http://``, or when the environment sets ``DISABLE_HTTP2`` (as client-go honours it)."""
         self.config = config
         self.http2 = http2 and config.server.startswith("https") and not os.environ.get("DISABLE_HTTP2")
         self._h2: H2Connection | None = None
         self._h2_lock = asyncio.Lock()
-        self._h2_off = False
+        self._h2_off = not self.http2
+        self._h2_generation = 0  # the exec plugin's certificate generation the connection was opened with
         self._h2_closing: set[asyncio.Task[None]] = set()
-        self._h2_base = urlsplit(config.server).path.rstrip("/")  # a server URL may carry a path prefix
+        self._h1: H1Pool | None = None
+        self._ctx: tuple[int, ssl.SSLContext | None] | None = None
+        u = urlsplit(config.server)
+        self._base = u.path.rstrip("/")  # a server URL may carry a path prefix
+        self._host = u.hostname or "localhost"
+        self._port = u.port or (443 if u.scheme == "https" else 80)
         # Uncompressed by default: gzip of a large list costs the API server more CPU than the
         # bytes cost inside a cluster (a 5,000-NodeFeature list: ~20% more apiserver CPU).
         self.compression = compression
@@ -89,7 +81,6 @@ class ApiClient:
         self.user_agent = user_agent
         self.timeout_s = timeout_s
         self.metrics: Counter[str] = Counter()
-        self._session: aiohttp.ClientSession | None = None
         self._server_minor: int | None = None
         self._server_minor_known = False
         self._server_minor_lock = asyncio.Lock()  # the informers of one client ask at once
@@ -103,7 +94,7 @@ class ApiClient:
         burst: int = 100,
         user_agent: str = "nfd",
         context: str | None = None,
-        http2: bool = False,
+        http2: bool = True,
     ) -> ApiClient:
         return cls(load_kubeconfig(path, context=context), qps=qps, burst=burst, user_agent=user_agent,
                    http2=http2)
@@ -112,68 +103,112 @@ class ApiClient:
     def namespace(self) -> str | None:
         return self.config.namespace
 
-    def _get_session(self) -> aiohttp.ClientSession:
-        import aiohttp  # HTTP/1.1 only: an HTTP/2 client (the worker's) never loads it
+    async def _connection(self) -> H2Connection | H1Pool:
+        """The connection for the next request: HTTP/2 (opened on first use and after it closed)
+        or the HTTP/1.1 pool. Raises ApiUnavailable when the server cannot be reached."""
+        plugin = self.config.exec_plugin
+        if plugin is not None:
+            await self._credential()  # a client certificate from the plugin goes into the TLS context
+        if not self._h2_off:
+            conn = self._h2
+            if conn is not None and not conn.closed and (plugin is None or plugin.generation == self._h2_generation):
+                return conn
+            h2conn = await self._h2_connection()
+            if h2conn is not None:
+                return h2conn
+        pool = self._h1
+        if pool is None or (plugin is not None and plugin.generation != self._h2_generation):
+            from nfd.k8s.http1 import H1Pool
 
-        if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(ssl=self.config.ssl_context(), limit=100)
-            self._session = aiohttp.ClientSession(
-                base_url=None, connector=connector, json_serialize=lambda o: jsoncodec.dumps(o).decode()
-            )
-        return self._session
+            if pool is not None:
+                self._retire(pool.close())
+            pool = self._h1 = H1Pool(self._host, self._port, ssl_context=self._tls(), timeout_s=self.timeout_s)
+            self._h2_generation = plugin.generation if plugin is not None else 0
+        return pool
+
+    def _tls(self) -> ssl.SSLContext | None:
+        """The TLS context (None for http://), built once per client certificate: loading a CA
+        store costs milliseconds and the HTTP/1.1 fallback after a failed h2 offer reuses it."""
+        plugin = self.config.exec_plugin
+        generation = plugin.generation if plugin is not None else 0
+        if self._ctx is None or self._ctx[0] != generation:
+            ctx = self.config.ssl_context()
+            self._ctx = (generation, ctx if isinstance(ctx, ssl.SSLContext) else None)
+        return self._ctx[1]
+
+    def _retire(self, closing: Any) -> None:
+        task = asyncio.get_running_loop().create_task(closing)
+        self._h2_closing.add(task)
+        task.add_done_callback(self._h2_closing.discard)
 
     async def _h2_connection(self) -> H2Connection | None:
-        """The client's HTTP/2 connection (opened on first use and after it closed), or None
-        for HTTP/1.1. Raises ApiUnavailable when the server cannot be reached."""
-        if not self.http2 or self._h2_off:
-            return None
-        conn = self._h2
-        if conn is not None and not conn.closed:
-            return conn
+        """A new HTTP/2 connection, or None (and HTTP/1.1 from now on) when the server does not
+        negotiate h2."""
         from nfd.k8s.http2 import H2Connection, H2NotNegotiated
 
+        plugin = self.config.exec_plugin
         async with self._h2_lock:
             conn = self._h2
-            if conn is not None and not conn.closed:
+            if conn is not None and not conn.closed and (plugin is None or plugin.generation == self._h2_generation):
                 return conn
             if conn is not None:
-                closing = asyncio.get_running_loop().create_task(conn.close())  # its streams already failed
-                self._h2_closing.add(closing)
-                closing.add_done_callback(self._h2_closing.discard)
+                if conn.closed or not conn._streams:
+                    self._retire(conn.close())  # its streams already failed
+                else:
+                    conn.closed = True  # retired (a new client certificate): closes when its last stream ends
                 self._h2 = None
-            u = urlsplit(self.config.server)
-            ctx = self.config.ssl_context()
-            if not isinstance(ctx, ssl.SSLContext):
+            ctx = self._tls()
+            if ctx is None:
                 self._h2_off = True
                 return None
             ctx.set_alpn_protocols(["h2", "http/1.1"])
-            host = u.hostname or "localhost"
+            generation = plugin.generation if plugin is not None else 0
             try:
-                self._h2 = await H2Connection.open(host, u.port or 443, ssl_context=ctx, timeout_s=self.timeout_s)
+                self._h2 = await H2Connection.open(self._host, self._port, ssl_context=ctx, timeout_s=self.timeout_s)
             except H2NotNegotiated:
                 log.info("%s does not offer HTTP/2: using HTTP/1.1", self.config.server)
                 self._h2_off = True
                 return None
             except (OSError, TimeoutError) as e:  # ssl.SSLError is an OSError
                 raise ApiUnavailable(f"connect {self.config.server}: {e.__class__.__name__}: {e}") from e
+            self._h2_generation = generation
             return self._h2
 
-    def _h2_target(self, path: str, params: dict[str, Any] | None) -> str:
+    def _target(self, path: str, params: dict[str, Any] | None) -> str:
         q = _params(params)
-        return self._h2_base + path + ("?" + urlencode(q) if q else "")
+        return self._base + path + ("?" + urlencode(q) if q else "")
 
-    def _h2_headers(self, content_type: str | None, accept: str) -> list[tuple[str, str]]:
-        return [(k.lower(), v) for k, v in self._headers(content_type, accept).items()]
+    async def _credential(self) -> str | None:
+        """The bearer token for the next request (an exec plugin runs when its credential
+        expired). Raises ApiUnavailable when the plugin fails: daemons retry with backoff."""
+        plugin = self.config.exec_plugin
+        if plugin is None:
+            return self.config.bearer_token()
+        from nfd.k8s.execauth import ExecError
 
-    def _headers(self, content_type: str | None, accept: str) -> dict[str, str]:
-        h = {"Accept": accept, "User-Agent": self.user_agent}
+        try:
+            cred = await plugin.get()
+        except ExecError as e:
+            raise ApiUnavailable(f"exec credential plugin: {e}") from e
+        return cred.token or self.config.bearer_token()
+
+    def _refused(self, token: str | None) -> bool:
+        """A 401 to ``token``: True when a retry may carry a different credential (the exec
+        plugin runs again; a token file may have been rotated)."""
+        plugin = self.config.exec_plugin
+        if plugin is not None:
+            plugin.refused(token)
+            return True
+        return bool(self.config.token_file) and self.config.bearer_token() != token
+
+    def _headers(self, content_type: str | None, accept: str, token: str | None) -> list[tuple[str, str]]:
+        h = [("accept", accept), ("user-agent", self.user_agent)]
         if not self.compression:
-            h["Accept-Encoding"] = "identity"
+            h.append(("accept-encoding", "identity"))
         if content_type:
-            h["Content-Type"] = content_type
-        token = self.config.bearer_token()
+            h.append(("content-type", content_type))
         if token:
-            h["Authorization"] = f"Bearer {token}"
+            h.append(("authorization", f"Bearer {token}"))
         return h
 
     async def request(
@@ -195,17 +230,21 @@ class ApiClient:
         (the request has reached the server), for callers that overlap their work with its body.
 
         A 429 with Retry-After (API priority and fairness, or "storage is (re)initializing" right
-        after a CRD is registered or the server restarts) is retried here, as client-go does.
+        after a CRD is registered or the server restarts) is retried here, as client-go does. A
+        401 is retried once with a fresh credential where one can be had (exec plugin, token file).
         """
         data: bytes | None = None
         if body is not None:
             data = body if isinstance(body, bytes) else jsoncodec.dumps(body)
-        for attempt in range(MAX_RETRY_AFTER_ATTEMPTS + 1):
+        refreshed = False
+        attempt = 0
+        while True:
             await self.limiter.acquire()
             self.metrics[verb or method.upper()] += 1
+            token = await self._credential()
             status, raw, retry_after = await self._once(
                 method, path, params=params, data=data, content_type=content_type, accept=accept,
-                timeout_s=timeout_s, started=started,
+                timeout_s=timeout_s, started=started, token=token,
             )
             if status < 400 and not decode:
                 return raw
@@ -213,10 +252,13 @@ class ApiClient:
             if status < 400:
                 return payload
             if status == 429 and retry_after is not None and attempt < MAX_RETRY_AFTER_ATTEMPTS:
+                attempt += 1
                 await asyncio.sleep(retry_delay(retry_after))
                 continue
+            if status == 401 and not refreshed and self._refused(token):
+                refreshed = True
+                continue
             raise error_for(status, payload)
-        raise AssertionError("unreachable")
 
     async def _once(
         self,
@@ -228,98 +270,27 @@ class ApiClient:
         content_type: str,
         accept: str,
         timeout_s: float | None,
+        token: str | None,
         started: asyncio.Event | None = None,
     ) -> tuple[int, bytes, float | None]:
-        conn = await self._h2_connection()
-        if conn is not None:
-            return await self._once_h2(conn, method, path, params=params, data=data, content_type=content_type,
-                                       accept=accept, timeout_s=timeout_s, started=started)
-        session = self._get_session()
-        import aiohttp  # loaded by _get_session: the HTTP/1.1 path only
-
-        try:
-            async with session.request(
-                method,
-                self.config.server + path,
-                params=_params(params),
-                data=data,
-                headers=self._headers(content_type if data is not None else None, accept),
-                timeout=aiohttp.ClientTimeout(total=timeout_s or self.timeout_s),
-            ) as resp:
-                if started is not None:
-                    started.set()
-                raw = await resp.read()
-                return resp.status, raw, _retry_after(resp.headers.get("Retry-After"))
-        except (TimeoutError, aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as e:
-            raise ApiUnavailable(f"{method} {path}: {e.__class__.__name__}: {e}") from e
-
-    async def _once_h2(
-        self,
-        conn: H2Connection,
-        method: str,
-        path: str,
-        *,
-        params: dict[str, Any] | None,
-        data: bytes | None,
-        content_type: str,
-        accept: str,
-        timeout_s: float | None,
-        started: asyncio.Event | None,
-    ) -> tuple[int, bytes, float | None]:
+        from nfd.k8s.http1 import H1Error
         from nfd.k8s.http2 import H2StreamError
 
+        conn = await self._connection()
         stream = None
         try:
             async with asyncio.timeout(timeout_s or self.timeout_s):
                 stream = await conn.request(
-                    method.upper(), self._h2_target(path, params),
-                    self._h2_headers(content_type if data is not None else None, accept), data,
+                    method.upper(), self._target(path, params),
+                    self._headers(content_type if data is not None else None, accept, token), data,
                 )
                 status, headers = await stream.response()
                 if started is not None:
                     started.set()
                 raw = _decoded_body(await stream.read_all(), headers.get("content-encoding"))
                 return status, raw, _retry_after(headers.get("retry-after"))
-        except (TimeoutError, H2StreamError, zlib.error) as e:
+        except (TimeoutError, H2StreamError, H1Error, zlib.error) as e:
             raise ApiUnavailable(f"{method} {path}: {e.__class__.__name__}: {e}") from e
-        finally:
-            if stream is not None:
-                stream.cancel()
-
-    async def _stream_lines_h2(
-        self, conn: H2Connection, path: str, *, params: dict[str, Any] | None, accept: str, timeout_s: float,
-        peek: Peek | None,
-    ) -> AsyncGenerator[dict[str, Any], None]:
-        from nfd.k8s.http2 import H2StreamError
-
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_s
-        stream = None
-        try:
-            async with asyncio.timeout(timeout_s):
-                stream = await conn.request("GET", self._h2_target(path, params), self._h2_headers(None, accept), None)
-                status, headers = await stream.response()
-                if status >= 400:
-                    raise error_for(status, _decode(_decoded_body(await stream.read_all(), headers.get("content-encoding"))))
-            inflate = zlib.decompressobj(16 + zlib.MAX_WBITS) if headers.get("content-encoding") == "gzip" else None
-            buf = b""
-            while True:
-                left = deadline - loop.time()
-                if left <= 0:
-                    raise TimeoutError
-                async with asyncio.timeout_at(deadline):  # no task per chunk, as wait_for makes
-                    chunk = await stream.read()
-                if not chunk:
-                    break
-                if inflate is not None:
-                    chunk = inflate.decompress(chunk)
-                lines, buf = _split_lines(buf + chunk)
-                for line in lines:
-                    yield _event(line, peek)
-            if buf.strip():
-                yield _event(buf, peek)
-        except (TimeoutError, H2StreamError, zlib.error) as e:
-            raise ApiUnavailable(f"WATCH {path}: {e.__class__.__name__}: {e}") from e
         finally:
             if stream is not None:
                 stream.cancel()
@@ -339,38 +310,53 @@ class ApiClient:
         not decoded (None: decode it). It lets a caller skip events it can tell from their first
         bytes, such as the echo of its own write.
         """
+        from nfd.k8s.http1 import H1Error
+        from nfd.k8s.http2 import H2StreamError
+
         await self.limiter.acquire()
         self.metrics["WATCH"] += 1
-        conn = await self._h2_connection()
-        if conn is not None:
-            gen = self._stream_lines_h2(conn, path, params=params, accept=accept, timeout_s=timeout_s, peek=peek)
-            try:
-                async for ev in gen:
-                    yield ev
-            finally:
-                await gen.aclose()  # now, not when collected: its stream is reset here
-            return
-        session = self._get_session()
-        import aiohttp  # loaded by _get_session: the HTTP/1.1 path only
-
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        stream = None
+        refreshed = False
         try:
-            async with session.get(
-                self.config.server + path,
-                params=_params(params),
-                headers=self._headers(None, accept),
-                timeout=aiohttp.ClientTimeout(total=timeout_s, sock_read=timeout_s),
-            ) as resp:
-                if resp.status >= 400:
-                    raise error_for(resp.status, _decode(await resp.read()))
-                buf = b""
-                async for chunk in resp.content.iter_any():
-                    lines, buf = _split_lines(buf + chunk)
-                    for line in lines:
-                        yield _event(line, peek)
-                if buf.strip():
-                    yield _event(buf, peek)
-        except (TimeoutError, aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as e:
+            while True:
+                token = await self._credential()
+                conn = await self._connection()
+                async with asyncio.timeout(timeout_s):
+                    stream = await conn.request("GET", self._target(path, params), self._headers(None, accept, token),
+                                                None)
+                    status, headers = await stream.response()
+                    if status < 400:
+                        break
+                    payload = _decode(_decoded_body(await stream.read_all(), headers.get("content-encoding")))
+                stream.cancel()
+                stream = None
+                if status == 401 and not refreshed and self._refused(token):
+                    refreshed = True
+                    continue
+                raise error_for(status, payload)
+            inflate = zlib.decompressobj(16 + zlib.MAX_WBITS) if headers.get("content-encoding") == "gzip" else None
+            buf = b""
+            while True:
+                if deadline - loop.time() <= 0:
+                    raise TimeoutError
+                async with asyncio.timeout_at(deadline):  # no task per chunk, as wait_for makes
+                    chunk = await stream.read()
+                if not chunk:
+                    break
+                if inflate is not None:
+                    chunk = inflate.decompress(chunk)
+                lines, buf = _split_lines(buf + chunk)
+                for line in lines:
+                    yield _event(line, peek)
+            if buf.strip():
+                yield _event(buf, peek)
+        except (TimeoutError, H2StreamError, H1Error, zlib.error) as e:
             raise ApiUnavailable(f"WATCH {path}: {e.__class__.__name__}: {e}") from e
+        finally:
+            if stream is not None:
+                stream.cancel()  # now, not when collected: its stream is reset here
 
     async def server_minor(self) -> int | None:
         """The API server's minor version (``/version``), asked once; None when unknown.
@@ -392,9 +378,11 @@ class ApiClient:
         if self._h2 is not None:
             await self._h2.close()
             self._h2 = None
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        if self._h1 is not None:
+            await self._h1.close()
+            self._h1 = None
+        for task in list(self._h2_closing):
+            task.cancel()
 
     async def __aenter__(self) -> ApiClient:
         return self
@@ -433,7 +421,7 @@ def _split_lines(buf: bytes) -> tuple[list[bytes], bytes]:
 
 
 def _decoded_body(raw: bytes, encoding: str | None) -> bytes:
-    """An HTTP/2 body as aiohttp would give it (gzip undone; the API server sends no other)."""
+    """A body with gzip undone (the API server sends no other encoding)."""
     if encoding == "gzip" and raw:
         return zlib.decompress(raw, 16 + zlib.MAX_WBITS)
     return raw

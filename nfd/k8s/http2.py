@@ -63,10 +63,30 @@ class _PlainEncoder(hpack.Encoder):
         return super().encode(headers, huffman=False)
 
 
+class _Framing(h2.connection.H2Connection):
+    """h2's connection state machine, except that a GOAWAY does not end it at once.
+
+    RFC 9113 6.8 lets the streams up to a GOAWAY's last stream id finish, and the API server
+    sends one just before the answer it closes a connection with (a 401 to a bad token over
+    HTTP/2: the client is to reconnect with fresh credentials). h2 4.x refuses every frame after
+    a GOAWAY, so that answer was lost as a protocol error and the 401 never seen. New streams
+    are refused by ``H2Connection.closed`` instead."""
+
+    def _receive_goaway_frame(self, frame: Any) -> tuple[list[Any], list[Any]]:
+        ev = h2.events.ConnectionTerminated()
+        try:
+            ev.error_code = h2.errors.ErrorCodes(frame.error_code)
+        except ValueError:
+            ev.error_code = frame.error_code
+        ev.last_stream_id = frame.last_stream_id
+        ev.additional_data = frame.additional_data or None
+        return [], [ev]
+
+
 class H2Stream:
     """One request's answer: ``await response()`` for the status and headers, then ``read()``."""
 
-    __slots__ = ("id", "_conn", "_headers", "_chunks", "_wake", "_error", "_ended")
+    __slots__ = ("id", "_conn", "_headers", "_chunks", "_wake", "_error", "_ended", "trailers")
 
     def __init__(self, conn: H2Connection, stream_id: int) -> None:
         self.id = stream_id
@@ -76,6 +96,7 @@ class H2Stream:
         self._wake = asyncio.Event()
         self._error: BaseException | None = None
         self._ended = False  # the server's side is done (end of stream or reset)
+        self.trailers: dict[str, str] = {}  # trailing headers (gRPC's status), once the body ended
 
     async def response(self) -> tuple[int, dict[str, str]]:
         headers = await self._headers
@@ -142,16 +163,17 @@ class H2Stream:
 class H2Connection(asyncio.Protocol):
     """One client HTTP/2 connection (``await H2Connection.open(...)``)."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, authority: str) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, authority: str, *, scheme: str = "https") -> None:
         self.loop = loop
         self.authority = authority
+        self.scheme = scheme
         # Our request headers are built lowercase and valid, and the API server's are Go's: the
         # library's per-header validation and normalisation (pure Python) are skipped.
         config = h2.config.H2Configuration(
             client_side=True, header_encoding="utf-8", validate_outbound_headers=False,
             normalize_outbound_headers=False, validate_inbound_headers=False, normalize_inbound_headers=False,
         )
-        self._h2 = h2.connection.H2Connection(config=config)
+        self._h2 = _Framing(config=config)
         self._h2.encoder = _PlainEncoder()
         self._transport: asyncio.Transport | None = None
         self._streams: dict[int, H2Stream] = {}
@@ -179,6 +201,16 @@ class H2Connection(asyncio.Protocol):
             conn._transport.close()
             raise H2NotNegotiated(f"{authority}: the server did not negotiate h2")
         conn._keepalive = loop.create_task(conn._keep_alive())
+        return conn
+
+    @classmethod
+    async def open_unix(cls, path: str, *, authority: str = "localhost", timeout_s: float = 30.0) -> H2Connection:
+        """Cleartext HTTP/2 with prior knowledge on a unix socket (gRPC to the kubelet). No
+        keepalive pings: a gRPC server counts idle pings as abuse and ends the connection, and a
+        local socket that dies is noticed on the next call."""
+        loop = asyncio.get_running_loop()
+        conn = cls(loop, authority, scheme="http")
+        await asyncio.wait_for(loop.create_unix_connection(lambda: conn, path), timeout=timeout_s)
         return conn
 
     # -- asyncio.Protocol --
@@ -238,6 +270,9 @@ class H2Connection(asyncio.Protocol):
                 s._on_data(ev.data, ev.flow_controlled_length)
             else:  # a stream we cancelled: give the window back
                 self._h2.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+        elif isinstance(ev, E.TrailersReceived):
+            if s is not None:
+                s.trailers.update((str(k), str(v)) for k, v in ev.headers)
         elif isinstance(ev, E.StreamEnded):
             if s is not None:
                 s._on_end()
@@ -284,12 +319,14 @@ class H2Connection(asyncio.Protocol):
         if s.id in self._streams:
             self._streams.pop(s.id, None)
             self._slots.set()
-            if not self.closed:
+            if self._transport is not None and not self._transport.is_closing():
                 try:
                     self._h2.reset_stream(s.id, h2.errors.ErrorCodes.CANCEL)
                 except (h2.exceptions.StreamClosedError, h2.exceptions.ProtocolError):
                     pass
                 self._flush()
+                if self.closed and not self._streams:  # after GOAWAY, or retired: its last stream
+                    self._transport.close()
         if not s._ended:
             s._on_error(H2StreamError("stream cancelled"))
 
@@ -306,7 +343,7 @@ class H2Connection(asyncio.Protocol):
         sid = self._h2.get_next_available_stream_id()
         stream = H2Stream(self, sid)
         self._streams[sid] = stream
-        hdrs = [(":method", method), (":scheme", "https"), (":authority", self.authority), (":path", path)]
+        hdrs = [(":method", method), (":scheme", self.scheme), (":authority", self.authority), (":path", path)]
         hdrs += headers
         if body is not None:
             hdrs.append(("content-length", str(len(body))))

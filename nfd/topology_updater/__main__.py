@@ -91,6 +91,8 @@ async def run(opts: object, *, kubeconfig: str) -> int:
     finally:
         if updater is not None and updater.pods is not None:
             await updater.pods.stop()
+        if updater is not None:
+            await updater.kubelet_config.close()
         await kubelet.close()
         await api.close()
         server.close()

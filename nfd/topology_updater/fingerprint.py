@@ -85,6 +85,39 @@ def pod_hash(namespace: str, name: str) -> int:
 
 def sign(pods: Iterable[tuple[str, str]]) -> str:
     """Fingerprint of a set of (namespace, name) pairs; order does not matter."""
-    hashes = sorted(pod_hash(ns, name) for ns, name in pods)
-    digest = xxh64(b"".join(struct.pack("<Q", h) for h in hashes))
+    return _digest(sorted(pod_hash(ns, name) for ns, name in pods))
+
+
+def _digest(hashes: list[int]) -> str:
+    digest = xxh64(struct.pack(f"<{len(hashes)}Q", *hashes))
     return PREFIX + VERSION + digest.to_bytes(8, "big").hex()
+
+
+class Memo:
+    """``sign`` for a daemon that signs nearly the same pods every cycle: each pod's hash is
+    kept while the pod is listed, and the digest while the set is unchanged (the hashing is
+    pure Python: ~4 us per pod and 1 us per 8 bytes of the final digest)."""
+
+    __slots__ = ("_hashes", "_last")
+
+    def __init__(self) -> None:
+        self._hashes: dict[tuple[str, str], int] = {}
+        self._last: tuple[list[int], str] | None = None
+
+    def sign(self, pods: Iterable[tuple[str, str]]) -> str:
+        old = self._hashes
+        now: dict[tuple[str, str], int] = {}
+        hashes = []
+        for key in pods:
+            h = old.get(key)
+            if h is None:
+                h = pod_hash(*key)
+            now[key] = h
+            hashes.append(h)
+        self._hashes = now  # pods no longer listed are forgotten
+        hashes.sort()
+        if self._last is not None and self._last[0] == hashes:
+            return self._last[1]
+        value = _digest(hashes)
+        self._last = (hashes, value)
+        return value

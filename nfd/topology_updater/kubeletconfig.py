@@ -14,6 +14,7 @@ kubelet's defaults (``none``, ``container``).
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
@@ -87,30 +88,35 @@ async def fetch_configz(uri: str, token_file: str) -> TopologyManagerInfo:
             token = f.read().strip()
     except OSError as e:
         raise KubeletConfigError(f"api auth token file {token_file}: cannot read: {e.strerror or e}") from e
-    import aiohttp
+    from urllib.parse import urlsplit
 
+    from nfd.k8s.client import ApiClient
+    from nfd.k8s.config import ConnectionConfig
+    from nfd.k8s.errors import ApiError, ApiUnavailable
+
+    u = urlsplit(uri)
+    # the kubelet's serving certificate is self-signed on most nodes: not verified, as upstream
+    cfg = ConnectionConfig(server=f"{u.scheme}://{u.netloc}", token=token, insecure=True)
     try:
-        async with (
-            aiohttp.ClientSession() as session,
-            session.get(
-                uri,
-                headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
-                ssl=False,
-                timeout=aiohttp.ClientTimeout(total=FETCH_TIMEOUT_S),
-            ) as resp,
-        ):
-            body = await resp.read()
-            if resp.status != 200:
-                raise KubeletConfigError(f"{uri}: HTTP {resp.status}: {body[:200].decode(errors='replace')}")
-    except (aiohttp.ClientError, TimeoutError) as e:
-        raise KubeletConfigError(f"{uri}: {e.__class__.__name__}: {e}") from e
+        async with ApiClient(cfg, qps=0, burst=1, user_agent="nfd-topology-updater",
+                             timeout_s=FETCH_TIMEOUT_S) as api:
+            body = await api.request("GET", u.path + (f"?{u.query}" if u.query else ""), decode=False)
+    except ApiError as e:
+        raise KubeletConfigError(f"{uri}: HTTP {e.status}: {e.message[:200]}") from e
+    except ApiUnavailable as e:
+        raise KubeletConfigError(f"{uri}: {e}") from e
+    return configz_info(body, source=uri)
+
+
+def configz_info(body: bytes, *, source: str) -> TopologyManagerInfo:
+    """The settings in a configz answer (``{"kubeletconfig": {...}}``)."""
     try:
         data = json.loads(body)
     except ValueError as e:
-        raise KubeletConfigError(f"{uri}: answer is not JSON: {e}") from e
+        raise KubeletConfigError(f"{source}: answer is not JSON: {e}") from e
     if not isinstance(data, dict) or "kubeletconfig" not in data:
-        raise KubeletConfigError(f"{uri}: answer lacks the 'kubeletconfig' wrapper")
-    return from_config(data["kubeletconfig"], source=uri)
+        raise KubeletConfigError(f"{source}: answer lacks the 'kubeletconfig' wrapper")
+    return from_config(data["kubeletconfig"], source=source)
 
 
 def is_apiserver_path(uri: str) -> bool:
@@ -140,3 +146,65 @@ async def load(uri: str, *, token_file: str, api: Any = None, node_name: str = "
     if u.scheme == "https":
         return await fetch_configz(uri, token_file)
     raise KubeletConfigError(f"-kubelet-config-uri {uri!r}: unsupported URI scheme {u.scheme!r}")
+
+
+class KubeletConfigSource:
+    """``load`` for a daemon that re-reads the settings every cycle, at the cost of a stat or one
+    request on a kept-open connection: the file is parsed again only when it changed (mtime,
+    size, inode), the configz endpoint is asked over one HTTP/2 connection kept between cycles
+    (a new TLS handshake per cycle cost more than the rest of the cycle) and its answer decoded
+    again only when its bytes changed."""
+
+    def __init__(self, uri: str, *, token_file: str, api: Any = None, node_name: str = "") -> None:
+        self.uri = uri
+        self.token_file = token_file
+        self.api = api
+        self.node_name = node_name
+        self._key: Any = None
+        self._info: TopologyManagerInfo | None = None
+        self._kubelet: Any = None  # ApiClient to the kubelet (https configz)
+
+    async def load(self) -> TopologyManagerInfo:
+        u = urlparse(self.uri)
+        if is_apiserver_path(self.uri) or u.scheme != "https":
+            if not is_apiserver_path(self.uri) and u.scheme == "file":
+                try:
+                    st = os.stat(u.path)
+                except OSError as e:
+                    raise KubeletConfigError(f"kubelet config file {u.path}: cannot read: {e.strerror or e}") from e
+                key = (st.st_mtime_ns, st.st_size, st.st_ino)
+                if key == self._key and self._info is not None:
+                    return self._info
+                self._info, self._key = read_file(u.path), key
+                return self._info
+            return await load(self.uri, token_file=self.token_file, api=self.api, node_name=self.node_name)
+        return await self._configz()
+
+    async def _configz(self) -> TopologyManagerInfo:
+        from nfd.k8s.client import ApiClient
+        from nfd.k8s.config import ConnectionConfig
+        from nfd.k8s.errors import ApiError, ApiUnavailable
+
+        u = urlparse(self.uri)
+        if not os.access(self.token_file, os.R_OK):
+            raise KubeletConfigError(f"api auth token file {self.token_file}: cannot read")
+        if self._kubelet is None:
+            # the kubelet's serving certificate is self-signed on most nodes: not verified, as upstream
+            cfg = ConnectionConfig(server=f"{u.scheme}://{u.netloc}", token_file=self.token_file, insecure=True)
+            self._kubelet = ApiClient(cfg, qps=0, burst=1, user_agent="nfd-topology-updater",
+                                      timeout_s=FETCH_TIMEOUT_S)
+        try:
+            body = await self._kubelet.request("GET", u.path + (f"?{u.query}" if u.query else ""), decode=False)
+        except ApiError as e:
+            raise KubeletConfigError(f"{self.uri}: HTTP {e.status}: {e.message[:200]}") from e
+        except ApiUnavailable as e:
+            raise KubeletConfigError(f"{self.uri}: {e}") from e
+        if body == self._key and self._info is not None:
+            return self._info
+        self._info, self._key = configz_info(body, source=self.uri), body
+        return self._info
+
+    async def close(self) -> None:
+        if self._kubelet is not None:
+            await self._kubelet.close()
+            self._kubelet = None

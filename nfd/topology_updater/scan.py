@@ -18,7 +18,7 @@ the publish back for a short grace period so the cache can catch up; see updater
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -78,11 +78,13 @@ def account(
     *,
     namespace: str = "*",
     with_fingerprint: bool = True,
+    sign: Callable[[Iterable[tuple[str, str]]], str] = fingerprint.sign,
 ) -> ScanResult:
-    """``pod_resources``: the ``PodResources`` messages of a ``List`` answer."""
+    """``pod_resources``: the ``PodResources`` messages of a ``List`` answer. ``sign``: the
+    fingerprint function (a daemon passes a fingerprint.Memo's)."""
     result = ScanResult(listed=len(pod_resources))
     if with_fingerprint and pod_resources:
-        result.fingerprint = fingerprint.sign((p.namespace, p.name) for p in pod_resources)
+        result.fingerprint = sign((p.namespace, p.name) for p in pod_resources)
     for pod in pod_resources:
         if namespace != "*" and pod.namespace != namespace:
             continue

@@ -30,7 +30,7 @@ from nfd.api.noderesourcetopology import (
 )
 from nfd.common.logsetup import klogger
 from nfd.hostpaths import HostPaths
-from nfd.topology_updater import aggregate, kubeletconfig, scan
+from nfd.topology_updater import aggregate, fingerprint, kubeletconfig, scan
 from nfd.topology_updater.config import UpdaterConfig
 from nfd.topology_updater.policy import topology_policy
 from nfd.topology_updater.sysfs import NumaTopology, read_hybrid_cpus
@@ -130,6 +130,12 @@ class TopologyUpdater:
         self.exclude = opts.config.excluded_for(opts.node_name)
         self.hybrid_cpus = read_hybrid_cpus(opts.paths)
         self.tm: kubeletconfig.TopologyManagerInfo | None = None
+        self.kubelet_config = kubeletconfig.KubeletConfigSource(
+            opts.kubelet_config_uri, token_file=opts.api_auth_token_file, api=api, node_name=opts.node_name
+        )
+        self._pods_generation = 0  # bumped by every pod cache event: the scan memo's key
+        self._scan_memo: tuple[Any, scan.ScanResult] | None = None
+        self._fingerprints = fingerprint.Memo()
         self.owner_refs: list[dict[str, Any]] = []
         self.pods: Any = None  # Informer of compact pods
         self.last_digest: str | None = None
@@ -161,6 +167,7 @@ class TopologyUpdater:
             self.request_scan(INTERVAL)
 
     def _on_pod_event(self, etype: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        self._pods_generation += 1
         meta = obj.get("metadata") or {}
         if etype != "DELETED" and (meta.get("namespace", ""), meta.get("name", "")) in self._missing_since:
             self.request_scan(POD_CACHE)
@@ -179,9 +186,7 @@ class TopologyUpdater:
 
     async def refresh_kubelet_config(self) -> bool:
         try:
-            self.tm = await kubeletconfig.load(
-                self.opts.kubelet_config_uri, token_file=self.opts.api_auth_token_file
-            )
+            self.tm = await self.kubelet_config.load()
             return True
         except kubeletconfig.KubeletConfigError as e:
             if self.tm is None:
@@ -231,12 +236,7 @@ class TopologyUpdater:
             self.metrics.scan_errors.inc()
             return None
         nr = aggregate.node_resources(self.topology, alloc)
-        result = scan.account(
-            listed.pod_resources,
-            self.pod_facts,
-            namespace=self.opts.watch_namespace,
-            with_fingerprint=self.opts.pods_fingerprint,
-        )
+        result = self._account(listed)
         zones = aggregate.zones(nr, result.pods, self.exclude)
         if INTERVAL in reasons or self.tm is None:
             await self.refresh_kubelet_config()
@@ -257,6 +257,25 @@ class TopologyUpdater:
         )
         self.last_nrt = nrt
         return nrt
+
+    def _account(self, listed: Any) -> scan.ScanResult:
+        """scan.account, or its last result when neither the kubelet's answer (its bytes) nor
+        the pod cache (an event bumps the generation) changed since: a steady node's cycle
+        costs the two kubelet calls."""
+        key = (listed.SerializeToString(deterministic=True), self._pods_generation)
+        memo = self._scan_memo
+        if memo is not None and memo[0] == key:
+            return memo[1]
+        result = scan.account(
+            listed.pod_resources,
+            self.pod_facts,
+            namespace=self.opts.watch_namespace,
+            with_fingerprint=self.opts.pods_fingerprint,
+            sign=self._fingerprints.sign,
+        )
+        # a pod the cache lacks may arrive without an event of ours (a relist): no memo then
+        self._scan_memo = None if result.missing else (key, result)
+        return result
 
     def _hold_for_missing(self, missing: list[tuple[str, str]]) -> bool:
         """True to skip publishing while a listed pod is briefly unknown to the pod cache.

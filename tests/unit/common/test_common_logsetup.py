@@ -17,7 +17,7 @@ setup_logging(int(sys.argv[1]), debug_from=int(sys.argv[2]), skip_headers=sys.ar
 logging.getLogger("nfd.x").debug("dbg")
 logging.getLogger("nfd.x").info("inf")
 logging.getLogger("nfd.x").warning("wrn")
-logging.getLogger("aiohttp.client").info("aio")
+logging.getLogger("asyncio").info("aio")
 """
 
 # klog's text header: Lmmdd hh:mm:ss.uuuuuu threadid file:line] msg

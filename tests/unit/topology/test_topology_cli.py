@@ -137,8 +137,13 @@ def test_updater_pod_cache_timeout_is_one_error_line(monkeypatch, tmp_path, capl
 
     kc = _unreachable_kubeconfig(tmp_path)
 
+    class KubeletConfig:
+        async def close(self) -> None:
+            pass
+
     class NeverSynced:
         pods = None
+        kubelet_config = KubeletConfig()
 
         def __init__(self, *_a, **_kw) -> None:
             pass

@@ -32,3 +32,13 @@ def test_order_independent_and_set_sensitive() -> None:
     # namespace and name are not simply concatenated
     assert sign([("ab", "c")]) != sign([("a", "bc")])
     assert sign(pods).startswith("pfp0v001") and len(sign(pods)) == 8 + 16
+
+
+def test_memo_signs_as_sign_while_the_set_changes() -> None:
+    from nfd.topology_updater.fingerprint import Memo
+
+    memo = Memo()
+    pods = [(f"ns{i % 3}", f"pod-{i}") for i in range(50)]
+    for cut in (50, 50, 49, 10, 50, 0, 1, 1):
+        now = pods[:cut] + pods[:1]  # a duplicate too: hashed twice, as sign does
+        assert memo.sign(now) == sign(now)

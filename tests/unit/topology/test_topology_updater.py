@@ -382,3 +382,34 @@ def test_deferred_publish_is_retried_after_grace_without_ticks(tmp_path, sock, k
     asyncio.run(go())
     assert u.publishes == 2
     assert resources(api.objects["node-a"], "node-0")["cpu"][2] == "68"
+
+
+def test_podresources_client_names_the_socket_and_the_grpc_status(sock, kubelet) -> None:
+    """The gRPC calls (our framing on HTTP/2) against the test kubelet's grpcio server: answers
+    decode, a refused call carries its status and message (with the feature-gate hint), a
+    stopped kubelet is UNAVAILABLE, and the client reconnects once it is back."""
+    from nfd.topology_updater.kubelet import KubeletUnavailable
+
+    kubelet.add_pod(Pod("ns", "p", [Container("c", cpus=[3, 4])]))
+
+    async def go() -> None:
+        c = PodResourcesClient(sock, timeout_s=2)
+        listed = await c.list()
+        assert [(p.namespace, p.name, list(p.containers[0].cpu_ids)) for p in listed.pod_resources] == [
+            ("ns", "p", [3, 4])]
+        assert len((await c.allocatable()).cpu_ids) == 142
+        kubelet.allocatable_enabled = False
+        with pytest.raises(KubeletUnavailable) as e:
+            await c.allocatable()
+        assert str(e.value) == (f"podresources GetAllocatableResources on {sock}: UNKNOWN: Pod Resources API "
+                                "GetAllocatableResources disabled (enable the kubelet feature gate "
+                                "KubeletPodResourcesGetAllocatable)")
+        kubelet.allocatable_enabled = True
+        kubelet.stop()
+        with pytest.raises(KubeletUnavailable, match=f"podresources List on {sock}: UNAVAILABLE: "):
+            await c.list()
+        kubelet.start()
+        assert len((await c.list()).pod_resources) == 1
+        await c.close()
+
+    asyncio.run(go())
