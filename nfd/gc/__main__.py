@@ -25,6 +25,7 @@ def build_parser() -> GoFlagSet:
     p.duration("gc-interval", 3600.0, "interval between cleanup of obsolete api objects")
     p.string("kubeconfig", "", "Kubeconfig to use")
     p.int("port", 8080, "Port which metrics and healthz endpoints are served on")
+    p.string("bind-address", "", "Address the metrics and healthz endpoints listen on (an IP address; empty: every address).")
     p.int("list-size", 200, "the pagination size used when listing node features")
     add_klog_flags(p, wrapped=False)
     # not in upstream (client-go's defaults there are 5/10): bounded API load, documented in docs/gc.md
@@ -42,6 +43,7 @@ async def run(a: argparse.Namespace) -> int:
     server = await httpserver.serve(
         a.port,
         {"/healthz": httpserver.healthz, "/metrics": httpserver.metrics_route(metrics.registry)},
+        host=a.bind_address or None,
     )
     klog.info_s("starting HTTP server", port=a.port)
     from nfd.k8s.config import ConfigError

@@ -68,6 +68,7 @@ def build_parser() -> GoFlagSet:
           "Can be used for the throttling mechanism.")
     p.int("informer-page-size", 200, "The list size to use when listing NodeFeature objects to sync informer cache.")
     # ours
+    p.string("bind-address", "", "Address the metrics and healthz endpoints listen on (an IP address; empty: every address).")
     p.float("kube-api-qps", None, "API client requests per second (default: the config's kubeApiQPS).")
     p.int("kube-api-burst", None, "API client burst (default: the config's kubeApiBurst).")
     p.duration("delete-grace-period", 5.0,
@@ -157,7 +158,7 @@ async def amain(args: argparse.Namespace, cfg: MasterConfig, gates: dict[str, bo
     server = ProbeServer(
         args.port,
         {"/healthz": liveness_route(heartbeat), "/metrics": httpserver.metrics_route(metrics.registry)},
-        host="0.0.0.0",
+        host=args.bind_address or "0.0.0.0",
     )
     port = server.port
     klog.info_s("http server starting", port=f":{port}")

@@ -29,6 +29,7 @@ def build_parser(paths: HostPaths) -> GoFlagSet:
     p.bool("no-publish", False, "Do not create or update NodeResourceTopology objects.")
     p.string("kubeconfig", "", "Kube config file.")
     p.int("port", 8080, "Port which metrics and healthz endpoints are served on")
+    p.string("bind-address", "", "Address the metrics and healthz endpoints listen on (an IP address; empty: every address).")
     p.duration("sleep-interval", 60.0,
                "Time to sleep between CR updates. zero means no CR updates on interval basis. [Default: 60s]")
     p.string("watch-namespace", "*",
@@ -60,7 +61,8 @@ async def run(opts: object, *, kubeconfig: str) -> int:
     metrics = Metrics()
     # serve probes before initialization: we may wait a long time for the CRD
     server = await httpserver.serve(
-        opts.port, {"/healthz": httpserver.healthz, "/metrics": httpserver.metrics_route(metrics.registry)}
+        opts.port, {"/healthz": httpserver.healthz, "/metrics": httpserver.metrics_route(metrics.registry)},
+        host=opts.bind_address or None,
     )
     klog.info_s("http server starting", port=f":{opts.port}")
     from nfd.k8s.config import ConfigError
@@ -137,6 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         no_publish=bool(args.no_publish),
         oneshot=bool(args.oneshot),
         port=args.port,
+        bind_address=args.bind_address or "",
         namespace=pod_namespace(default=""),
         config=config,
         paths=paths,

@@ -58,6 +58,7 @@ class Options:
     no_publish: bool = False
     oneshot: bool = False
     port: int = 8080
+    bind_address: str = ""  # the metrics/healthz listen address; empty: every address
     #: namespace of the updater pod: the NRT's owner
     namespace: str = ""
     config: UpdaterConfig = field(default_factory=UpdaterConfig)

@@ -384,7 +384,7 @@ class Worker:
                 loop.add_signal_handler(sig, stop.set)
             except (NotImplementedError, RuntimeError):
                 pass
-        server = await serve_http(self.flags.port, self.metrics.render)
+        server = await serve_http(self.flags.port, self.metrics.render, host=self.flags.bind_address or "0.0.0.0")
         klog.info_s("http server starting", port=f":{self.flags.port}")
         next_full = time.monotonic() + self.cfg.sleep_interval
         retry_at = 0.0 if ok else time.monotonic() + 1.0

@@ -33,6 +33,7 @@ class Flags:
     node_update_spread: float | None = None
     master_config: str = ""
     instance: str = ""
+    bind_address: str = ""  # metrics/healthz listen address; empty: every address
     feature_gates: str | None = None
     given: frozenset[str] = field(default_factory=frozenset)  # flags set on the command line
 
@@ -80,6 +81,7 @@ def build_parser() -> GoFlagSet:
     p.string("master-config", "/etc/kubernetes/node-feature-discovery/nfd-master.conf",
              "With -enable-node-update: nfd-master's config file (extraLabelNs, restrictions, ...).")
     p.string("instance", "", "With -enable-node-update: instance name, as nfd-master's -instance.")
+    p.string("bind-address", "", "Address the metrics and healthz endpoints listen on (an IP address; empty: every address).")
     p.string("host-root", None, "Read the host's /proc, /sys, /etc, ... under this directory (also $NFD_HOST_ROOT).")
     for name in ("metrics", "grpc-health"):  # removed upstream; accepted and ignored
         p.string(name, None, "", hidden=True)
@@ -100,6 +102,7 @@ def parse_flags(argv: list[str]) -> Flags:
         options=ns.options,
         kubeconfig=ns.kubeconfig,
         port=ns.port,
+        bind_address=ns.bind_address or "",
         oneshot=ns.oneshot,
         # -no-publish=false leaves the config's core.noPublish in charge, as before
         no_publish=no_publish or None,

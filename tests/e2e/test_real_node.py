@@ -183,6 +183,37 @@ def test_every_component_pod_is_ready_on_its_probes(real_node: RealNode, install
         assert status["ready"] and status["restartCount"] == 0, (name, status, real_node.pod_log(NS, p["metadata"]["name"]))
         # the image, not a copy on the host: containerd ran docker.io/library/nfd:e2e
         assert status["image"].endswith("nfd:e2e"), status["image"]
+    # every nfd endpoint on the host network listens on loopback only (-bind-address)
+    listening = _listening_addresses({18080, 18081, 18082, 18083})
+    assert set(listening) == {18080, 18081, 18082, 18083}, listening
+    assert all(a in ("127.0.0.1",) for addrs in listening.values() for a in addrs), listening
+
+
+def _listening_addresses(ports: set[int]) -> dict[int, set[str]]:
+    """The local addresses in LISTEN state (/proc/net/tcp and tcp6) of the given ports."""
+    import ipaddress
+
+    out: dict[int, set[str]] = {}
+    for name, width in (("/proc/net/tcp", 4), ("/proc/net/tcp6", 16)):
+        try:
+            lines = Path(name).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            local, state = fields[1], fields[3]
+            if state != "0A":  # LISTEN
+                continue
+            addr_hex, port_hex = local.split(":")
+            port = int(port_hex, 16)
+            if port not in ports:
+                continue
+            raw = bytes.fromhex(addr_hex)
+            # the kernel prints each 32-bit word in host (little-endian) order
+            raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
+            ip = ipaddress.ip_address(raw) if width == 4 else ipaddress.IPv6Address(raw)
+            out.setdefault(port, set()).add(str(ip))
+    return out
 
 
 def test_worker_in_its_container_publishes_this_machines_labels(real_node: RealNode,
