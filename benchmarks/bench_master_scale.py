@@ -266,9 +266,9 @@ def expected_annotations(rule_objs: list[dict[str, Any]], *, enable_taints: bool
     """Per profile: the feature-labels annotation the master must write (same engine, offline)."""
     from nfd.master.bookkeeping import encode_names
     from nfd.master.config import MasterConfig
-    from nfd.rules.nodefeatures import compact_nodefeature, merge_node_features
     from nfd.master.pipeline import RuleBook, compute_desired_steps, policy_config
     from nfd.rules.engine import run_to_end
+    from nfd.rules.nodefeatures import compact_nodefeature, merge_node_features
 
     book = RuleBook()
     for o in rule_objs:
