@@ -199,7 +199,7 @@ def process_rules(rule_set: Any, features: Any) -> list[str]:
     per-node budgets (EvalBudget): a rule the master would stop fails here with the error that
     names the budget."""
     from nfd.rules.engine import EvalBudget, process_rule_sets
-    from nfd.rules.policy import dynamic_value
+    from nfd.rules.policy import resolve_value
 
     errs: list[str] = []
     taints: list[dict[str, str]] = []
@@ -218,14 +218,11 @@ def process_rules(rule_set: Any, features: Any) -> list[str]:
         taints.extend(out.taints)
         for what, src, dst in (("label", out.labels, labels), ("extendedResource", out.extended_resources, resources)):
             for k, v in src.items():
-                if v.startswith("@"):
-                    dv, err = dynamic_value(v, features)
-                    if dv is None:
-                        errs.append(f"failed to get dynamic value for {what} {go_quote(k)}: {err}")
-                        continue
-                    dst[k] = dv
-                else:
-                    dst[k] = v
+                dv, err = resolve_value(v, features)
+                if dv is None:
+                    errs.append(f"failed to get dynamic value for {what} {go_quote(k)}: {err}")
+                    continue
+                dst[k] = dv
         annotations.update(out.annotations)
 
     def section(title: str, lines: list[str], problems: list[str]) -> None:

@@ -136,6 +136,14 @@ def dynamic_value(value: str, features: Features) -> tuple[str | None, str | Non
     return v, None
 
 
+def resolve_value(value: str, features: Features) -> tuple[str | None, str | None]:
+    """A label or extended resource value as the master writes it: an ``@domain.feature.element``
+    value resolved (``dynamic_value``), any other as it is: (value, error)."""
+    if value.startswith("@"):
+        return dynamic_value(value, features)
+    return value, None
+
+
 VERDICTS_MAX = 65_536  # entries of PolicyConfig._verdicts before it starts over
 VERDICT_KEY_MAX = 512  # longer names and values (invalid anyway) are judged each time, not kept
 
@@ -169,11 +177,10 @@ def filter_label(
 def _filter_label(
     name: str, value: str, features: Features, config: PolicyConfig
 ) -> tuple[str | None, str | None]:
-    if value.startswith("@"):
-        resolved, err = dynamic_value(value, features)
-        if err is not None:
-            return None, err
-        value = resolved  # type: ignore[assignment]
+    resolved, err = resolve_value(value, features)
+    if resolved is None:
+        return None, err
+    value = resolved
     ns, base = split_ns(name)
     err = validate_label(name, value)
     if err is ERR_NS_NOT_ALLOWED or config.is_denied_ns(ns):
@@ -196,11 +203,10 @@ def filter_extended_resource(
 def _filter_extended_resource(
     name: str, value: str, features: Features, config: PolicyConfig
 ) -> tuple[str | None, str | None]:
-    if value.startswith("@"):
-        resolved, err = dynamic_value(value, features)
-        if err is not None:
-            return None, err
-        value = resolved  # type: ignore[assignment]
+    resolved, err = resolve_value(value, features)
+    if resolved is None:
+        return None, err
+    value = resolved
     err = validate_extended_resource(name, value)
     if err is not None and not (config.disable_auto_prefix and err is ERR_UNPREFIXED):
         return None, err

@@ -14,6 +14,7 @@ from nfd.rules.policy import (
     apply_policy,
     dynamic_value,
     filter_label,
+    resolve_value,
 )
 
 LSM = Features(attributes={"test.feature": {"LSM": "123"}})
@@ -77,6 +78,14 @@ def test_whitelist_applies_to_name_part() -> None:
 )
 def test_dynamic_value(value: str, features: Features, want: str | None) -> None:
     assert dynamic_value(value, features)[0] == want
+
+
+def test_resolve_value_passes_static_values_and_resolves_dynamic_ones() -> None:
+    """The one resolution the master's policy and ``kubectl nfd dryrun/test`` share."""
+    assert resolve_value("plain", LSM) == ("plain", None)
+    assert resolve_value("", Features()) == ("", None)
+    assert resolve_value("@test.feature.LSM", LSM) == ("123", None)
+    assert resolve_value("@test.feature.missing", LSM) == (None, "element missing not found on feature test.feature")
 
 
 def test_add_ns_prefixed_twin_wins() -> None:
