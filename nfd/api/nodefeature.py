@@ -56,14 +56,15 @@ class NodeFeature:
 
 def parse_spec(spec: Any) -> tuple[Features, dict[str, str]]:
     """A NodeFeature's ``spec`` as (features, labels); a missing spec is empty. Raises
-    ValidationError naming the bad field. Shared by the object model and the master's merge,
-    which reads specs straight from its cache without building objects."""
+    ValidationError naming the bad field (features checked first, as the master always has).
+    Shared by the object model and the merge, which reads specs straight from the master's
+    cache without building objects."""
     if spec is None:
         spec = {}
     if not isinstance(spec, dict):
         raise ValidationError("spec", "must be an object")
+    features = Features.from_json(spec.get("features"), path="spec.features")
     labels = spec.get("labels") or {}
     if not isinstance(labels, dict):
         raise ValidationError("spec.labels", "must be an object")
-    features = Features.from_json(spec.get("features"), path="spec.features")
     return features, {str(k): "" if v is None else str(v) for k, v in labels.items()}

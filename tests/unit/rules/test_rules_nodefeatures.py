@@ -136,3 +136,16 @@ def test_nfd_rules_dryrun_does_not_import_the_master(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "feature.node.kubernetes.io/w" in out.stdout and "feature.node.kubernetes.io/x" in out.stdout
     assert out.stdout.rstrip().endswith("[]")
+
+
+def test_a_spec_with_bad_features_and_labels_names_the_features_in_both_readers():
+    """One spec parser: the merge (master) and NodeFeature.from_json (nfd rules) name the same field."""
+    from nfd.api.errors import ValidationError
+    from nfd.api.nodefeature import NodeFeature
+
+    spec = {"features": "x", "labels": ["a"]}
+    m = merge_node_features([raw("n1", "nfd", "n1", spec=spec)], node_name="n1", master_namespace="nfd")
+    assert m.errors == ["NodeFeature nfd/n1: spec.features: must be an object; object skipped"]
+    with pytest.raises(ValidationError) as ei:
+        NodeFeature.from_json({"kind": "NodeFeature", "metadata": {"name": "n1"}, "spec": spec})
+    assert ei.value.path == "spec.features"
