@@ -188,7 +188,7 @@ def dra_rules() -> list[dict[str, Any]]:
 def dra_merged(p: int, *, with_dra: bool) -> Any:
     from nfd.dra.pools import DraIndex
     from nfd.dra.slices import parse_slice
-    from nfd.master.nodefeatures import compact_nodefeature, merge_node_features
+    from nfd.rules.nodefeatures import compact_nodefeature, merge_node_features
 
     merged = merge_node_features([compact_nodefeature(nodefeature("x", p))], node_name="x", master_namespace=NS)
     if with_dra:
@@ -266,9 +266,9 @@ def expected_annotations(rule_objs: list[dict[str, Any]], *, enable_taints: bool
     """Per profile: the feature-labels annotation the master must write (same engine, offline)."""
     from nfd.master.bookkeeping import encode_names
     from nfd.master.config import MasterConfig
-    from nfd.master.nodefeatures import compact_nodefeature, merge_node_features
     from nfd.master.pipeline import RuleBook, compute_desired_steps, policy_config
     from nfd.rules.engine import run_to_end
+    from nfd.rules.nodefeatures import compact_nodefeature, merge_node_features
 
     book = RuleBook()
     for o in rule_objs:

@@ -231,8 +231,8 @@ def offline(reps: int) -> None:
     from nfd.common import jsoncodec
     from nfd.master.config import MasterConfig
     from nfd.master.master import MasterOptions, NfdMaster
-    from nfd.master.nodefeatures import compact_nodefeature
     from nfd.master.nodeupdate import NodeState, ops_to_strategic, plan_node_update, slim_node
+    from nfd.rules.nodefeatures import compact_nodefeature
 
     class _NoApi:  # the informers are fed by hand here; nothing is sent
         limiter = None

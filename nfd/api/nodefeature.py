@@ -44,18 +44,27 @@ class NodeFeature:
         meta = obj.get("metadata") or {}
         if not isinstance(meta, dict):
             raise ValidationError("metadata", "must be an object")
-        spec = obj.get("spec")
-        if spec is None:
-            spec = {}
-        if not isinstance(spec, dict):
-            raise ValidationError("spec", "must be an object")
-        labels = spec.get("labels") or {}
-        if not isinstance(labels, dict):
-            raise ValidationError("spec.labels", "must be an object")
+        features, labels = parse_spec(obj.get("spec"))
         return cls(
             name=str(meta.get("name", "")),
             namespace=str(meta.get("namespace", "") or ""),
-            features=Features.from_json(spec.get("features"), path="spec.features"),
-            labels={str(k): "" if v is None else str(v) for k, v in labels.items()},
+            features=features,
+            labels=labels,
             metadata=meta,
         )
+
+
+def parse_spec(spec: Any) -> tuple[Features, dict[str, str]]:
+    """A NodeFeature's ``spec`` as (features, labels); a missing spec is empty. Raises
+    ValidationError naming the bad field (features checked first, as the master always has).
+    Shared by the object model and the merge, which reads specs straight from the master's
+    cache without building objects."""
+    if spec is None:
+        spec = {}
+    if not isinstance(spec, dict):
+        raise ValidationError("spec", "must be an object")
+    features = Features.from_json(spec.get("features"), path="spec.features")
+    labels = spec.get("labels") or {}
+    if not isinstance(labels, dict):
+        raise ValidationError("spec.labels", "must be an object")
+    return features, {str(k): "" if v is None else str(v) for k, v in labels.items()}

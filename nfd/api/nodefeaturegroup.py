@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nfd.api import API_VERSION
-from nfd.api.errors import ValidationError, ValidationErrors
-from nfd.api.nodefeaturerule import Rule, parse_header, parse_rule
+from nfd.api.errors import ValidationErrors
+from nfd.api.nodefeaturerule import Rule, parse_header, parse_rules
 
 
 @dataclass(slots=True)
@@ -44,13 +44,7 @@ class NodeFeatureGroup:
     @classmethod
     def from_json(cls, obj: Any) -> NodeFeatureGroup:
         meta, rules_raw = parse_header(obj, kind="NodeFeatureGroup", list_field="featureGroupRules")
-        errs: list[ValidationError] = []
-        rules = []
-        for i, r in enumerate(rules_raw):
-            try:
-                rules.append(parse_rule(r, path=f"spec.featureGroupRules[{i}]", group=True))
-            except ValidationErrors as e:
-                errs.extend(e.errors)
+        rules, errs = parse_rules(rules_raw, path="spec.featureGroupRules", group=True)
         status = obj.get("status") or {}
         nodes: list[str] = []
         if isinstance(status, dict) and isinstance(status.get("nodes"), list):

@@ -128,13 +128,7 @@ class NodeFeatureRule:
     def from_json(cls, obj: Any) -> NodeFeatureRule:
         """Parse a whole object; raises ValidationErrors listing every problem."""
         meta, rules_raw = parse_header(obj, kind="NodeFeatureRule", list_field="rules")
-        errs: list[ValidationError] = []
-        rules = []
-        for i, r in enumerate(rules_raw):
-            try:
-                rules.append(parse_rule(r, path=f"spec.rules[{i}]"))
-            except ValidationErrors as e:
-                errs.extend(e.errors)
+        rules, errs = parse_rules(rules_raw, path="spec.rules")
         if errs:
             raise ValidationErrors(errs)
         return cls(name=str(meta.get("name", "")), rules=rules, metadata=meta)
@@ -274,6 +268,19 @@ def _parse_taints(v: Any, path: str, e: _Errs) -> list[Taint]:
             )
         )
     return out
+
+
+def parse_rules(raw: list[Any], *, path: str, group: bool = False) -> tuple[list[Rule], list[ValidationError]]:
+    """Parse every rule of ``raw`` (``path[i]``): the good ones, and every problem of the others,
+    so that one file check reports them all."""
+    rules: list[Rule] = []
+    errs: list[ValidationError] = []
+    for i, r in enumerate(raw):
+        try:
+            rules.append(parse_rule(r, path=f"{path}[{i}]", group=group))
+        except ValidationErrors as e:
+            errs.extend(e.errors)
+    return rules, errs
 
 
 def parse_rule(obj: Any, *, path: str, group: bool = False) -> Rule:

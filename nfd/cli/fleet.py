@@ -113,10 +113,10 @@ def plan_fleet(
 ) -> FleetReport:
     """Evaluate and plan every node as nfd-master would; count the changes per item."""
     from nfd.master.bookkeeping import Taint
-    from nfd.master.nodefeatures import compact_nodefeature, merge_node_features, node_name_of
     from nfd.master.nodeupdate import NodeState, plan_node_update
     from nfd.master.pipeline import compute_desired_steps
     from nfd.rules.engine import EvalBudget, run_to_end
+    from nfd.rules.nodefeatures import compact_nodefeature, merge_node_features, node_name_of
 
     rep = report if report is not None else FleetReport()
     by_node: dict[str, list[dict[str, Any]]] = {}

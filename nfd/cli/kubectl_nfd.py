@@ -193,26 +193,13 @@ def _taint_errors(taints: list[dict[str, str]]) -> list[str]:
 # -- dryrun / test -------------------------------------------------------------------------
 
 
-def _dynamic_value(value: str, features: Any) -> tuple[str | None, str | None]:
-    """(value, error) of an ``@domain.feature.element`` reference, from attribute features."""
-    parts = value[1:].split(".", 2)
-    if len(parts) != 3:
-        return None, f"value {value} is not in the form of '@domain.feature.element'"
-    fname = f"{parts[0]}.{parts[1]}"
-    attrs = features.attributes.get(fname)
-    if attrs is None:
-        return None, f"feature {fname} not found"
-    if parts[2] not in attrs:
-        return None, f"element {parts[2]} not found on feature {fname}"
-    return attrs[parts[2]], None
-
-
 def process_rules(rule_set: Any, features: Any) -> list[str]:
     """Run every rule against ``features`` (no feedback) and print upstream's sections; returns
     the processing errors (which make the exit status 1). The rules run within nfd-master's
     per-node budgets (EvalBudget): a rule the master would stop fails here with the error that
     names the budget."""
     from nfd.rules.engine import EvalBudget, process_rule_sets
+    from nfd.rules.policy import resolve_value
 
     errs: list[str] = []
     taints: list[dict[str, str]] = []
@@ -231,14 +218,11 @@ def process_rules(rule_set: Any, features: Any) -> list[str]:
         taints.extend(out.taints)
         for what, src, dst in (("label", out.labels, labels), ("extendedResource", out.extended_resources, resources)):
             for k, v in src.items():
-                if v.startswith("@"):
-                    dv, err = _dynamic_value(v, features)
-                    if err is not None:
-                        errs.append(f"failed to get dynamic value for {what} {go_quote(k)}: {err}")
-                        continue
-                    dst[k] = str(dv)
-                else:
-                    dst[k] = v
+                dv, err = resolve_value(v, features)
+                if dv is None:
+                    errs.append(f"failed to get dynamic value for {what} {go_quote(k)}: {err}")
+                    continue
+                dst[k] = dv
         annotations.update(out.annotations)
 
     def section(title: str, lines: list[str], problems: list[str]) -> None:
@@ -270,7 +254,7 @@ def node_features_from_cluster(node: str, *, kubeconfig: str | None, namespace: 
     from nfd.k8s.client import ApiClient
     from nfd.k8s.config import ConfigError, load_kubeconfig
     from nfd.k8s.errors import ApiError, ApiUnavailable
-    from nfd.master.nodefeatures import compact_nodefeature, merge_node_features
+    from nfd.rules.nodefeatures import merge_node_features
 
     try:
         cfg = load_kubeconfig(kubeconfig)
@@ -295,9 +279,7 @@ def node_features_from_cluster(node: str, *, kubeconfig: str | None, namespace: 
         objs = asyncio.run(fetch())
     except (ApiError, ApiUnavailable, OSError) as e:
         raise FileError(f"failed to get NodeFeature resources for node {go_quote(node)}: {e}") from None
-    merged = merge_node_features(
-        [compact_nodefeature(o) for o in objs], node_name=node, master_namespace=namespace, auto_prefix=False
-    )
+    merged = merge_node_features(objs, node_name=node, master_namespace=namespace, auto_prefix=False)
     for err in merged.errors:
         print(f"warning: {err}", file=sys.stderr)
     names = [f"{(o.get('metadata') or {}).get('namespace', '')}/{(o.get('metadata') or {}).get('name', '')}"

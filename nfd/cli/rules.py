@@ -182,7 +182,8 @@ def cmd_dryrun(args: argparse.Namespace) -> int:
         compile_nodefeaturerule,
         process_rule_sets,
     )
-    from nfd.rules.policy import apply_policy, merge_node_features
+    from nfd.rules.nodefeatures import merge_node_features
+    from nfd.rules.policy import apply_policy
 
     try:
         rule_objs = [
@@ -202,9 +203,12 @@ def cmd_dryrun(args: argparse.Namespace) -> int:
             return 2
     first = nfs[0]
     node_name = first.node_name or first.name
-    features, nf_labels = merge_node_features(
-        nfs, node_name=node_name, namespace=first.namespace, config=config
+    # every object parsed above, so the merge skips none
+    merged = merge_node_features(
+        nf_objs, node_name=node_name, master_namespace=first.namespace,
+        deny_third_party_labels=config.deny_node_feature_labels, auto_prefix=not config.disable_auto_prefix,
     )
+    features, nf_labels = merged.features, merged.labels
 
     rule_sets: list[CompiledRuleSet] = []
     files: dict[str, str] = {}  # rule set name -> file, for messages

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from nfd.master.nodefeatures import MergedNodeFeatures
+from nfd.rules.nodefeatures import MergedNodeFeatures
 
 log = logging.getLogger(__name__)
 

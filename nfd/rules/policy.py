@@ -5,22 +5,18 @@ default-namespace prefixing (a prefixed duplicate wins), ``@domain.feature.eleme
 label/annotation/extended-resource/taint validation, the ``kubernetes.io`` tree with its
 ``feature.``/``profile.node.kubernetes.io`` exceptions, ``denyLabelNs``/``extraLabelNs``, the
 label whitelist and the ``restrictions``. Anything invalid is dropped with a reason in
-``rejected``; nothing raises.
-
-``merge_node_features`` is the master's NodeFeature merge for one node (sort order, label
-prefixing, ``denyNodeFeatureLabels`` for third-party objects).
+``rejected``; nothing raises. (The NodeFeature merge before it is ``nfd.rules.nodefeatures``.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from nfd.api import DEFAULT_LABEL_NS
 from nfd.api.errors import ValidationError
 from nfd.api.features import Features
-from nfd.api.nodefeature import NodeFeature
 from nfd.api.quantity import QuantityError, parse_quantity
 from nfd.api.validation import (
     ERR_NS_NOT_ALLOWED,
@@ -140,6 +136,14 @@ def dynamic_value(value: str, features: Features) -> tuple[str | None, str | Non
     return v, None
 
 
+def resolve_value(value: str, features: Features) -> tuple[str | None, str | None]:
+    """A label or extended resource value as the master writes it: an ``@domain.feature.element``
+    value resolved (``dynamic_value``), any other as it is: (value, error)."""
+    if value.startswith("@"):
+        return dynamic_value(value, features)
+    return value, None
+
+
 VERDICTS_MAX = 65_536  # entries of PolicyConfig._verdicts before it starts over
 VERDICT_KEY_MAX = 512  # longer names and values (invalid anyway) are judged each time, not kept
 
@@ -173,11 +177,10 @@ def filter_label(
 def _filter_label(
     name: str, value: str, features: Features, config: PolicyConfig
 ) -> tuple[str | None, str | None]:
-    if value.startswith("@"):
-        resolved, err = dynamic_value(value, features)
-        if err is not None:
-            return None, err
-        value = resolved  # type: ignore[assignment]
+    resolved, err = resolve_value(value, features)
+    if resolved is None:
+        return None, err
+    value = resolved
     ns, base = split_ns(name)
     err = validate_label(name, value)
     if err is ERR_NS_NOT_ALLOWED or config.is_denied_ns(ns):
@@ -200,11 +203,10 @@ def filter_extended_resource(
 def _filter_extended_resource(
     name: str, value: str, features: Features, config: PolicyConfig
 ) -> tuple[str | None, str | None]:
-    if value.startswith("@"):
-        resolved, err = dynamic_value(value, features)
-        if err is not None:
-            return None, err
-        value = resolved  # type: ignore[assignment]
+    resolved, err = resolve_value(value, features)
+    if resolved is None:
+        return None, err
+    value = resolved
     err = validate_extended_resource(name, value)
     if err is not None and not (config.disable_auto_prefix and err is ERR_UNPREFIXED):
         return None, err
@@ -333,24 +335,3 @@ def apply_policy(
 
 def _taint_str(key: str, value: str, effect: str) -> str:
     return f"{key}={value}:{effect}" if value else f"{key}:{effect}"
-
-
-def merge_node_features(
-    objs: Iterable[NodeFeature], *, node_name: str, namespace: str, config: PolicyConfig
-) -> tuple[Features, dict[str, str]]:
-    """Merge one node's NodeFeature objects as the master does: objects in the master's
-    ``namespace`` first, then by name, then by namespace; later objects override flag/attribute
-    elements and labels, instances append. Labels are auto-prefixed per object, and dropped for
-    third-party objects (namespace != master namespace or name != node name) when
-    ``deny_node_feature_labels``. The inputs are not modified."""
-    ordered = sorted(objs, key=lambda o: (o.namespace != namespace, o.name, o.namespace))
-    features = Features()
-    labels: dict[str, str] = {}
-    ns = None if config.disable_auto_prefix else DEFAULT_LABEL_NS
-    for o in ordered:
-        features.merge(o.features)
-        third_party = o.namespace != namespace or o.name != node_name
-        if config.deny_node_feature_labels and third_party:
-            continue
-        labels.update(add_ns(o.labels, ns))
-    return features, labels

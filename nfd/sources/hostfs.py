@@ -37,8 +37,14 @@ def read_text(ctx: DiscoveryContext, path: str, *, limit: int = DEFAULT_LIMIT) -
     data = read_bytes(ctx, path, limit=limit)
     if data is None:
         return None
+    return decode_text(ctx, path, data, binary="binary content, ignored")
+
+
+def decode_text(ctx: DiscoveryContext, path: str, data: bytes, *, binary: str) -> str | None:
+    """A file's bytes as text: None (warning ``binary``) when it holds a NUL byte; bytes that
+    are not UTF-8 replaced, with a warning, rather than the whole file lost."""
     if b"\x00" in data:
-        ctx.warn(f"{path}: binary content, ignored")
+        ctx.warn(f"{path}: {binary}")
         return None
     try:
         return data.decode("utf-8")

@@ -16,7 +16,7 @@ from typing import Any
 
 from nfd.api.features import Features
 from nfd.sources.base import DiscoveryContext, FeatureSource
-from nfd.sources.hostfs import go_trim_space
+from nfd.sources.hostfs import decode_text, go_trim_space
 
 MAX_FILE_SIZE = 65536
 DIRECTIVE_PREFIX = "# +"
@@ -79,14 +79,7 @@ def _read_feature_file(ctx: DiscoveryContext, path: str) -> str | None:
     if len(data) > MAX_FILE_SIZE:
         ctx.warn(f"{path}: feature file skipped: larger than {MAX_FILE_SIZE} bytes")
         return None
-    if b"\x00" in data:
-        ctx.warn(f"{path}: binary content, feature file skipped")
-        return None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        ctx.warn(f"{path}: not valid UTF-8, undecodable bytes replaced")
-        return data.decode("utf-8", errors="replace")
+    return decode_text(ctx, path, data, binary="binary content, feature file skipped")
 
 
 # What Go's time.Parse(time.RFC3339, v) accepts: its strict fast path or, failing that, the

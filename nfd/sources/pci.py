@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from nfd.api.features import Features
@@ -24,17 +25,35 @@ def device_label(dev: dict[str, str], fields: list[str]) -> str:
     return "_".join(dev.get(f, "") for f in fields)
 
 
-class PciSource(FeatureSource):
-    name = "pci"
-
-    def default_config(self) -> dict[str, Any]:
-        return {"deviceClassWhitelist": ["03", "0b40", "12"], "deviceLabelFields": list(DEFAULT_LABEL_FIELDS)}
+class DeviceClassSource(FeatureSource):
+    """A source whose devices are labelled when their class is whitelisted (pci, usb): the
+    ``deviceClassWhitelist`` and ``deviceLabelFields`` settings, read and applied alike."""
 
     def parse_config(self, raw: Any, *, path: str) -> dict[str, Any]:
         cfg = super().parse_config(raw, path=path)
         for key in ("deviceClassWhitelist", "deviceLabelFields"):
             cfg[key] = str_list(cfg[key], f"{path}.{key}")
         return cfg
+
+    @staticmethod
+    def whitelisted(
+        devices: Iterable[dict[str, str]], config: dict[str, Any], *, valid: tuple[str, ...], default: list[str]
+    ) -> Iterator[tuple[str, dict[str, str]]]:
+        """(label stem, device) for each device whose class starts with a whitelisted prefix;
+        the stem joins the configured label fields (``valid`` order, ``default`` if none)."""
+        fields = label_fields(list(config.get("deviceLabelFields") or []), valid, default)
+        whitelist = [w.lower() for w in config.get("deviceClassWhitelist") or []]
+        for dev in devices:
+            cls = dev.get("class", "")
+            if any(cls.startswith(w) for w in whitelist):
+                yield device_label(dev, fields), dev
+
+
+class PciSource(DeviceClassSource):
+    name = "pci"
+
+    def default_config(self) -> dict[str, Any]:
+        return {"deviceClassWhitelist": ["03", "0b40", "12"], "deviceLabelFields": list(DEFAULT_LABEL_FIELDS)}
 
     def discover(self, ctx: DiscoveryContext, config: dict[str, Any]) -> Features:
         base = ctx.paths.sys("bus/pci/devices")
@@ -53,16 +72,12 @@ class PciSource(FeatureSource):
         return f
 
     def labels(self, features: Features, config: dict[str, Any], ctx: DiscoveryContext) -> dict[str, str]:
-        fields = label_fields(list(config.get("deviceLabelFields") or []), MANDATORY, DEFAULT_LABEL_FIELDS)
-        whitelist = [w.lower() for w in config.get("deviceClassWhitelist") or []]
         out: dict[str, str] = {}
-        for dev in features.instances.get("pci.device", []):
-            cls = dev.get("class", "")
-            if any(cls.startswith(w) for w in whitelist):
-                label = device_label(dev, fields)
-                out[f"{label}.present"] = "true"
-                if "sriov_totalvfs" in dev:
-                    out[f"{label}.sriov.capable"] = "true"
+        devices = features.instances.get("pci.device", [])
+        for label, dev in self.whitelisted(devices, config, valid=MANDATORY, default=DEFAULT_LABEL_FIELDS):
+            out[f"{label}.present"] = "true"
+            if "sriov_totalvfs" in dev:
+                out[f"{label}.sriov.capable"] = "true"
         return out
 
 

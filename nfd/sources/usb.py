@@ -6,26 +6,20 @@ import os
 from typing import Any
 
 from nfd.api.features import Features
-from nfd.sources.base import DiscoveryContext, FeatureSource, str_list
+from nfd.sources.base import DiscoveryContext
 from nfd.sources.hostfs import exists, list_dir, read_value
-from nfd.sources.pci import device_label, label_fields
+from nfd.sources.pci import DeviceClassSource
 
 FIELDS = ("class", "vendor", "device", "serial")
 _FILES = {"class": "bDeviceClass", "vendor": "idVendor", "device": "idProduct", "serial": "serial"}
 DEFAULT_LABEL_FIELDS = ["class", "vendor", "device"]
 
 
-class UsbSource(FeatureSource):
+class UsbSource(DeviceClassSource):
     name = "usb"
 
     def default_config(self) -> dict[str, Any]:
         return {"deviceClassWhitelist": ["0e", "ef", "fe", "ff"], "deviceLabelFields": list(DEFAULT_LABEL_FIELDS)}
-
-    def parse_config(self, raw: Any, *, path: str) -> dict[str, Any]:
-        cfg = super().parse_config(raw, path=path)
-        for key in ("deviceClassWhitelist", "deviceLabelFields"):
-            cfg[key] = str_list(cfg[key], f"{path}.{key}")
-        return cfg
 
     def discover(self, ctx: DiscoveryContext, config: dict[str, Any]) -> Features:
         # upstream globs */idProduct with Go's filepath.Glob: dot-names match too and entries
@@ -63,14 +57,9 @@ class UsbSource(FeatureSource):
         return f
 
     def labels(self, features: Features, config: dict[str, Any], ctx: DiscoveryContext) -> dict[str, str]:
-        fields = label_fields(list(config.get("deviceLabelFields") or []), FIELDS, DEFAULT_LABEL_FIELDS)
-        whitelist = [w.lower() for w in config.get("deviceClassWhitelist") or []]
-        out: dict[str, str] = {}
-        for dev in features.instances.get("usb.device", []):
-            cls = dev.get("class", "")
-            if any(cls.startswith(w) for w in whitelist):
-                out[f"{device_label(dev, fields)}.present"] = "true"
-        return out
+        devices = features.instances.get("usb.device", [])
+        return {f"{label}.present": "true"
+                for label, _ in self.whitelisted(devices, config, valid=FIELDS, default=DEFAULT_LABEL_FIELDS)}
 
 
 SOURCE = UsbSource()

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from nfd.lang.gostd.strconv import quote as go_quote
+
 LEFT_DELIM = "{{"
 RIGHT_DELIM = "}}"
 LEFT_COMMENT = "/*"
@@ -79,8 +81,6 @@ class Token(NamedTuple):
             return self.val
         if self.kind in KEYWORD_KINDS:
             return f"<{self.val}>"
-        from nfd.lang.gostd.strconv import quote as go_quote
-
         if len(self.val) > 10:
             return go_quote(self.val[:10]) + "..."
         return go_quote(self.val)
@@ -253,7 +253,7 @@ def lex(src: str) -> list[Token]:
                 pos = _scan_number(src, start)
                 if pos < 0:
                     end_bad = -pos
-                    emit(Token(ERROR, f"bad number syntax: {_q(src[start:end_bad])}", start))
+                    emit(Token(ERROR, f"bad number syntax: {go_quote(src[start:end_bad])}", start))
                     return toks
                 kind = NUMBER
                 if pos < n and src[pos] in "+-":
@@ -261,7 +261,7 @@ def lex(src: str) -> list[Token]:
                     p2 = _scan_number(src, pos)
                     end2 = -p2 if p2 < 0 else p2
                     if p2 < 0 or src[end2 - 1] != "i":
-                        emit(Token(ERROR, f"bad number syntax: {_q(src[start:end2])}", start))
+                        emit(Token(ERROR, f"bad number syntax: {go_quote(src[start:end2])}", start))
                         return toks
                     pos, kind = p2, COMPLEX
                 emit(Token(kind, src[start:pos], start))
@@ -293,12 +293,6 @@ def lex(src: str) -> list[Token]:
             else:
                 emit(Token(ERROR, f"unrecognized character in action: {_go_char_desc(c)}", start))
                 return toks
-
-
-def _q(s: str) -> str:
-    from nfd.lang.gostd.strconv import quote as go_quote
-
-    return go_quote(s)
 
 
 def _scan_number(src: str, i: int) -> int:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from nfd.lang.gostd.strconv import quote as go_quote
+
 
 class Node:
     pos: int
@@ -19,8 +21,6 @@ class TextNode(Node):
     text: str
 
     def __str__(self) -> str:
-        from nfd.lang.gostd.strconv import quote as go_quote
-
         return go_quote(self.text)
 
 
@@ -202,8 +202,6 @@ class TemplateNode(Node):
     pipe: PipeNode | None
 
     def __str__(self) -> str:
-        from nfd.lang.gostd.strconv import quote as go_quote
-
         if self.pipe is None:
             return "{{template " + go_quote(self.name) + "}}"
         return "{{template " + go_quote(self.name) + " " + str(self.pipe) + "}}"

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Container
 
+from nfd.lang.gostd.strconv import quote as go_quote
+
 from . import lexer as L
 from .errors import TemplateError
 from .literals import LiteralError, parse_float, parse_int, parse_uint, unquote, unquote_char
@@ -148,7 +150,7 @@ class Parser:
             self.trees[name] = tree
             return
         if not is_empty_tree(tree):
-            raise self.errorf(f"template: multiple definition of template {_q(name)}")
+            raise self.errorf(f"template: multiple definition of template {go_quote(name)}")
 
     def parse_definition(self) -> None:
         ctx = "define clause"
@@ -344,7 +346,7 @@ class Parser:
             if isinstance(node, VariableNode):
                 return VariableNode(chain.pos, node.ident + chain.fields)
             if isinstance(node, (BoolNode, StringNode, NumberNode, NilNode, DotNode)):
-                raise self.errorf(f"unexpected . after term {_q(str(node))}")
+                raise self.errorf(f"unexpected . after term {go_quote(str(node))}")
             return chain
         return node
 
@@ -353,7 +355,7 @@ class Parser:
         k = t.kind
         if k == L.IDENT:
             if t.val not in self.funcs:
-                raise self.errorf(f"function {_q(t.val)} not defined")
+                raise self.errorf(f"function {go_quote(t.val)} not defined")
             return IdentifierNode(t.pos, t.val)
         if k == L.DOT:
             return DotNode(t.pos)
@@ -362,7 +364,7 @@ class Parser:
         if k == L.VARIABLE:
             ident = t.val.split(".")
             if ident[0] not in self.vars:
-                raise self.errorf(f"undefined variable {_q(ident[0])}")
+                raise self.errorf(f"undefined variable {go_quote(ident[0])}")
             return VariableNode(t.pos, ident)
         if k == L.FIELD:
             return FieldNode(t.pos, [t.val[1:]])
@@ -396,7 +398,7 @@ class Parser:
             try:
                 c = complex(t.val.replace("_", "")[:-1] + "j")
             except ValueError:
-                raise self.errorf(f"illegal number syntax: {_q(t.val)}") from None
+                raise self.errorf(f"illegal number syntax: {go_quote(t.val)}") from None
             n.is_complex, n.complex_val = True, c
             if c.imag == 0:
                 n.is_float, n.float_val = True, c.real
@@ -423,18 +425,12 @@ class Parser:
         f = parse_float(t.val)
         if f is not None:
             if not any(c in t.val for c in ".eEpP"):
-                raise self.errorf(f"integer overflow: {_q(t.val)}")
+                raise self.errorf(f"integer overflow: {go_quote(t.val)}")
             n.is_float, n.float_val = True, f
             if f == f and abs(f) != float("inf") and f == int(f) and -(1 << 63) <= int(f) < (1 << 63):
                 n.is_int, n.int_val = True, int(f)
             return n
-        raise self.errorf(f"illegal number syntax: {_q(t.val)}")
-
-
-def _q(s: str) -> str:
-    from nfd.lang.gostd.strconv import quote as go_quote
-
-    return go_quote(s)
+        raise self.errorf(f"illegal number syntax: {go_quote(t.val)}")
 
 
 def parse_trees(src: str, name: str, funcs: Container[str]) -> dict[str, ListNode]:

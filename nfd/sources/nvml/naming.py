@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 import re
 
+from nfd.api.validation import is_valid_label_value, qualified_name_errors
+
 # the nvml.* feature names (here, so the source can tell "no GPU" without loading the labeller)
 GPU = "nvml.gpu"
 MIG = "nvml.mig"
@@ -147,33 +149,13 @@ BRANDS = {
     19: "nvidia-npu",
 }
 
-# -- Kubernetes label syntax -------------------------------------------------------------------
-
-_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS1123_SUB = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+# -- Kubernetes label syntax: nfd.api.validation's, the one model of apimachinery's validators --
 
 
 def label_key_error(key: str) -> str | None:
     """Why ``key`` is not a valid Kubernetes label key, or None."""
-    prefix, sep, name = key.rpartition("/")
-    if sep and (not prefix or len(prefix) > 253 or not _DNS1123_SUB.match(prefix)):
-        return "prefix must be a DNS subdomain of at most 253 characters"
-    if len(name) > 63:
-        return f"name part is {len(name)} characters, more than 63"
-    if not _NAME.match(name):
-        return "name part must be alphanumeric, '-', '_' or '.', starting and ending alphanumeric"
-    return None
-
-
-def label_value_error(value: str) -> str | None:
-    """Why ``value`` is not a valid Kubernetes label value, or None (empty is valid)."""
-    if value == "":
-        return None
-    if len(value) > 63:
-        return f"value is {len(value)} characters, more than 63"
-    if not _NAME.match(value):
-        return "value must be alphanumeric, '-', '_' or '.', starting and ending alphanumeric"
-    return None
+    errs = qualified_name_errors(key)
+    return "; ".join(errs) if errs else None
 
 
 def fix_label_value(value: str) -> str | None:
@@ -182,10 +164,10 @@ def fix_label_value(value: str) -> str | None:
     Only over-long values are repaired (cut to 63 characters, then a dangling ``-_.`` dropped);
     anything else invalid, such as VFIO's ``-1``, is left out rather than given a new meaning.
     """
-    if label_value_error(value) is None:
+    if is_valid_label_value(value):
         return value
     if len(value) > 63:
         v = value[:63].rstrip("-_.")
-        if v and label_value_error(v) is None:
+        if v and is_valid_label_value(v):
             return v
     return None

@@ -168,9 +168,9 @@ def test_offline_tools_stop_where_the_master_stops(tmp_path: Any, capsys: Any) -
     from nfd.cli.kubectl_nfd import main as kubectl_main
     from nfd.cli.rules import main as rules_main
     from nfd.master.config import MasterConfig
-    from nfd.master.nodefeatures import MergedNodeFeatures
     from nfd.master.pipeline import compute_desired_steps, policy_config
     from nfd.rules.engine import run_to_end
+    from nfd.rules.nodefeatures import MergedNodeFeatures
 
     obj = _burners(40)
     f = Features()

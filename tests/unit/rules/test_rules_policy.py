@@ -7,7 +7,6 @@ import pytest
 from nfd.api import DEFAULT_LABEL_NS
 from nfd.api.errors import ValidationError
 from nfd.api.features import Features
-from nfd.api.nodefeature import NodeFeature
 from nfd.rules.engine import RuleOutput, compile_nodefeaturerule, process_rule_sets
 from nfd.rules.policy import (
     PolicyConfig,
@@ -15,7 +14,7 @@ from nfd.rules.policy import (
     apply_policy,
     dynamic_value,
     filter_label,
-    merge_node_features,
+    resolve_value,
 )
 
 LSM = Features(attributes={"test.feature": {"LSM": "123"}})
@@ -79,6 +78,14 @@ def test_whitelist_applies_to_name_part() -> None:
 )
 def test_dynamic_value(value: str, features: Features, want: str | None) -> None:
     assert dynamic_value(value, features)[0] == want
+
+
+def test_resolve_value_passes_static_values_and_resolves_dynamic_ones() -> None:
+    """The one resolution the master's policy and ``kubectl nfd dryrun/test`` share."""
+    assert resolve_value("plain", LSM) == ("plain", None)
+    assert resolve_value("", Features()) == ("", None)
+    assert resolve_value("@test.feature.LSM", LSM) == ("123", None)
+    assert resolve_value("@test.feature.missing", LSM) == (None, "element missing not found on feature test.feature")
 
 
 def test_add_ns_prefixed_twin_wins() -> None:
@@ -186,33 +193,6 @@ def test_disable_auto_prefix() -> None:
         and res.extended_resources == {"plain": "2"}
     )
     assert res.taints == []  # unprefixed taint keys are always rejected
-
-
-def test_merge_node_features_order_and_third_party_labels() -> None:
-    def nf(name: str, ns: str, labels: dict[str, str], attrs: dict[str, str]) -> NodeFeature:
-        return NodeFeature(
-            name=name,
-            namespace=ns,
-            labels=labels,
-            features=Features(attributes={"x.y": attrs}, instances={"i.j": [attrs]}),
-        )
-
-    objs = [
-        nf("b-vendor", "other", {"l": "vendor-b"}, {"k": "b"}),
-        nf("node-1", "nfd", {"l": "worker", "w": "1"}, {"k": "worker"}),
-        nf("a-vendor", "other", {"l": "vendor-a"}, {"k": "a"}),
-        nf("a-vendor", "aaa", {"l": "vendor-aaa"}, {"k": "aaa"}),
-    ]
-    f, labels = merge_node_features(objs, node_name="node-1", namespace="nfd", config=PolicyConfig())
-    # own namespace first, then by name, then by namespace; later wins
-    assert f.attributes["x.y"]["k"] == "b"
-    assert [i["k"] for i in f.instances["i.j"]] == ["worker", "aaa", "a", "b"]
-    assert labels == {"feature.node.kubernetes.io/l": "vendor-b", "feature.node.kubernetes.io/w": "1"}
-    _, labels = merge_node_features(
-        objs, node_name="node-1", namespace="nfd", config=PolicyConfig(deny_node_feature_labels=True)
-    )
-    assert labels == {"feature.node.kubernetes.io/l": "worker", "feature.node.kubernetes.io/w": "1"}
-    assert objs[1].features.attributes["x.y"] == {"k": "worker"}  # inputs untouched
 
 
 def test_from_master_config() -> None:

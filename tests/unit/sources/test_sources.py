@@ -230,6 +230,25 @@ def test_local_missing_dir_is_empty(tree):
     assert labels == {} and f.attributes == {"local.feature": {}, "local.label": {}}
 
 
+def test_binary_and_non_utf8_files_warn_the_same_in_hostfs_and_local(tree):
+    """A NUL byte refuses the file, bytes that are not UTF-8 are replaced: the feature files of
+    ``local`` and the host files every other source reads decode alike (one decode_text)."""
+    from nfd.sources.hostfs import read_text
+
+    d = "etc/kubernetes/node-feature-discovery/features.d/"
+    tree(d + "a-latin1", b"k=caf\xe9\n")
+    root = tree(d + "b-binary", b"x=1\x00")
+    f, labels, ctx = run("local", root)
+    assert labels == {"k": "caf\ufffd"}
+    assert ctx.warnings == [f"{os.path.join(root, d, 'a-latin1')}: not valid UTF-8, undecodable bytes replaced",
+                            f"{os.path.join(root, d, 'b-binary')}: binary content, feature file skipped"]
+    ctx = ctx_for(root)
+    assert read_text(ctx, os.path.join(root, d, "a-latin1")) == "k=caf\ufffd\n"
+    assert read_text(ctx, os.path.join(root, d, "b-binary")) is None
+    assert ctx.warnings == [f"{os.path.join(root, d, 'a-latin1')}: not valid UTF-8, undecodable bytes replaced",
+                            f"{os.path.join(root, d, 'b-binary')}: binary content, ignored"]
+
+
 # --- custom -------------------------------------------------------------------------------------
 
 def test_custom_shorthands_backrefs_and_dropins(tree):
