@@ -538,6 +538,15 @@ def report(runs: dict[str, list[dict]], *, header: str) -> None:
     for z in (nrt or {}).get("zones") or []:
         print("  " + z["name"] + ": "
               + ", ".join(f"{r['name']}={r['available']}/{r['allocatable']}" for r in z["resources"]))
+    if "upstream" in runs:  # the same node: the same object from both (zones, attributes)
+        def key(obj: dict | None, k: str) -> list:
+            return sorted(((obj or {}).get(k) or []), key=lambda e: json.dumps(e, sort_keys=True))
+
+        ours_nrt, theirs = runs["nfd"][-1]["nrt"], runs["upstream"][-1]["nrt"]
+        diff = [k for k in ("zones", "attributes") if key(ours_nrt, k) != key(theirs, k)]
+        print("  NodeResourceTopology zones and attributes: "
+              + (f"differ from upstream's in {', '.join(diff)}: ours {[key(ours_nrt, k) for k in diff]}, "
+                 f"upstream's {[key(theirs, k) for k in diff]}" if diff else "the same as upstream's"))
 
 
 def free_port() -> int:
