@@ -22,7 +22,15 @@ median of the second half of the samples, and peak), CPU per scan cycle (all the
 from its first write on, over the kubelet List calls). ``--profile FILE`` runs ours under
 cProfile (figures then include its overhead).
 
+With ``--real-kubelet`` the node is the e2e suite's real one (tests/e2e/node.py: a kubelet with
+the static CPU manager and the topology manager, containerd, runc; root and Go needed, one such
+node per machine: the bench waits for the machine's node lock): a Guaranteed pod pinned to one
+CPU and ``--pods`` (4) ordinary ones, both updaters as host processes on the kubelet's
+PodResources socket, its HTTPS /configz and its state dir. A real kubelet counts no List calls:
+cycles there are the steady time over the interval.
+
     python benchmarks/bench_topology_updater.py [--model host] [--configz] [--interval 2] [--runs 2]
+    python benchmarks/bench_topology_updater.py --real-kubelet --interval 2 --runs 2
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 
 import psutil
 
@@ -320,8 +329,12 @@ def build_model(args: argparse.Namespace, sock: str) -> tuple[FakeKubelet, list[
 
 
 async def run_one(name: str, argv: list[str], env: dict[str, str], *, cwd: str, args: argparse.Namespace,
-                  kube, kubelet: FakeKubelet, klpods: list[Pod], log_path: str) -> dict:  # noqa: ANN001
-    nrt_path = f"/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies/{NODE}"
+                  kube, cycles_now: Callable[[], float], churn_step: Callable[[int], None] | None,  # noqa: ANN001
+                  node: str, log_path: str) -> dict:
+    """One updater's run: RSS samples and CPU from its first write on, over `cycles_now()` (the
+    fake kubelet's List count, or elapsed / interval on a real kubelet); `churn_step(n)` every
+    4 s when given (odd n: a pod goes, even: it comes back)."""
+    nrt_path = f"/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies/{node}"
     with contextlib.suppress(Exception):  # each run starts without the object: its first write is a create
         kube.request("DELETE", nrt_path)
     with open(log_path, "wb") as log:
@@ -342,21 +355,17 @@ async def run_one(name: str, argv: list[str], env: dict[str, str], *, cwd: str, 
             if started_cpu is None:
                 if kube.get_or_none(nrt_path) is None:
                     continue
-                started_cpu, start_lists, t_steady = cpu_seconds(ps), kubelet.calls["List"], time.monotonic()
+                started_cpu, start_lists, t_steady = cpu_seconds(ps), cycles_now(), time.monotonic()
             samples.append(ps.memory_info().rss / 2**20)
-            if args.churn and len(samples) % 8 == 0:  # a pod goes away and comes back: two writes
+            if churn_step is not None and len(samples) % 8 == 0:  # a pod goes away and comes back
                 churn += 1
-                victim = klpods[(churn * 3) % len(klpods)]
-                if churn % 2:
-                    kubelet.remove_pod(victim.namespace, victim.name)
-                else:
-                    kubelet.add_pod(victim)
+                churn_step(churn)
         if started_cpu is None:
             with open(log_path) as f:
                 raise SystemExit(f"{name} wrote no NodeResourceTopology in {args.seconds:.0f}s:\n" + f.read()[-3000:])
         if args.smaps:
             os.system(f"cat /proc/{proc.pid}/smaps_rollup | head -12")
-        cycles = kubelet.calls["List"] - start_lists
+        cycles = round(cycles_now() - start_lists)
         cpu = cpu_seconds(ps) - started_cpu
         steady_wall = time.monotonic() - t_steady
         nrt = kube.get_or_none(nrt_path)
@@ -366,8 +375,8 @@ async def run_one(name: str, argv: list[str], env: dict[str, str], *, cwd: str, 
             proc.wait(20)
         except subprocess.TimeoutExpired:
             proc.kill()
-        if churn % 2:  # the victim back, for the next run
-            kubelet.add_pod(klpods[(churn * 3) % len(klpods)])
+        if churn % 2 and churn_step is not None:  # the victim back, for the next run
+            churn_step(churn + 1)
     half = samples[len(samples) // 2 :]
     return {"rss": statistics.median(half), "peak": max(samples), "cycles": cycles, "wall": steady_wall,
             "cpu_ms": 1000 * cpu / max(cycles, 1), "share": 100 * cpu / steady_wall, "nrt": nrt}
@@ -391,33 +400,132 @@ async def main_async(args: argparse.Namespace) -> None:
         common = [f"-kubeconfig={kube.kubeconfig}", f"-kubelet-config-uri={uri}", f"-api-auth-token-file={token_file}",
                   f"-podresources-socket={sock}", "-kubelet-state-dir=", f"-sleep-interval={args.interval}s"]
         env = dict(os.environ, NODE_NAME=NODE, KUBERNETES_NAMESPACE="nfd", POD_NAMESPACE="nfd")
-        ours_env = dict(env)
-        if host_root:
-            ours_env["NFD_HOST_ROOT"] = host_root
-        if args.repo:  # the updater of another checkout (a before/after run); the rest from this one
-            ours_env["PYTHONPATH"] = args.repo
-        ours = [sys.executable, *(["-m", "cProfile", "-o", args.profile] if args.profile else []),
-                "-m", "nfd.topology_updater", *common, "-port=0", "-config="]
-        candidates = [("nfd", ours, ours_env, args.repo or ROOT)]
-        upstream = os.environ.get("UPSTREAM_NFD_TOPOLOGY_UPDATER")
-        if upstream:
-            if host_root:
-                print("note: upstream reads this host's /sys, not the modelled node's: use --model host")
-            empty_conf = os.path.join(tmp, "upstream.conf")
-            open(empty_conf, "w").close()
-            candidates.append(("upstream", [upstream, *common, f"-port={free_port()}", f"-config={empty_conf}"],
-                               env, tmp))
-        runs: dict[str, list[dict]] = {c[0]: [] for c in candidates}
-        for r in range(args.runs):
-            for name, argv, cenv, cwd in candidates:
-                runs[name].append(await run_one(name, argv, cenv, cwd=cwd, args=args, kube=kube, kubelet=kubelet,
-                                                klpods=klpods, log_path=os.path.join(tmp, f"{name}-{r}.log")))
+        candidates = updater_candidates(common, env, args=args, tmp=tmp, host_root=host_root)
+
+        def churn_step(n: int) -> None:
+            victim = klpods[(n * 3 if n % 2 else (n - 1) * 3) % len(klpods)]
+            if n % 2:
+                kubelet.remove_pod(victim.namespace, victim.name)
+            else:
+                kubelet.add_pod(victim)
+
+        runs = await run_candidates(candidates, args=args, kube=kube, tmp=tmp, node=NODE,
+                                    cycles_now=lambda: kubelet.calls["List"],
+                                    churn_step=churn_step if args.churn else None)
     finally:
         kubelet.stop()
         kube.close()
-    print(f"nfd-topology-updater footprint ({desc}, {avg_pod_kb:.1f} kB/pod JSON, -sleep-interval={args.interval:g}s, "
-          f"kubelet settings from {'HTTPS /configz' if args.configz else 'a file'}"
-          f"{', a pod leaving and returning every 4 s' if args.churn else ''}; {args.runs} run(s) each, interleaved)")
+    report(runs, header=(
+        f"nfd-topology-updater footprint ({desc}, {avg_pod_kb:.1f} kB/pod JSON, -sleep-interval={args.interval:g}s, "
+        f"kubelet settings from {'HTTPS /configz' if args.configz else 'a file'}"
+        f"{', a pod leaving and returning every 4 s' if args.churn else ''}; {args.runs} run(s) each, interleaved)"))
+
+
+def updater_candidates(common: list[str], env: dict[str, str], *, args: argparse.Namespace, tmp: str,
+                       host_root: str | None) -> list[tuple[str, list[str], dict[str, str], str]]:
+    """(name, argv, env, cwd) of ours (this checkout's, or --repo's) and, with
+    UPSTREAM_NFD_TOPOLOGY_UPDATER, upstream's binary: the same flags for both."""
+    ours_env = dict(env, PYTHONPATH=args.repo or ROOT)  # the updater of this (or another) checkout
+    if host_root:
+        ours_env["NFD_HOST_ROOT"] = host_root
+    ours = [sys.executable, *(["-m", "cProfile", "-o", args.profile] if args.profile else []),
+            "-m", "nfd.topology_updater", *common, "-port=0", "-config="]
+    candidates = [("nfd", ours, ours_env, args.repo or ROOT)]
+    upstream = os.environ.get("UPSTREAM_NFD_TOPOLOGY_UPDATER")
+    if upstream:
+        if host_root:
+            print("note: upstream reads this host's /sys, not the modelled node's: use --model host")
+        empty_conf = os.path.join(tmp, "upstream.conf")
+        open(empty_conf, "w").close()
+        candidates.append(("upstream", [upstream, *common, f"-port={free_port()}", f"-config={empty_conf}"],
+                           env, tmp))
+    return candidates
+
+
+REAL_NS = "nfd-bench-apps"
+
+
+def real_pods(n_ordinary: int) -> list[dict]:
+    """A Guaranteed pod with one exclusive CPU (the static CPU manager pins it) and `n_ordinary`
+    Burstable ones; the pause image, imported into the node's containerd (never pulled)."""
+    from tests.e2e.node import PAUSE_REF
+
+    def pod(name: str, resources: dict) -> dict:
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": REAL_NS},
+                "spec": {"hostNetwork": True, "terminationGracePeriodSeconds": 1,
+                         "containers": [{"name": "app", "image": PAUSE_REF, "imagePullPolicy": "Never",
+                                         "resources": resources}]}}
+
+    one = {"cpu": "1", "memory": "64Mi"}
+    return [pod("pinned", {"requests": one, "limits": one})] + [
+        pod(f"ordinary-{i}", {"requests": {"cpu": "10m", "memory": "16Mi"}}) for i in range(n_ordinary)]
+
+
+async def main_real_async(args: argparse.Namespace) -> None:
+    """--real-kubelet: the e2e suite's real node (tests/e2e/node.py: kubelet with the static CPU
+    manager and the topology manager, containerd, runc), one machine-wide node at a time."""
+    from tests.e2e.node import cannot_run_containers, machine_lock, start_node, stop_node
+
+    reason = cannot_run_containers()
+    if reason:
+        raise SystemExit(f"--real-kubelet: no real node here: {reason}")
+    tmp = tempfile.mkdtemp(prefix="nfd-bench-real-")
+    with machine_lock(log=print):
+        node = start_node(log=print)
+        try:
+            kube = node.kube
+            kube.wait_crd_established("noderesourcetopologies.topology.node.k8s.io")
+            for ns in (REAL_NS, "nfd"):
+                kube.create_namespace(ns, exist_ok=True)
+            for body in real_pods(args.pods):
+                kube.request("POST", f"/api/v1/namespaces/{REAL_NS}/pods", body=body)
+
+            def all_running() -> bool:
+                items = kube.get(f"/api/v1/namespaces/{REAL_NS}/pods")["items"]
+                return len(items) == args.pods + 1 and all(p["status"].get("phase") == "Running" for p in items)
+
+            kube.wait_until(all_running, timeout=180, interval=1, message=f"the bench pods running in {REAL_NS}")
+            pinned = ",".join(c for e in node.cpu_manager_state().get("entries", {}).values() for c in e.values())
+            policy = node.kubelet_config()["topologyManagerPolicy"]
+            token_file = os.path.join(tmp, "token")  # configz is authorized by the kubelet's webhook
+            with open(token_file, "w") as f:
+                f.write(kube.admin_token + "\n")
+            common = [f"-kubeconfig={kube.kubeconfig}",
+                      f"-kubelet-config-uri=https://127.0.0.1:{node.kubelet_port}/configz",
+                      f"-api-auth-token-file={token_file}",
+                      f"-podresources-socket={node.root_dir / 'pod-resources' / 'kubelet.sock'}",
+                      f"-kubelet-state-dir={node.root_dir}", f"-sleep-interval={args.interval:g}s"]
+            env = dict(os.environ, NODE_NAME=node.name, NODE_ADDRESS="127.0.0.1", KUBERNETES_NAMESPACE="nfd",
+                       POD_NAMESPACE="nfd")
+            candidates = updater_candidates(common, env, args=args, tmp=tmp, host_root=None)
+            t0 = time.monotonic()
+            runs = await run_candidates(candidates, args=args, kube=kube, tmp=tmp, node=node.name,
+                                        cycles_now=lambda: (time.monotonic() - t0) / args.interval,
+                                        churn_step=None)
+        finally:
+            stop_node(node)
+    report(runs, header=(
+        f"nfd-topology-updater footprint (a real kubelet: static CPU manager, topology manager {policy}, "
+        f"{len(host_cpus())} CPUs; {args.pods + 1} pods, 1 pinned to CPU(s) {pinned}; configz over HTTPS from "
+        f"the kubelet, -sleep-interval={args.interval:g}s, cycles = steady time / interval; "
+        f"{args.runs} run(s) each, interleaved)"))
+
+
+async def run_candidates(candidates: list[tuple[str, list[str], dict[str, str], str]], *, args: argparse.Namespace,
+                         kube, tmp: str, node: str, cycles_now: Callable[[], float],  # noqa: ANN001
+                         churn_step: Callable[[int], None] | None) -> dict[str, list[dict]]:
+    """Each candidate `args.runs` times, interleaved (ours, upstream's, ours, ...)."""
+    runs: dict[str, list[dict]] = {c[0]: [] for c in candidates}
+    for r in range(args.runs):
+        for name, argv, cenv, cwd in candidates:
+            runs[name].append(await run_one(name, argv, cenv, cwd=cwd, args=args, kube=kube, cycles_now=cycles_now,
+                                            churn_step=churn_step, node=node,
+                                            log_path=os.path.join(tmp, f"{name}-{r}.log")))
+    return runs
+
+
+def report(runs: dict[str, list[dict]], *, header: str) -> None:
+    print(header)
     for name, rs in runs.items():
         for r in rs:
             print(f"  {name:9s} RSS steady {r['rss']:5.1f} MiB (peak {r['peak']:5.1f})   cycles {r['cycles']:3d} in "
@@ -430,6 +538,15 @@ async def main_async(args: argparse.Namespace) -> None:
     for z in (nrt or {}).get("zones") or []:
         print("  " + z["name"] + ": "
               + ", ".join(f"{r['name']}={r['available']}/{r['allocatable']}" for r in z["resources"]))
+    if "upstream" in runs:  # the same node: the same object from both (zones, attributes)
+        def key(obj: dict | None, k: str) -> list:
+            return sorted(((obj or {}).get(k) or []), key=lambda e: json.dumps(e, sort_keys=True))
+
+        ours_nrt, theirs = runs["nfd"][-1]["nrt"], runs["upstream"][-1]["nrt"]
+        diff = [k for k in ("zones", "attributes") if key(ours_nrt, k) != key(theirs, k)]
+        print("  NodeResourceTopology zones and attributes: "
+              + (f"differ from upstream's in {', '.join(diff)}: ours {[key(ours_nrt, k) for k in diff]}, "
+                 f"upstream's {[key(theirs, k) for k in diff]}" if diff else "the same as upstream's"))
 
 
 def free_port() -> int:
@@ -455,7 +572,15 @@ def main() -> None:
     ap.add_argument("--smaps", action="store_true", help="print the updater's memory map summary")
     ap.add_argument("--repo", metavar="DIR", help="run the updater from another checkout (before/after runs)")
     ap.add_argument("--profile", metavar="FILE", help="run the updater under cProfile, writing FILE")
+    ap.add_argument("--real-kubelet", action="store_true",
+                    help="the e2e suite's real node (kubelet, containerd, runc; root and Go needed): a CPU-pinned "
+                         "Guaranteed pod and --pods ordinary ones (default 4); waits for the machine's node lock")
     args = ap.parse_args()
+    if args.real_kubelet:
+        if args.pods is None:
+            args.pods = 4
+        asyncio.run(main_real_async(args))
+        return
     if args.pods is None:
         args.pods = 10 if args.model == "host" else 200
     if args.churn is None:
