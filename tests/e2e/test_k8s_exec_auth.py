@@ -115,7 +115,7 @@ def test_long_running_process_runs_the_plugin_again_when_its_credential_expires(
     kubeconfig, state = exec_kubeconfig(kube, tmp_path, namespace=namespace, lifetime_s=2)
     master = start_master(kube, kubeconfig, namespace, tmp_path)
     try:
-        master.wait_log("acting as leader", timeout=60)
+        master.wait_log("Successfully acquired lease", timeout=60)
         first = len(runs(state))
         time.sleep(8)  # four lifetimes; the Lease is renewed every 2 s
         wait_renewed_after(kube, namespace, time.time() - 3)
@@ -134,7 +134,7 @@ def test_a_revoked_token_gets_one_new_plugin_run_and_a_retry(
     kubeconfig, state = exec_kubeconfig(kube, tmp_path, namespace=namespace, lifetime_s=3600)
     master = start_master(kube, kubeconfig, namespace, tmp_path)
     try:
-        master.wait_log("acting as leader", timeout=60)
+        master.wait_log("Successfully acquired lease", timeout=60)
         assert len(runs(state)) == 1
         # a new ServiceAccount of the same name: tokens of the old one are refused (after the
         # API server's 10 s cache of a token's authentication), new ones work
