@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Refresh ``expected/`` by running upstream's feature sources on every case (see tests/unit/sources/parity/README.md).
+"""Refresh ``expected/`` by running upstream's feature sources on every case
+(see tests/unit/sources/parity/README.md).
 
     python3 tests/oracles/sources_parity/regen_expected.py --driver BIN --prefix-dir DIR
 

@@ -1,7 +1,7 @@
 """Differential tests: every case in golden.json and golden_go_tables.json was run through Go
-text/template + Sprig v3.3.0 (see oracle/README.md); our engine must produce the same output or
+text/template + Sprig v3.3.0 (see tests/oracles/gotemplate/oracle/README.md); our engine must produce the same output or
 the same error. golden_go_tables.json holds templates from Go's own text/template test tables
-(go_tables.py); cases marked "nfd" get NFD's template data typed as upstream's."""
+(tests/oracles/gotemplate/go_tables.py); cases marked "nfd" get NFD's template data typed as upstream's."""
 
 from __future__ import annotations
 

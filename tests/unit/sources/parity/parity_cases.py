@@ -1,6 +1,6 @@
 """The differential cases: host roots x worker configs, and what is host-dependent.
 
-Shared by the test and by ``regen_expected.py`` (which runs upstream's binary to refresh the
+Shared by the test and by ``tests/oracles/sources_parity/regen_expected.py`` (which runs upstream's binary to refresh the
 expected data), so both always agree on the case list and the filtering.
 """
 

@@ -1,7 +1,7 @@
 """Random host roots for the text parsers (features.d, os-release, kconfig, /proc/modules).
 
 ``build_tree(seed, root)`` is deterministic; ``expected/text-corpus.json.gz`` holds what upstream's
-sources made of the trees for seeds 0..N-1 (``regen_text_corpus.py``), and the test rebuilds each
+sources made of the trees for seeds 0..N-1 (``tests/oracles/sources_parity/regen_text_corpus.py``), and the test rebuilds each
 tree and compares ours. Quoted ``"y"``/``"m"`` kconfig values are left out: a documented deviation.
 """
 
