@@ -2,7 +2,7 @@
 
 The match-term schema is shared by NodeFeatureRule and NodeFeatureGroup (and by
 rules and matchAny elements), so it is written once here rather than four times
-by hand. Run `python crds/generate.py` after editing; tests/unit/test_crds.py
+by hand. Run `python crds/generate.py` after editing; tests/unit/api/test_crds.py
 fails when the committed YAML and this generator disagree.
 
 The schemas are meant to accept every object upstream's CRDs accept (same

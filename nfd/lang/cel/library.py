@@ -580,7 +580,7 @@ MACROS2 = {"all", "exists", "exists_one", "existsOne", "transformList", "transfo
 # -- Kubernetes' CEL libraries ----------------------------------------------------------------------
 # Names and semantics of k8s.io/apiserver/pkg/cel/library (semver, lists, regex, ip, cidr, urls)
 # and of the cel-go extensions Kubernetes enables (sets, strings.format, optional types),
-# checked against the real thing by tests/unit/cel/test_k8s_library.py.
+# checked against the real thing by tests/unit/lang/cel/test_k8s_library.py.
 
 from nfd.lang.cel.types import (  # noqa: E402
     CIDR_T,

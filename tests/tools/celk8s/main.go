@@ -1,5 +1,5 @@
 // Command celk8s evaluates CEL expressions in Kubernetes' own CEL environment, as ground truth
-// for nfd's Kubernetes CEL library (tests/unit/cel/test_k8s_library.py).
+// for nfd's Kubernetes CEL library (tests/unit/lang/cel/test_k8s_library.py).
 //
 // The environment is k8s.io/apiserver's base environment for Kubernetes 1.35 (Lists, Regex,
 // URLs, Quantity, IP, CIDR, Format, SemverLib, ext.Strings v2, ext.Sets, ext.Lists v3,

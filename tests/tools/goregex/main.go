@@ -1,5 +1,5 @@
 // Command goregex records what Go's regexp package answers, as ground truth for nfd's Go
-// regexp dialect on RE2 (tests/unit/rules/test_goregex_conformance.py).
+// regexp dialect on RE2 (tests/unit/lang/goregex/test_goregex_conformance.py).
 //
 // It reads the pattern/input tables Go's own tests use ($GOROOT/src/regexp/testdata and every
 // string literal of regexp/syntax/parse_test.go) plus extra cases from stdin (JSON lines

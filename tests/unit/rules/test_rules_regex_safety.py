@@ -67,7 +67,7 @@ def test_backtracking_traps_finish_in_linear_time() -> None:
 
 
 def test_cel_matches_on_traps() -> None:
-    from tests.unit.cel.celhelp import ours
+    from tests.unit.lang.cel.celhelp import ours
 
     for pattern, text in TRAPS[:6]:
         expr = f"node.name.matches({json.dumps(pattern)})"

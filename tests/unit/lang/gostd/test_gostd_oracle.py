@@ -1,5 +1,5 @@
-"""nfd/lang/gostd against Go itself: every case of cases.json (written by regen_cases.py from
-Go's strconv, net/netip, net/url and time) must give Go's value and Go's exact error text."""
+"""nfd/lang/gostd against Go itself: every case of cases.json (written by
+tests/oracles/gostd/regen_cases.py from Go's strconv, net/netip, net/url and time) must give Go's value and Go's exact error text."""
 
 from __future__ import annotations
 
