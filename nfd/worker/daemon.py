@@ -364,6 +364,15 @@ class Worker:
     async def run(self) -> int:
         import asyncio
 
+        # a daemon takes SIGTERM from the start: one during the first discovery or publish ends
+        # the run after it (exit 0), not the process at once (a one-shot run keeps the default)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT) if not self.flags.oneshot else ():
+            try:
+                loop.add_signal_handler(sig, stop.set)
+            except (NotImplementedError, RuntimeError):
+                pass
         self.log_start()
         self.reload_config()
         self._features_d_sig = _dir_signature(self.ctx.paths.features_d())
@@ -377,13 +386,6 @@ class Worker:
             return 0 if ok else 1
         await self.sync_node_updater()
 
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            try:
-                loop.add_signal_handler(sig, stop.set)
-            except (NotImplementedError, RuntimeError):
-                pass
         server = await serve_http(self.flags.port, self.metrics.render, host=self.flags.bind_address or "0.0.0.0")
         klog.info_s("http server starting", port=f":{self.flags.port}")
         next_full = time.monotonic() + self.cfg.sleep_interval
