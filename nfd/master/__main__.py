@@ -16,13 +16,12 @@ from nfd.common.goflags import (
     FEATURE_GATES_USAGE,
     GoFlagSet,
     add_klog_flags,
-    feature_gates_value,
     go_duration_value,
     klog_header_options,
+    parse_feature_gates,
     verbosity,
 )
 from nfd.common.logsetup import klogger, setup_logging
-from nfd.common.masterflags import parse_feature_gates
 from nfd.common.podenv import pod_namespace
 from nfd.master.config import (
     DEFAULT_CONFIG_PATH,
@@ -44,7 +43,7 @@ def build_parser() -> GoFlagSet:
     p = GoFlagSet("nfd-master", description="Node Feature Discovery master: labels, annotates and taints "
                   "nodes from their NodeFeature objects and the NodeFeatureRules.")
     p.bool("version", False, "Print version and exit.")
-    p.value("feature-gates", FEATURE_GATES_USAGE, parse=feature_gates_value, default="")
+    p.value("feature-gates", FEATURE_GATES_USAGE, parse=parse_feature_gates)
     p.string("instance", "", "Instance name. Used to separate annotation namespaces for multiple parallel deployments.")
     p.string("config", DEFAULT_CONFIG_PATH, "Config file to use.")
     p.string("kubeconfig", "", "Kubeconfig to use")
@@ -267,8 +266,8 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    gates = args.feature_gates or {}  # checked by the flag parser
     try:
-        gates = parse_feature_gates(args.feature_gates)
         cfg, warnings, text = read_config(args.config, args.options, overrides_from(args))
     except (ValueError, ConfigError) as e:
         print(f"nfd-master: {e}", file=sys.stderr)
