@@ -1,6 +1,6 @@
 """nfd-master: the asyncio shell around the pure pieces.
 
-Caches (informers) of NodeFeatures (compressed), NodeFeatureRules (compiled), NodeFeatureGroups,
+The caches (informers, nfd.master.controller) of NodeFeatures (compressed), NodeFeatureRules (compiled), NodeFeatureGroups,
 Nodes (slim) and, with a namespace selector, Namespaces run on every replica, leader or not, so a
 standby takes over with warm caches. Only the leader runs the updaters. Work is a node name (or a
 group name) on a de-duplicating queue; ``nfdApiParallelism`` workers take items, compute the
@@ -14,40 +14,29 @@ import asyncio
 import json
 import logging
 import os
-import re
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from nfd.api import NODE_NAME_LABEL
-from nfd.common.logsetup import GoDuration, klogger, kobj
+from nfd.common.logsetup import klogger
 from nfd.k8s import errors as kerr
 from nfd.k8s.client import ApiClient
 from nfd.k8s.fetching import get
 from nfd.k8s.patching import patch
 from nfd.k8s.resources import (
-    NAMESPACES,
     NODEFEATUREGROUPS,
-    NODEFEATURERULES,
-    NODEFEATURES,
     NODES,
-    RESOURCESLICES,
 )
-from nfd.k8s.watching import Informer
 from nfd.master import bookkeeping as bk
-from nfd.master.config import MasterConfig, selector_matches
+from nfd.master.config import MasterConfig
+from nfd.master.controller import Controller
 from nfd.master.evidence import Evidence, skip_removal
 from nfd.master.metrics import MasterMetrics
 from nfd.master.nodefeatures import (
     MergedNodeFeatures,
-    compact_nodefeature,
     merge_node_features,
-    node_name_of,
-    publish_metadata_changed,
-    spec_changed,
 )
-from nfd.master.nodeupdate import Desired, NodePlan, NodeState, ops_to_strategic, plan_node_update, slim_node
+from nfd.master.nodeupdate import Desired, NodePlan, NodeState, ops_to_strategic, plan_node_update
 from nfd.master.workqueue import ShutDown, WorkQueue
 
 log = logging.getLogger("nfd.master")
@@ -130,30 +119,6 @@ def spread_delay(node: str, *, spread_s: float) -> float:
     return spread_s * (zlib.crc32(node.encode()) % 1000) / 1000.0
 
 
-#: The start of a Node MODIFIED watch line as the API server writes it (Go's field order:
-#: name, uid, resourceVersion come first in metadata, and none can hold a quote). Anything
-#: else is decoded as usual.
-_NODE_MODIFIED = re.compile(
-    rb'\{"type":"MODIFIED","object":\{"kind":"Node","apiVersion":"v1","metadata":\{'
-    rb'"name":"([a-z0-9.-]{1,253})","uid":"[0-9a-f-]{1,64}","resourceVersion":"([0-9]{1,20})"'
-)
-
-
-def _slim_nfr(obj: dict[str, Any]) -> dict[str, Any]:
-    meta = obj.get("metadata") or {}
-    return {
-        "apiVersion": obj.get("apiVersion"),
-        "kind": obj.get("kind"),
-        "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion") if k in meta},
-        "spec": obj.get("spec"),
-    }
-
-
-def _slim_ns(obj: dict[str, Any]) -> dict[str, Any]:
-    meta = obj.get("metadata") or {}
-    return {"metadata": {k: meta[k] for k in ("name", "resourceVersion", "labels") if k in meta}}
-
-
 class NfdMaster:
     def __init__(
         self,
@@ -174,7 +139,6 @@ class NfdMaster:
         self.node_queue: WorkQueue[str] = WorkQueue()
         self.group_queue: WorkQueue[str] = WorkQueue()
         self.desired_cache: dict[str, CachedDesired] = {}
-        self.nf_index: dict[str, set[tuple[str, str]]] = {}
         self.is_leader = False
         self.ready = False
         self.rulebook: Any = None
@@ -183,20 +147,10 @@ class NfdMaster:
         self._tasks: list[asyncio.Task[Any]] = []
         self._stop = asyncio.Event()
         self._resync_task: asyncio.Task[None] | None = None
-        self.ns_selector_gen = 0
         self.counts: dict[str, int] = {"noop": 0, "written": 0, "skipped_removal": 0}
         self.on_synced: Callable[[], None] | None = None
         self.elector: Any = None
         self._logged_rule_errors: set[tuple[Any, ...]] = set()
-        self._recent_deletes: dict[str, dict[tuple[str, str], float]] = {}
-        self._own_rv: dict[str, int] = {}  # newest resourceVersion our own writes produced
-        self._own_slim: dict[str, dict[str, Any]] = {}  # that state, until its echo arrives
-        self.echoes_skipped = 0  # watch events of our own writes taken without decoding them
-        self.echoes_decoded = 0  # the same, decoded (the peek did not recognise the line)
-        # Nodes being processed -> newest resourceVersion of a change seen meanwhile (0: none).
-        # Decided when the processing ends: most are the echoes of the writes then in flight.
-        self._busy: dict[str, int] = {}
-        self._nfr_deletes: dict[str, asyncio.TimerHandle] = {}  # masterless: rule deletes in grace
         # Rule evaluation on the loop in shared slices, and the rule objects too costly to
         # evaluate with the others (docs/reliability.md, "One costly rule object").
         from nfd.master.evalsched import EvalSlicer
@@ -213,163 +167,11 @@ class NfdMaster:
         self._set_names: tuple[int, frozenset[str]] = (-1, frozenset())  # rulebook generation, names
         self._frozen: dict[frozenset[str], frozenset[str]] = {}  # see _shared
 
-        page = config.informer_page_size
-        only = options.only_node
-        self.nf_informer = Informer(
-            api, NODEFEATURES, page_size=page, transform=compact_nodefeature,
-            label_selector=f"{NODE_NAME_LABEL}={only}" if only else None,
-        )
-        self.nfr_informer = Informer(api, NODEFEATURERULES, page_size=500, transform=_slim_nfr)
-        self.node_informer = Informer(
-            api, NODES, page_size=500, transform=slim_node, field_selector=f"metadata.name={only}" if only else None
-        )
-        # False when RBAC does not allow watching Nodes (upstream's ClusterRole has only
-        # get/list/patch/update): then Nodes are listed for full passes and read before each
-        # update, as upstream does.
-        self.watch_nodes = True
         # Labels/annotations ride along in the nodes/status patch when both change (see _execute).
         self.combine_status_writes = True
-        self.nfg_informer: Informer | None = None
-        if options.node_feature_groups and not only:  # groups need every node: nfd-master only
-            self.nfg_informer = Informer(
-                api, NODEFEATUREGROUPS, namespace=options.namespace, page_size=500
-            )
-        self.ns_informer: Informer | None = None
-        # The dra feature source (ResourceSlices); started in start_caches when the API serves
-        # resource.k8s.io/v1 and RBAC allows list and watch.
-        from nfd.dra.pools import DraIndex
+        self.controller = Controller(self, api)
 
-        self.dra = DraIndex()
-        self.dra_informer: Informer | None = None
-
-        self.nf_informer.on_event(self._on_nf_event)
-        self.nfr_informer.on_event(self._on_nfr_event)
-        self.node_informer.on_event(self._on_node_event)
-        self.node_informer.peek = self._peek_node_line
-        if self.nfg_informer is not None:
-            self.nfg_informer.on_event(self._on_nfg_event)
-
-    # -- informers ----------------------------------------------------------------------------
-    def _ensure_ns_informer(self) -> None:
-        if self.ns_informer is None and self.config.restrictions.node_feature_namespace_selector is not None:
-            self.ns_informer = Informer(self.api, NAMESPACES, page_size=500, transform=_slim_ns)
-            self.ns_informer.on_event(self._on_ns_event)
-
-    def _namespace_selected(self, ns: str) -> bool:
-        sel = self.config.restrictions.node_feature_namespace_selector
-        if sel is None:
-            return True
-        if self.ns_informer is None:
-            return False
-        obj = self.ns_informer.get(ns)
-        if obj is None:
-            return False
-        return selector_matches(sel, (obj.get("metadata") or {}).get("labels") or {})
-
-    def _on_ns_event(self, etype: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        old_labels = (old.get("metadata") or {}).get("labels") if old is not None else None
-        if etype == "MODIFIED" and old is not None and old_labels == (obj.get("metadata") or {}).get("labels"):
-            return
-        self.ns_selector_gen += 1
-        if self.ready:
-            self.update_all_nodes("namespace labels changed")
-
-    def _index_add(self, node: str | None, key: tuple[str, str]) -> None:
-        if node:
-            self.nf_index.setdefault(node, set()).add(key)
-
-    def _index_remove(self, node: str | None, key: tuple[str, str]) -> None:
-        if node and node in self.nf_index:
-            s = self.nf_index[node]
-            s.discard(key)
-            if not s:
-                del self.nf_index[node]
-
-    def _on_nf_event(self, etype: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        meta = obj.get("metadata") or {}
-        key = (meta.get("namespace") or "", meta.get("name") or "")
-        node = node_name_of(obj)
-        if etype == "DELETED":
-            self._index_remove(node, key)
-            target = node or key[1]
-            klog.info_s("NodeFeature deleted", nodefeature=kobj(key[0], key[1]), nodeName=target)
-            self.evidence.mark_deleted(target)
-            self._recent_deletes.setdefault(target, {})[key] = time.monotonic()
-            if self.ready:
-                self.node_queue.add_after(target, self.opts.delete_grace_s)
-                self._all_groups()
-            return
-        if node is None:
-            log.error("NodeFeature %s/%s has no %s label; ignored", key[0], key[1], "nfd.node.kubernetes.io/node-name")
-        old_node = node_name_of(old) if old is not None else None
-        if old is not None and old_node != node:
-            self._index_remove(old_node, key)
-            if old_node and self.ready:
-                self.evidence.mark_deleted(old_node)
-                self.node_queue.add(old_node)
-        self._index_add(node, key)
-        if not self.ready or node is None:
-            return
-        if etype == "ADDED" or old is None:
-            klog.info_s("NodeFeature added", v=2, nodefeature=kobj(key[0], key[1]))
-            if self._namespace_selected(key[0]):
-                self.node_queue.add_after(node, self.opts.batch_s)
-            self._all_groups()
-            return
-        changed = spec_changed(old, obj)
-        klog.info_s("NodeFeature updated", v=2, nodefeature=kobj(key[0], key[1]))
-        if changed or publish_metadata_changed(old, obj) or old_node != node:
-            self.node_queue.add_after(node, self.opts.batch_s)
-        if changed:
-            self._all_groups()
-
-    def _on_nfr_event(self, etype: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        name = (obj.get("metadata") or {}).get("name") or ""
-        if self.rulebook is None:
-            from nfd.master.pipeline import RuleBook
-
-            self.rulebook = RuleBook()
-        gen = self.rulebook.generation
-        pending = self._nfr_deletes.pop(name, None)
-        if pending is not None:
-            pending.cancel()
-        if etype == "DELETED" and self.opts.only_node and self.opts.delete_grace_s > 0:
-            # Masterless: a rule delete takes effect after the grace period unless the rule is
-            # back by then (a resumed watch replays delete + re-create within milliseconds, and
-            # the node pass must not run between them), as NodeFeature deletes do.
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:
-                loop = None
-            if loop is not None:
-                log.info("NodeFeatureRule %s deleted; acting on it in %gs unless it is re-created",
-                         name, self.opts.delete_grace_s)
-                self._nfr_deletes[name] = loop.call_later(self.opts.delete_grace_s, self._nfr_delete_due, name)
-                return
-        if etype == "DELETED":
-            self.rulebook.remove(name)
-        else:
-            err = self.rulebook.upsert(obj)
-            if err:
-                log.error("%s", err)
-                self._report_broken_rule(obj, err)
-        entry = self.rulebook.sets.get(name)
-        self.ledger.revised(name, entry.spec_key if entry is not None else None)
-        if self.rulebook.generation != gen and self.ready:
-            klog.info_s(f"NodeFeatureRule {etype.lower()}", nodefeaturerule=name)
-            self.update_all_nodes(f"NodeFeatureRule {name} {etype.lower()}")
-
-    def _nfr_delete_due(self, name: str) -> None:
-        self._nfr_deletes.pop(name, None)
-        if self.nfr_informer.get(name) is not None or self.rulebook is None:
-            return  # re-created meanwhile (its events did the rest)
-        gen = self.rulebook.generation
-        self.rulebook.remove(name)
-        if self.rulebook.generation != gen and self.ready:
-            log.info("NodeFeatureRule %s deleted (grace period over); re-evaluating the node", name)
-            self.update_all_nodes(f"NodeFeatureRule {name} deleted")
-
-    def _report_broken_rule(self, obj: dict[str, Any], msg: str, *, reason: str = "InvalidRule") -> None:
+    def report_broken_rule(self, obj: dict[str, Any], msg: str, *, reason: str = "InvalidRule") -> None:
         if not self.is_leader or self.opts.only_node:
             return
         from nfd.k8s.events import post_event
@@ -391,112 +193,17 @@ class NfdMaster:
             )
         )
 
-    def _on_nfg_event(self, etype: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        if etype == "MODIFIED" and old is not None and old.get("spec") == obj.get("spec"):
-            return
-        if self.ready:
-            self.group_queue.add((obj.get("metadata") or {}).get("name") or "")
-
-    def _peek_node_line(self, line: bytes) -> dict[str, Any] | None:
-        """A bookmark in place of the echo of our own write, which is then not decoded.
-
-        The echo is a whole Node (managedFields and all) that _on_node_event would drop
-        anyway: its state is already cached by _remember. Only a node that is cached and an
-        echo no newer than our newest write qualify; everything else is decoded.
-        """
-        m = _NODE_MODIFIED.match(line)
-        if m is None:
-            return None
-        name = m[1].decode()
-        if ("", name) not in self.node_informer.cache or not self._own_echo(name, int(m[2])):
-            return None
-        self.echoes_skipped += 1
-        return {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": m[2].decode()}}}
-
-    def _own_echo(self, name: str, rv: int) -> bool:
-        """Whether a Node event is the echo of our own write (or older): nothing new to react
-        to. The echo of the newest write also ends the wait for it (_own_slim)."""
-        own = self._own_rv.get(name, 0)
-        if rv == own:
-            self._own_slim.pop(name, None)
-        return rv <= own
-
-    def _on_node_event(self, etype: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        name = (obj.get("metadata") or {}).get("name") or ""
-        if etype == "DELETED":
-            self.evidence.forget(name)
-            self.desired_cache.pop(name, None)
-            self._recent_deletes.pop(name, None)
-            self._own_rv.pop(name, None)
-            self._own_slim.pop(name, None)
-            return
-        nm = obj.get("metadata") or {}
-        rv = nm.get("resourceVersion") or ""
-        if etype == "MODIFIED" and rv.isdigit() and self._own_echo(name, int(rv)):
-            # An older echo must not replace the newer state our last write returned.
-            self.echoes_decoded += 1
-            if name in self._own_slim:
-                self.node_informer.cache[("", name)] = self._own_slim[name]
-            return
-        if not self.ready:
-            return
-        if etype == "ADDED" or old is None:
-            self.node_queue.add(name)
-            return
-        if not self.opts.react_to_node_changes:
-            return
-        om = old.get("metadata") or {}
-        if (
-            om.get("labels") != nm.get("labels")
-            or om.get("annotations") != nm.get("annotations")
-            or old.get("spec") != obj.get("spec")
-            or old.get("status") != obj.get("status")
-        ):
-            if name in self._busy and rv.isdigit():
-                self._busy[name] = max(self._busy[name], int(rv))
-            else:
-                self.node_queue.add(name)
-
-    def _on_dra_event(self, etype: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        from nfd.dra.pools import ALL_NODES
-
-        name = (obj.get("metadata") or {}).get("name") or ""
-        if etype == "DELETED":
-            affected = self.dra.remove(name)
-        else:
-            affected = self.dra.upsert(obj["dra"])
-        if not self.ready or not affected:
-            return
-        if ALL_NODES in affected:
-            self.update_all_nodes(f"ResourceSlice {name} {etype.lower()}")
-        else:
-            for node in affected:
-                # drivers write their slices in bursts: one pass per node for the burst
-                self.node_queue.add_after(node, self.opts.batch_s)
-        self._all_groups()
-
-    def _node_labels(self, node: str) -> dict[str, str]:
-        obj = self.node_informer.get(node) if self.watch_nodes else None
-        labels: dict[str, str] = ((obj or {}).get("metadata") or {}).get("labels") or {}
-        return labels
-
-    def _all_groups(self) -> None:
-        if self.nfg_informer is None or not self.ready:
-            return
-        for _, name in list(self.nfg_informer.cache):
-            self.group_queue.add(name)
-
     # -- work ---------------------------------------------------------------------------------
     def update_all_nodes(self, reason: str, *, spread: bool = True) -> None:
         if not self.ready:
             return
-        if not self.watch_nodes:
+        if not self.controller.watch_nodes:
             # No Node watch allowed (upstream's RBAC): list instead.
             self._spawn(self._list_and_queue(reason))
             return
-        klog.info_s("will process all nodes in the cluster", nodeCount=len(self.node_informer.cache), reason=reason)
+        klog.info_s("will process all nodes in the cluster", nodeCount=len(self.controller.node_informer.cache), reason=reason)
         spread_s = self.opts.spread_s if (spread and self.opts.only_node) else 0.0
-        for _, name in list(self.node_informer.cache):
+        for _, name in list(self.controller.node_informer.cache):
             if spread_s > 0:
                 self.node_queue.add_after(name, spread_delay(name, spread_s=spread_s))
             else:
@@ -522,7 +229,7 @@ class NfdMaster:
         """Live reload: a new (already validated) config; every node is re-evaluated."""
         old = self.config
         self.config = config
-        self.nf_informer.page_size = config.informer_page_size  # used by the next relist
+        self.controller.nf_informer.page_size = config.informer_page_size  # used by the next relist
         limiter = getattr(self.write_api, "limiter", None)
         if limiter is not None and (old.kube_api_qps, old.kube_api_burst) != (config.kube_api_qps, config.kube_api_burst):
             limiter.qps, limiter.burst = config.kube_api_qps, max(1, config.kube_api_burst)
@@ -530,9 +237,9 @@ class NfdMaster:
             self._spawn(self._resize_workers())
         self.config_generation += 1
         self._policy = None
-        self._ensure_ns_informer()
-        if self.ns_informer is not None:
-            self._spawn(self.ns_informer.start())
+        self.controller.ensure_ns_informer()
+        if self.controller.ns_informer is not None:
+            self._spawn(self.controller.ns_informer.start())
         if self.ready:
             self.update_all_nodes("configuration changed")
             self._restart_resync()
@@ -545,13 +252,13 @@ class NfdMaster:
         return self._policy
 
     def merged_for(self, node: str) -> MergedNodeFeatures:
-        keys = sorted(self.nf_index.get(node, ()))
-        entries = [e for e in (self.nf_informer.cache.get(k) for k in keys) if e is not None]
+        keys = sorted(self.controller.nf_index.get(node, ()))
+        entries = [e for e in (self.controller.nf_informer.cache.get(k) for k in keys) if e is not None]
         merged = merge_node_features(
             entries,
             node_name=node,
             master_namespace=self.opts.namespace,
-            namespace_selected=self._namespace_selected
+            namespace_selected=self.controller.namespace_selected
             if self.config.restrictions.node_feature_namespace_selector is not None
             else None,
             deny_third_party_labels=self.config.restrictions.deny_node_feature_labels,
@@ -559,20 +266,20 @@ class NfdMaster:
         )
         for err in merged.errors:
             log.error("node %s: %s", node, err)
-        if self.dra_informer is not None:
+        if self.controller.dra_informer is not None:
             # The dra source, in the same pass: its instances append after the NodeFeatures'.
-            nd = self.dra.node_devices(node, self._node_labels(node))
+            nd = self.controller.dra.node_devices(node, self.controller.node_labels(node))
             if nd.instances:
                 merged.features.add_instances("dra.device", nd.instances)
                 merged.devices = nd.cel
         return merged
 
     def _desired_key(self, node: str) -> tuple[Any, ...]:
-        keys = sorted(self.nf_index.get(node, ()))
-        hashes = tuple((k, (self.nf_informer.cache.get(k) or {}).get("specHash")) for k in keys)
+        keys = sorted(self.controller.nf_index.get(node, ()))
+        hashes = tuple((k, (self.controller.nf_informer.cache.get(k) or {}).get("specHash")) for k in keys)
         rg = self.rulebook.generation if self.rulebook is not None else 0
-        dra = self.dra.node_devices(node, self._node_labels(node)).key if self.dra_informer is not None else ()
-        return (hashes, rg, self.config_generation, self.ns_selector_gen, dra)
+        dra = self.controller.dra.node_devices(node, self.controller.node_labels(node)).key if self.controller.dra_informer is not None else ()
+        return (hashes, rg, self.config_generation, self.controller.ns_selector_gen, dra)
 
     def _desired_key_gen(self) -> tuple[int, int]:
         return (self.rulebook.generation if self.rulebook is not None else 0, self.config_generation)
@@ -675,9 +382,9 @@ class NfdMaster:
                 continue
             msg = d.message()
             log.warning("%s", msg)
-            obj = self.nfr_informer.get(rule_set)
+            obj = self.controller.nfr_informer.get(rule_set)
             if obj is not None:
-                self._report_broken_rule(obj, msg, reason="RuleBudgetExceeded")  # not masterless
+                self.report_broken_rule(obj, msg, reason="RuleBudgetExceeded")  # not masterless
 
     async def _fresh_node(self, name: str) -> NodeState | None:
         obj = await get(self.write_api, NODES, name=name)
@@ -710,7 +417,7 @@ class NfdMaster:
                 subresource="status",
                 patch_type="strategic",
             )
-            self._remember(obj)
+            self.controller.remember(obj)
             if _metadata_applied(obj, metadata_ops):
                 metadata_ops = []
             else:
@@ -734,68 +441,31 @@ class NfdMaster:
                 subresource="status",
                 patch_type="strategic",
             )
-            self._remember(obj)
+            self.controller.remember(obj)
         rv = ((obj or {}).get("metadata") or {}).get("resourceVersion") or node.resource_version
         if metadata_ops:
             obj = await patch(
                 self.write_api, NODES, name=node.name, body=ops_to_strategic(metadata_ops), patch_type="strategic"
             )
-            self._remember(obj)
+            self.controller.remember(obj)
         elif plan.taints_patch is not None:
             body = dict(plan.taints_patch)
             body["metadata"] = dict(body["metadata"], resourceVersion=rv)
             obj = await patch(self.write_api, NODES, name=node.name, body=body, patch_type="strategic")
-            self._remember(obj)
+            self.controller.remember(obj)
         assert obj is not None
         return NodeState.from_obj(obj)
 
-    def _remember(self, obj: dict[str, Any]) -> None:
-        """Put the node as our write left it into the cache, unless the watch already has newer.
-
-        Later work on the node then plans against what is really there, and the watch events of
-        our own writes (up to the newest resourceVersion they produced) re-queue nothing.
-        """
-        slim = slim_node(obj)
-        name = slim["metadata"].get("name") or ""
-        if not self.watch_nodes:
-            return
-        cur = self.node_informer.cache.get(("", name))
-        new_rv = slim["metadata"].get("resourceVersion") or ""
-        if new_rv.isdigit() and int(new_rv) > self._own_rv.get(name, 0):
-            self._own_rv[name] = int(new_rv)
-            self._own_slim[name] = slim
-        cur_rv = (cur or {}).get("metadata", {}).get("resourceVersion") or ""
-        if cur is not None and new_rv.isdigit() and cur_rv.isdigit() and int(new_rv) > int(cur_rv):
-            self.node_informer.cache[("", name)] = slim
-
-    def _in_delete_grace(self, name: str) -> float:
-        """Seconds until a recent NodeFeature delete of this node may be acted on (0: now).
-
-        Any work on the node waits for the grace period unless the deleted objects are back,
-        so other events cannot bring the removal forward.
-        """
-        rd = self._recent_deletes.get(name)
-        if not rd:
-            return 0.0
-        now = time.monotonic()
-        present = self.nf_index.get(name, set())
-        for k, t in list(rd.items()):
-            if k in present or now - t >= self.opts.delete_grace_s:
-                del rd[k]
-        if not rd:
-            del self._recent_deletes[name]
-            return 0.0
-        return min(self.opts.delete_grace_s - (now - t) for t in rd.values())
 
     async def process_node(self, name: str, *, background: bool = False) -> None:
         if not background:
             await self._preempt_background(name)
-        self._busy[name] = 0
+        self.controller.busy[name] = 0
         try:
             await self._process_node(name, background=background)
         finally:
-            seen = self._busy.pop(name, 0)
-            if seen > self._own_rv.get(name, 0):
+            seen = self.controller.busy.pop(name, 0)
+            if seen > self.controller.own_rv.get(name, 0):
                 # Changed by someone else after our last write (guarded writes fail on changes
                 # before it, and are retried above): look again.
                 self.node_queue.add(name)
@@ -843,13 +513,13 @@ class NfdMaster:
                 self.deferred_queue.done(name)
 
     async def _process_node(self, name: str, *, background: bool = False) -> None:
-        wait = self._in_delete_grace(name)
+        wait = self.controller.in_delete_grace(name)
         if wait > 0:
             self.node_queue.add_after(name, wait)
             return
         self.metrics.node_update_requests.inc()
         # Plan against the watched cache; without a Node watch, read the Node (as upstream).
-        cached = self.node_informer.get(name) if self.watch_nodes else None
+        cached = self.controller.node_informer.get(name) if self.controller.watch_nodes else None
         node = NodeState.from_obj(cached) if cached is not None else await self._fresh_node(name)
         if node is None:
             klog.info_s("node not found, skip update", nodeName=name)
@@ -934,7 +604,7 @@ class NfdMaster:
 
         if self.opts.only_node:
             return
-        cached = self.node_informer.get(name) or {"metadata": {"name": name}}
+        cached = self.controller.node_informer.get(name) or {"metadata": {"name": name}}
         involved = {"apiVersion": "v1", "kind": "Node", "metadata": cached.get("metadata") or {"name": name}}
         self._spawn(
             post_event(
@@ -951,12 +621,12 @@ class NfdMaster:
         from nfd.master.groups import compute_membership
 
         self.metrics.nfg_update_requests.inc()
-        assert self.nfg_informer is not None
-        obj = self.nfg_informer.get(name, self.opts.namespace)
+        assert self.controller.nfg_informer is not None
+        obj = self.controller.nfg_informer.get(name, self.opts.namespace)
         if obj is None:
             return
-        if self.watch_nodes:
-            nodes = sorted(n for _, n in self.node_informer.cache)
+        if self.controller.watch_nodes:
+            nodes = sorted(n for _, n in self.controller.node_informer.cache)
         else:
             from nfd.k8s.fetching import list_objects
 
@@ -1009,7 +679,7 @@ class NfdMaster:
             self._workers.append(asyncio.create_task(self._worker(self.node_queue, self.process_node, "node")))
         if self._background_lane is None:
             self._background_lane = asyncio.create_task(self._background_worker())
-        if self.nfg_informer is not None:
+        if self.controller.nfg_informer is not None:
             for _ in range(max(1, min(n, 2))):
                 self._workers.append(
                     asyncio.create_task(self._worker(self.group_queue, self.process_group, "group"))
@@ -1056,7 +726,7 @@ class NfdMaster:
         self.ready = True
         self._start_workers()
         self.update_all_nodes("became leader", spread=False)
-        for _, name in list(self.nfg_informer.cache if self.nfg_informer is not None else {}):
+        for _, name in list(self.controller.nfg_informer.cache if self.controller.nfg_informer is not None else {}):
             self.group_queue.add(name)
         self._restart_resync()
         for name, msg in sorted((self.rulebook.broken if self.rulebook is not None else {}).items()):
@@ -1083,7 +753,7 @@ class NfdMaster:
         while True:
             await asyncio.sleep(period)
             self.update_all_nodes("periodic resync")
-            self._all_groups()
+            self.controller.all_groups()
 
     def _spawn(self, coro: Any) -> None:
         t = asyncio.ensure_future(coro)
@@ -1095,33 +765,12 @@ class NfdMaster:
 
         if self.rulebook is None:
             self.rulebook = RuleBook()
-        self._ensure_ns_informer()
-        self.watch_nodes = await self._allowed("watch", "nodes")
-        if not self.watch_nodes:
+        self.controller.ensure_ns_informer()
+        watch_nodes = await self._allowed("watch", "nodes")
+        if not watch_nodes:
             log.warning("RBAC does not allow watching nodes: reading each Node before updating it")
-        informers = [self.nfr_informer, self.nf_informer]
-        if self.watch_nodes:
-            informers.append(self.node_informer)
-        if self.nfg_informer is not None:
-            informers.append(self.nfg_informer)
-        if self.ns_informer is not None:
-            informers.append(self.ns_informer)
-        if self.opts.dra_resource_slices and await self._dra_available():
-            from nfd.dra.slices import compact_slice
-
-            self.dra_informer = Informer(self.api, RESOURCESLICES, page_size=500, transform=compact_slice)
-            self.dra_informer.on_event(self._on_dra_event)
-            informers.append(self.dra_informer)
-        for inf in informers:
-            await inf.start()
-        t0 = time.monotonic()
-        for inf in informers:
-            await inf.wait_synced()
-        sizes = {"nodeFeatures": len(self.nf_informer.cache), "nodeFeatureRules": len(self.nfr_informer.cache),
-                 "nodes": len(self.node_informer.cache)}
-        if self.dra_informer is not None:
-            sizes["resourceSlices"] = len(self.dra_informer.cache)
-        klog.info_s("informer caches synced", duration=GoDuration(time.monotonic() - t0), **sizes)
+        dra = self.opts.dra_resource_slices and await self._dra_available()
+        await self.controller.start(watch_nodes=watch_nodes, dra=dra)
         if self.on_synced is not None:
             self.on_synced()
 
@@ -1159,12 +808,6 @@ class NfdMaster:
             return True
         return bool(((res or {}).get("status") or {}).get("allowed"))
 
-    @property
-    def synced(self) -> bool:
-        infs = [self.nfr_informer, self.nf_informer] + ([self.node_informer] if self.watch_nodes else [])
-        if self.dra_informer is not None:
-            infs.append(self.dra_informer)
-        return all(i.synced for i in infs)
 
     async def stop(self) -> None:
         self._stop.set()
@@ -1172,15 +815,9 @@ class NfdMaster:
         self.node_queue.shutdown()
         self.group_queue.shutdown()
         self.deferred_queue.shutdown()
-        for inf in (self.nf_informer, self.nfr_informer, self.node_informer, self.nfg_informer, self.ns_informer,
-                    self.dra_informer):
-            if inf is not None:
-                await inf.stop()
+        await self.controller.stop()
         for t in list(self._tasks):
             t.cancel()
-        for h in self._nfr_deletes.values():
-            h.cancel()
-        self._nfr_deletes.clear()
 
     async def run(self, *, elector_factory: Callable[[], Any] | None = None) -> None:
         """Sync caches, then lead (or stand by with warm caches until leading) until stopped.
