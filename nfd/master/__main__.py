@@ -9,8 +9,6 @@ import logging
 import os
 import signal
 import sys
-import uuid
-from typing import Any
 
 from nfd.common.goflags import (
     FEATURE_GATES_USAGE,
@@ -35,8 +33,6 @@ from nfd.master.config import (
 
 log = logging.getLogger("nfd.master")
 klog = klogger("nfd.master")
-
-LEASE_NAME = "nfd-master.nfd.kubernetes.io"
 def build_parser() -> GoFlagSet:
     """Upstream's flags with upstream's help texts, then ours. Flags overriding config options
     are read only when given (``ns.given``), as upstream's flags.Visit."""
@@ -199,23 +195,9 @@ async def amain(args: argparse.Namespace, cfg: MasterConfig, gates: dict[str, bo
 
     elector_factory = None
     if args.enable_leader_election:
-        from nfd.k8s.lease import LeaderElector
+        from nfd.master.leadership import lease_electors, lease_identity
 
-        identity = f"{os.environ.get('NODE_NAME', '') or os.uname().nodename}_{uuid.uuid4()}"
-
-        def elector_factory() -> Any:
-            le = master.config.leader_election
-            return LeaderElector(
-                master.write_api,
-                name=LEASE_NAME,
-                namespace=ns,
-                identity=identity,
-                lease_duration_s=le.lease_duration,
-                renew_deadline_s=le.renew_deadline,
-                retry_period_s=le.retry_period,
-                on_started_leading=master.become_leader,
-                on_stopped_leading=master.step_down,
-            )
+        elector_factory = lease_electors(master, namespace=ns, identity=lease_identity())
 
     await master.update_own_node()
     cfg_task = asyncio.create_task(watch_config())

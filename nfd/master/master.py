@@ -28,9 +28,11 @@ from nfd.k8s.resources import (
     NODES,
 )
 from nfd.master import bookkeeping as bk
+from nfd.master.access import allowed, dra_available
 from nfd.master.config import MasterConfig
 from nfd.master.controller import Controller
 from nfd.master.evidence import Evidence, skip_removal
+from nfd.master.leadership import elect_until
 from nfd.master.metrics import MasterMetrics
 from nfd.master.nodefeatures import (
     MergedNodeFeatures,
@@ -149,7 +151,6 @@ class NfdMaster:
         self._resync_task: asyncio.Task[None] | None = None
         self.counts: dict[str, int] = {"noop": 0, "written": 0, "skipped_removal": 0}
         self.on_synced: Callable[[], None] | None = None
-        self.elector: Any = None
         self._logged_rule_errors: set[tuple[Any, ...]] = set()
         # Rule evaluation on the loop in shared slices, and the rule objects too costly to
         # evaluate with the others (docs/reliability.md, "One costly rule object").
@@ -766,48 +767,13 @@ class NfdMaster:
         if self.rulebook is None:
             self.rulebook = RuleBook()
         self.controller.ensure_ns_informer()
-        watch_nodes = await self._allowed("watch", "nodes")
+        watch_nodes = await allowed(self.api, verb="watch", resource="nodes")
         if not watch_nodes:
             log.warning("RBAC does not allow watching nodes: reading each Node before updating it")
-        dra = self.opts.dra_resource_slices and await self._dra_available()
+        dra = self.opts.dra_resource_slices and await dra_available(self.api)
         await self.controller.start(watch_nodes=watch_nodes, dra=dra)
         if self.on_synced is not None:
             self.on_synced()
-
-    async def _dra_available(self) -> bool:
-        """Whether the dra source can run: resource.k8s.io/v1 served, list and watch allowed.
-        Without them the master runs as upstream's, with one log line saying why."""
-        try:
-            await self.api.request("GET", "/apis/resource.k8s.io/v1")
-        except kerr.NotFound:
-            log.info("the API server does not serve resource.k8s.io/v1: the dra feature source is off")
-            return False
-        except (kerr.ApiError, kerr.ApiUnavailable) as e:
-            log.warning("cannot tell whether resource.k8s.io/v1 is served (%s): the dra feature source is off", e)
-            return False
-        for verb in ("list", "watch"):
-            if not await self._allowed(verb, "resourceslices", "resource.k8s.io"):
-                log.warning("RBAC does not allow %s on resourceslices.resource.k8s.io: the dra feature source is "
-                            "off (nfd-master's ClusterRole needs get/list/watch on them; docs/dra.md)", verb)
-                return False
-        return True
-
-    async def _allowed(self, verb: str, resource: str, group: str = "") -> bool:
-        """SelfSubjectAccessReview; an unanswerable question counts as allowed (the call will tell)."""
-        body = {
-            "apiVersion": "authorization.k8s.io/v1",
-            "kind": "SelfSubjectAccessReview",
-            "spec": {"resourceAttributes": {"verb": verb, "resource": resource, "group": group}},
-        }
-        try:
-            res = await self.api.request(
-                "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", body=body, verb="CREATE"
-            )
-        except (kerr.ApiError, kerr.ApiUnavailable) as e:
-            log.info("cannot check permission to %s %s (%s); assuming allowed", verb, resource, e)
-            return True
-        return bool(((res or {}).get("status") or {}).get("allowed"))
-
 
     async def stop(self) -> None:
         self._stop.set()
@@ -830,27 +796,8 @@ class NfdMaster:
             await self.become_leader()
             await self._stop.wait()
             return
-        while not self._stop.is_set():
-            self.elector = elector_factory()
-            run = asyncio.create_task(self.elector.run())
-            stop = asyncio.create_task(self._stop.wait())
-            await asyncio.wait({run, stop}, return_when=asyncio.FIRST_COMPLETED)
-            if stop.done():
-                run.cancel()
-                try:
-                    await run
-                except (asyncio.CancelledError, Exception):
-                    pass
-                if self.is_leader:
-                    await self.step_down()
-                await self.elector.release()
-                return
-            stop.cancel()
-            try:
-                run.result()
-            except Exception:
-                log.exception("leader election failed; retrying")
-                await asyncio.sleep(self.config.leader_election.retry_period)
+        await elect_until(self._stop, elector_factory=elector_factory, is_leader=lambda: self.is_leader,
+                          step_down=self.step_down, retry_period=lambda: self.config.leader_election.retry_period)
 
     async def update_own_node(self) -> None:
         """Remove the deprecated master.version annotation from the node we run on (upstream)."""
