@@ -270,7 +270,7 @@ def offline(reps: int) -> None:
         obj["metadata"]["resourceVersion"] = str(rv[0])
         return jsoncodec.dumps(body)
 
-    write(loop.run_until_complete(m.desired_for(node)).desired)  # the first pass
+    write(loop.run_until_complete(m.updater.desired_for(node)).desired)  # the first pass
     stages: dict[str, list[float]] = {}
 
     def clock(name: str, t0: float) -> float:
@@ -291,7 +291,7 @@ def offline(reps: int) -> None:
         m.controller.on_nfr_event("MODIFIED", slim, old)
         old = slim
         t = clock("compile the edited rule object", t)
-        cd = loop.run_until_complete(m.desired_for(node))
+        cd = loop.run_until_complete(m.updater.desired_for(node))
         t = clock("merge + evaluate + policy for its node", t)
         write(cd.desired)
         t = clock("plan + encode the patch", t)

@@ -226,7 +226,7 @@ class Controller:
                 log.error("%s", err)
                 self.m.report_broken_rule(obj, err)
         entry = self.m.rulebook.sets.get(name)
-        self.m.ledger.revised(name, entry.spec_key if entry is not None else None)
+        self.m.updater.ledger.revised(name, entry.spec_key if entry is not None else None)
         if self.m.rulebook.generation != gen and self.m.ready:
             klog.info_s(f"NodeFeatureRule {etype.lower()}", nodefeaturerule=name)
             self.m.update_all_nodes(f"NodeFeatureRule {name} {etype.lower()}")
@@ -280,7 +280,7 @@ class Controller:
         name = (obj.get("metadata") or {}).get("name") or ""
         if etype == "DELETED":
             self.m.evidence.forget(name)
-            self.m.desired_cache.pop(name, None)
+            self.m.updater.desired_cache.pop(name, None)
             self.recent_deletes.pop(name, None)
             self.own_rv.pop(name, None)
             self.own_slim.pop(name, None)

@@ -97,7 +97,7 @@ class NodeUpdater:
     @property
     def processed(self) -> int:
         """Passes over the node that finished (written or found right)."""
-        return self.master.counts["written"] + self.master.counts["noop"]
+        return self.master.updater.counts["written"] + self.master.updater.counts["noop"]
 
     def reload_config(self) -> None:
         """Re-read the master config file when it changed; an invalid one keeps the previous."""

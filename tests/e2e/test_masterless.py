@@ -704,7 +704,7 @@ def test_the_echo_of_a_workers_own_write_is_not_decoded(env: MasterlessEnv) -> N
             def server_rv() -> str:
                 return str(env.get_node(node)["metadata"]["resourceVersion"])
 
-            await until(lambda: up.processed >= 1 and m.counts["written"] >= 1, "the first write")
+            await until(lambda: up.processed >= 1 and m.updater.counts["written"] >= 1, "the first write")
             # An echo that overtakes its write's answer is decoded (it is news then): write again
             # until one comes after its answer, as nearly all do.
             want = "w"

@@ -178,7 +178,7 @@ async def test_first_pass_without_nodefeature_removes_nothing(api: FakeApi) -> N
     n3 = api.obj("nodes", "n3")
     assert n3["metadata"]["labels"][f"{NS}/old"] == "1"  # type: ignore[index]
     assert f"/metadata/labels/{NS.replace('/', '~1')}~1old" not in removed_paths(api)
-    assert m.counts["skipped_removal"] >= 1
+    assert m.updater.counts["skipped_removal"] >= 1
     # the next full pass has the evidence of one complete pass: a genuinely absent NodeFeature
     m.update_all_nodes("resync")
     await settle(m, api)
@@ -255,7 +255,7 @@ async def test_a_write_planned_on_a_stale_cache_still_lands_right(api: FakeApi) 
     assert m.controller.node_informer.get("n1")["metadata"]["labels"][f"{NS}/cpu-avx"] == "true"  # type: ignore[index]
     reads = api.metrics["GET"]
     # plans a removal of the vanished label: as a merge it is a no-op, not a failure to re-read on
-    await m.process_node("n1")
+    await m.updater.process_node("n1")
     assert api.metrics["GET"] == reads
     n1 = api.obj("nodes", "n1")
     assert n1 is not None
@@ -452,7 +452,7 @@ async def test_echoes_of_own_writes_queue_nothing(api: FakeApi, peek: bool) -> N
     api.watch_lag = 0.05
     m.update_all_nodes("resync")  # nothing to write: a no-op pass
     await settle(m, api)
-    assert m.counts["noop"] == 3  # n2 at start, then both nodes
+    assert m.updater.counts["noop"] == 3  # n2 at start, then both nodes
     api.put("nodefeaturerules", rule_obj("r1", [dict(AVX_RULE, labels={"cpu-avx": "v2"}, extendedResources={"avx": "2"})]))
     await asyncio.sleep(0.2)
     await settle(m, api)
@@ -460,7 +460,7 @@ async def test_echoes_of_own_writes_queue_nothing(api: FakeApi, peek: bool) -> N
     # 3 passes per node (start, resync, rule change); the lagging echoes of n1's two writes
     # per change re-queued nothing
     assert m.metrics.node_update_requests._value.get() == 6  # type: ignore[attr-defined]
-    assert m.counts["written"] == 2 and m.counts["noop"] == 4
+    assert m.updater.counts["written"] == 2 and m.updater.counts["noop"] == 4
     # the cache holds what our last write returned
     n1 = api.obj("nodes", "n1")
     assert n1 is not None
@@ -520,13 +520,13 @@ async def test_server_errors_on_writes_are_retried_with_backoff(api: FakeApi) ->
 async def test_echoes_of_own_writes_requeue_nothing_but_a_change_meanwhile_does(api: FakeApi) -> None:
     m = await start(api, react_to_node_changes=True)
     processed: list[str] = []
-    inner = m._process_node
+    inner = m.updater._process_node
 
     async def counting(name: str, **kw: Any) -> None:
         processed.append(name)
         await inner(name, **kw)
 
-    m._process_node = counting  # type: ignore[method-assign]
+    m.updater._process_node = counting  # type: ignore[method-assign]
     # A new NodeFeature for n2 needs a write; someone removes the managed label right after it.
     real_request = api._request
 
