@@ -11,7 +11,6 @@ cached Node and write only when the plan is not empty.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 from collections.abc import Callable
@@ -24,7 +23,6 @@ from nfd.k8s.client import ApiClient
 from nfd.k8s.fetching import get
 from nfd.k8s.patching import patch
 from nfd.k8s.resources import (
-    NODEFEATUREGROUPS,
     NODES,
 )
 from nfd.master import bookkeeping as bk
@@ -35,13 +33,11 @@ from nfd.master.evidence import Evidence
 from nfd.master.leadership import elect_until
 from nfd.master.metrics import MasterMetrics
 from nfd.master.updater import NodeUpdater
-from nfd.master.workqueue import ShutDown, WorkQueue
+from nfd.master.workers import WorkerPool
+from nfd.master.workqueue import WorkQueue
 
 log = logging.getLogger("nfd.master")
 klog = klogger("nfd.master")  # upstream's structured lines (docs/logging.md)
-
-MAX_REPORTED_RETRIES = 15
-
 
 @dataclass(slots=True)
 class MasterOptions:
@@ -116,14 +112,20 @@ class NfdMaster:
         self.is_leader = False
         self.ready = False
         self.rulebook: Any = None
-        self._workers: list[asyncio.Task[None]] = []
         self._tasks: list[asyncio.Task[Any]] = []
         self._stop = asyncio.Event()
         self._resync_task: asyncio.Task[None] | None = None
-        self._background_lane: asyncio.Task[None] | None = None  # the updater's background lane
         self.on_synced: Callable[[], None] | None = None
         self.controller = Controller(self, api)
         self.updater = NodeUpdater(self)
+        self.pool = WorkerPool(
+            node_queue=self.node_queue,
+            process_node=self.updater.process_node,
+            node_failed=self.metrics.node_update_failures.inc,
+            background=self.updater.background_worker,
+            group_queue=self.group_queue,
+            process_group=self.process_group if self.controller.nfg_informer is not None else None,
+        )
 
     def report_broken_rule(self, obj: dict[str, Any], msg: str, *, reason: str = "InvalidRule") -> None:
         if not self.is_leader or self.opts.only_node:
@@ -188,7 +190,7 @@ class NfdMaster:
         if limiter is not None and (old.kube_api_qps, old.kube_api_burst) != (config.kube_api_qps, config.kube_api_burst):
             limiter.qps, limiter.burst = config.kube_api_qps, max(1, config.kube_api_burst)
         if self.is_leader and old.nfd_api_parallelism != config.nfd_api_parallelism:
-            self.spawn(self._resize_workers())
+            self.spawn(self.pool.resize(lambda: self.config.nfd_api_parallelism if self.is_leader else None))
         self.config_generation += 1
         self.controller.ensure_ns_informer()
         if self.controller.ns_informer is not None:
@@ -197,9 +199,8 @@ class NfdMaster:
             self.update_all_nodes("configuration changed")
             self._restart_resync()
 
-
     async def process_group(self, name: str) -> None:
-        from nfd.master.groups import compute_membership
+        from nfd.master.groups import compute_membership, write_members
 
         self.metrics.nfg_update_requests.inc()
         assert self.controller.nfg_informer is not None
@@ -214,86 +215,13 @@ class NfdMaster:
             items, _ = await list_objects(self.api, NODES, page_size=500, metadata_only=True)
             nodes = sorted((o.get("metadata") or {}).get("name") or "" for o in items)
         members = compute_membership(obj, nodes=nodes, merged_for=self.updater.merged_for)
-        status_nodes = [{"name": m} for m in members]
-        if ((obj.get("status") or {}).get("nodes") or []) == status_nodes:
+        if not await write_members(self.write_api, obj=obj, members=members, namespace=self.opts.namespace):
             return
-        body = json.loads(json.dumps(obj))
-        body.setdefault("status", {})["nodes"] = status_nodes
-        from nfd.k8s.updating import replace
-
-        await replace(
-            self.write_api, NODEFEATUREGROUPS, body=body, name=name, namespace=self.opts.namespace, subresource="status"
-        )
         log.info("NodeFeatureGroup %s/%s: %d member nodes", self.opts.namespace, name, len(members))
 
-    async def _worker(self, queue: WorkQueue[str], fn: Callable[[str], Any], kind: str) -> None:
-        while True:
-            try:
-                item = await queue.get()
-            except ShutDown:
-                return
-            try:
-                await fn(item)
-                queue.forget(item)
-            except asyncio.CancelledError:
-                # Interrupted (resize or step-down): the item is not lost; a step-down then
-                # clears the queue.
-                queue.done(item)
-                queue.add(item)
-                raise
-            except Exception as e:
-                n = queue.num_requeues(item)
-                if n + 1 == MAX_REPORTED_RETRIES and kind == "node":
-                    self.metrics.node_update_failures.inc()
-                delay = queue.add_rate_limited(item)
-                if isinstance(e, kerr.ApiError | kerr.ApiUnavailable):
-                    log.warning("%s %s: update failed (%s); retry %d in %.2fs", kind, item, e, n + 1, delay)
-                else:
-                    log.exception("%s %s: update failed; retry %d in %.2fs", kind, item, n + 1, delay)
-            finally:
-                queue.done(item)
-
     # -- leadership and lifecycle ------------------------------------------------------------------
-    def _start_workers(self) -> None:
-        n = self.config.nfd_api_parallelism
-        for _ in range(n):
-            self._workers.append(asyncio.create_task(self._worker(self.node_queue, self.updater.process_node, "node")))
-        if self._background_lane is None:
-            self._background_lane = asyncio.create_task(self.updater.background_worker())
-        if self.controller.nfg_informer is not None:
-            for _ in range(max(1, min(n, 2))):
-                self._workers.append(
-                    asyncio.create_task(self._worker(self.group_queue, self.process_group, "group"))
-                )
-
-    async def _resize_workers(self) -> None:
-        """New nfdApiParallelism: replace the updaters (queued work is kept)."""
-        for t in self._workers:
-            t.cancel()
-        for t in self._workers:
-            try:
-                await t
-            except (asyncio.CancelledError, Exception):
-                pass
-        self._workers.clear()
-        if self.is_leader:
-            self._start_workers()
-
     async def _stop_workers(self) -> None:
-        lane, self._background_lane = self._background_lane, None
-        for t in self._workers + ([lane] if lane is not None else []):
-            t.cancel()
-        if lane is not None:
-            try:
-                await lane
-            except (asyncio.CancelledError, Exception):
-                pass
-        for t in self._workers:
-            try:
-                await t
-            except (asyncio.CancelledError, Exception):
-                pass
-        self._workers.clear()
+        await self.pool.stop()
         self.node_queue.clear()
         self.group_queue.clear()
         self.updater.deferred_queue.clear()
@@ -305,7 +233,7 @@ class NfdMaster:
         # Evidence of this term only: a standby has processed nothing.
         self.evidence.reset_processed()
         self.ready = True
-        self._start_workers()
+        self.pool.start(self.config.nfd_api_parallelism)
         self.update_all_nodes("became leader", spread=False)
         for _, name in list(self.controller.nfg_informer.cache if self.controller.nfg_informer is not None else {}):
             self.group_queue.add(name)

@@ -397,11 +397,11 @@ async def test_namespace_selector_restricts_nodefeatures(api: FakeApi) -> None:
 
 async def test_parallelism_reload_resizes_updaters(api: FakeApi) -> None:
     m = await start(api, MasterConfig(resync_period=0, nfd_api_parallelism=2))
-    assert len(m._workers) == 2
+    assert len(m.pool.tasks) == 2
     m.set_config(MasterConfig(resync_period=0, nfd_api_parallelism=5))
     await asyncio.sleep(0.05)
     await settle(m, api)
-    assert len(m._workers) == 5
+    assert len(m.pool.tasks) == 5
     await m.stop()
 
 
