@@ -86,13 +86,7 @@ class WorkerPool:
     async def resize(self, size: Callable[[], int | None]) -> None:
         """New nfdApiParallelism: replace the updaters (queued work is kept). ``size()``, asked
         once the old ones have stopped: how many to start, None when no longer leading."""
-        for t in self.tasks:
-            t.cancel()
-        for t in self.tasks:
-            try:
-                await t
-            except (asyncio.CancelledError, Exception):
-                pass
+        await _cancel_and_wait(self.tasks)
         self.tasks.clear()
         n = size()
         if n is not None:
@@ -101,16 +95,16 @@ class WorkerPool:
     async def stop(self) -> None:
         """Stop every updater and the background lane; the queued work is dropped."""
         lane, self._lane = self._lane, None
-        for t in self.tasks + ([lane] if lane is not None else []):
-            t.cancel()
-        if lane is not None:
-            try:
-                await lane
-            except (asyncio.CancelledError, Exception):
-                pass
-        for t in self.tasks:
-            try:
-                await t
-            except (asyncio.CancelledError, Exception):
-                pass
+        await _cancel_and_wait(([lane] if lane is not None else []) + self.tasks)
         self.tasks.clear()
+
+
+async def _cancel_and_wait(tasks: list[asyncio.Task[None]]) -> None:
+    """Cancel every task, then wait for each in order to end (however it ends)."""
+    for t in tasks:
+        t.cancel()
+    for t in tasks:
+        try:
+            await t
+        except (asyncio.CancelledError, Exception):
+            pass
