@@ -124,8 +124,8 @@ async def host(spec_path: str, status_path: str) -> None:
               "node_writes": node_writes, "rss_kib": _rss_kib(),
               "base_rss_kib": base_rss, "cpu_s": ru.ru_utime + ru.ru_stime, "gc_s": gc_s[0], "gc2_s": gc_s[1],
               "harness_s": harness_s[0],
-              "echoes": {"skipped": sum(u.master.echoes_skipped for u in updaters),
-                         "decoded": sum(u.master.echoes_decoded for u in updaters)}}
+              "echoes": {"skipped": sum(u.master.controller.echoes_skipped for u in updaters),
+                         "decoded": sum(u.master.controller.echoes_decoded for u in updaters)}}
         tmp = status_path + ".tmp"
         Path(tmp).write_text(json.dumps(st))
         os.replace(tmp, status_path)
@@ -243,8 +243,8 @@ def offline(reps: int) -> None:
     nf = nodefeature(node, 1)
     nf["metadata"]["resourceVersion"] = "10"
     key = (NS, node)
-    m.nf_informer.cache[key] = compact_nodefeature(nf)
-    m.nf_index[node] = {key}
+    m.controller.nf_informer.cache[key] = compact_nodefeature(nf)
+    m.controller.nf_index[node] = {key}
     rv = [100]
     obj: dict[str, Any] = {"apiVersion": "v1", "kind": "Node",
                            "metadata": {"name": node, "resourceVersion": "100", "labels": {
@@ -253,7 +253,7 @@ def offline(reps: int) -> None:
                                                   "allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}}}
     by_version = {v: make_rules(v) for v in ("v1", "v2")}
     for o in by_version["v1"]:
-        m._on_nfr_event("ADDED", m.nfr_informer.transform(o), None)  # type: ignore[misc]
+        m.controller.on_nfr_event("ADDED", m.controller.nfr_informer.transform(o), None)  # type: ignore[misc]
     loop = asyncio.new_event_loop()
 
     def write(desired: Any) -> bytes:
@@ -270,7 +270,7 @@ def offline(reps: int) -> None:
         obj["metadata"]["resourceVersion"] = str(rv[0])
         return jsoncodec.dumps(body)
 
-    write(loop.run_until_complete(m.desired_for(node)).desired)  # the first pass
+    write(loop.run_until_complete(m.updater.desired_for(node)).desired)  # the first pass
     stages: dict[str, list[float]] = {}
 
     def clock(name: str, t0: float) -> float:
@@ -279,29 +279,29 @@ def offline(reps: int) -> None:
         return t1
 
     changed = [i for i, o in enumerate(by_version["v1"]) if any(r["name"] == "changeable" for r in o["spec"]["rules"])][0]
-    old = m.nfr_informer.transform(by_version["v1"][changed])  # type: ignore[misc]
+    old = m.controller.nfr_informer.transform(by_version["v1"][changed])  # type: ignore[misc]
     for i in range(reps):
         new_obj = json.loads(json.dumps(by_version["v2" if i % 2 == 0 else "v1"][changed]))
         new_obj["metadata"]["resourceVersion"] = str(1000 + i)
         event = jsoncodec.dumps({"type": "MODIFIED", "object": new_obj})
         t = t_start = time.process_time()
         ev = jsoncodec.loads(event)
-        slim = m.nfr_informer.transform(ev["object"])  # type: ignore[misc]
+        slim = m.controller.nfr_informer.transform(ev["object"])  # type: ignore[misc]
         t = clock("decode the rule's watch event", t)
-        m._on_nfr_event("MODIFIED", slim, old)
+        m.controller.on_nfr_event("MODIFIED", slim, old)
         old = slim
         t = clock("compile the edited rule object", t)
-        cd = loop.run_until_complete(m.desired_for(node))
+        cd = loop.run_until_complete(m.updater.desired_for(node))
         t = clock("merge + evaluate + policy for its node", t)
         write(cd.desired)
         t = clock("plan + encode the patch", t)
         answer = jsoncodec.dumps(obj)
         t = time.process_time()
-        m._remember(jsoncodec.loads(answer))
+        m.controller.remember(jsoncodec.loads(answer))
         t = clock("decode the PATCH answer (Node)", t)
         echo = jsoncodec.dumps({"type": "MODIFIED", "object": obj})
         t = time.process_time()
-        m.node_informer.transform(jsoncodec.loads(echo)["object"])  # type: ignore[misc]
+        m.controller.node_informer.transform(jsoncodec.loads(echo)["object"])  # type: ignore[misc]
         t = clock("decode the Node watch echo", t)
         stages.setdefault("total (without sending)", []).append(t - t_start)
     loop.close()

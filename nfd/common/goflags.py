@@ -367,8 +367,10 @@ FEATURE_GATES_USAGE = (
 )
 
 
-def feature_gates_value(text: str) -> str:
-    """-feature-gates checked as upstream's featuregate.Set words its errors; the text as given."""
+def parse_feature_gates(text: str) -> dict[str, bool]:
+    """``-feature-gates=A=true,B=false`` -> {A: True, B: False}, refused as upstream's featuregate.Set
+    words it. The one parser of the flag: nfd-master and the worker (masterless mode) use it."""
+    gates: dict[str, bool] = {}
     for part in text.split(","):
         if not part:
             continue
@@ -384,7 +386,8 @@ def feature_gates_value(text: str) -> str:
             raise FlagValueError(f"unrecognized feature gate: {name}")
         if name == "NodeFeatureAPI" and raw in _FALSE:
             raise FlagValueError(f"cannot set feature gate {name} to false, feature is locked to true")
-    return text
+        gates[name] = raw in _TRUE
+    return gates
 
 
 def go_duration_value(text: str) -> float:

@@ -11,9 +11,12 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nfd.rules.nodefeatures import MergedNodeFeatures
+
+if TYPE_CHECKING:
+    from nfd.k8s.client import ApiClient
 
 log = logging.getLogger(__name__)
 
@@ -53,3 +56,19 @@ def compute_membership(
             seen.add(name)
             members.append(name)
     return members
+
+
+async def write_members(write_api: ApiClient, *, obj: dict[str, Any], members: list[str], namespace: str) -> bool:
+    """Put ``members`` in the group's ``status.nodes`` (the status subresource, replaced whole);
+    False when they are already there and nothing was written."""
+    status_nodes = [{"name": m} for m in members]
+    if ((obj.get("status") or {}).get("nodes") or []) == status_nodes:
+        return False
+    from nfd.k8s.resources import NODEFEATUREGROUPS
+    from nfd.k8s.updating import replace
+
+    body = json.loads(json.dumps(obj))
+    body.setdefault("status", {})["nodes"] = status_nodes
+    name = (obj.get("metadata") or {}).get("name") or ""
+    await replace(write_api, NODEFEATUREGROUPS, body=body, name=name, namespace=namespace, subresource="status")
+    return True

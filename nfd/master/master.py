@@ -1,6 +1,6 @@
 """nfd-master: the asyncio shell around the pure pieces.
 
-Caches (informers) of NodeFeatures (compressed), NodeFeatureRules (compiled), NodeFeatureGroups,
+The caches (informers, nfd.master.controller) of NodeFeatures (compressed), NodeFeatureRules (compiled), NodeFeatureGroups,
 Nodes (slim) and, with a namespace selector, Namespaces run on every replica, leader or not, so a
 standby takes over with warm caches. Only the leader runs the updaters. Work is a node name (or a
 group name) on a de-duplicating queue; ``nfdApiParallelism`` workers take items, compute the
@@ -11,50 +11,33 @@ cached Node and write only when the plan is not empty.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
-import re
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from nfd.api import NODE_NAME_LABEL
-from nfd.common.logsetup import GoDuration, klogger, kobj
+from nfd.common.logsetup import klogger
 from nfd.k8s import errors as kerr
 from nfd.k8s.client import ApiClient
 from nfd.k8s.fetching import get
 from nfd.k8s.patching import patch
 from nfd.k8s.resources import (
-    NAMESPACES,
-    NODEFEATUREGROUPS,
-    NODEFEATURERULES,
-    NODEFEATURES,
     NODES,
-    RESOURCESLICES,
 )
-from nfd.k8s.watching import Informer
 from nfd.master import bookkeeping as bk
-from nfd.master.config import MasterConfig, selector_matches
-from nfd.master.evidence import Evidence, skip_removal
+from nfd.master.access import allowed, dra_available
+from nfd.master.config import MasterConfig
+from nfd.master.controller import Controller
+from nfd.master.evidence import Evidence
+from nfd.master.leadership import elect_until
 from nfd.master.metrics import MasterMetrics
-from nfd.master.nodefeatures import (
-    MergedNodeFeatures,
-    compact_nodefeature,
-    merge_node_features,
-    node_name_of,
-    publish_metadata_changed,
-    spec_changed,
-)
-from nfd.master.nodeupdate import Desired, NodePlan, NodeState, ops_to_strategic, plan_node_update, slim_node
-from nfd.master.workqueue import ShutDown, WorkQueue
+from nfd.master.updater import NodeUpdater
+from nfd.master.workers import WorkerPool
+from nfd.master.workqueue import WorkQueue
 
 log = logging.getLogger("nfd.master")
 klog = klogger("nfd.master")  # upstream's structured lines (docs/logging.md)
-
-MAX_REPORTED_RETRIES = 15
-
 
 @dataclass(slots=True)
 class MasterOptions:
@@ -99,59 +82,12 @@ class MasterOptions:
         return self.feature_gates.get("DRAResourceSlices", not self.only_node)
 
 
-@dataclass(slots=True)
-class CachedDesired:
-    key: tuple[Any, ...]
-    desired: Desired
-    has_features: bool
-    found: bool
-    # outputs of the rules that matched, by (rule set, rule): what a rule failing at run time
-    # on this node next time contributes instead of nothing
-    outputs: dict[tuple[str, str], Any] = field(default_factory=dict)
-    # Masterless (one node): the merged features, reused while only the rules change, and the
-    # rules' results on them (nfd.rules.engine.RuleMemo)
-    merged: MergedNodeFeatures | None = None
-    memo: Any = None
-    # rule objects not run in this evaluation (nfd.master.fairness): the node's background
-    # evaluation runs them
-    deferred: frozenset[str] = frozenset()
-    # rule objects evaluated on this node at least once since this master started, and those
-    # deferred before ever being: what they would produce here is not known, so the write
-    # removes nothing (a restarted master must not strip a deferred object's labels)
-    evaluated: frozenset[str] = frozenset()
-    unknown: frozenset[str] = frozenset()
-
-
 def spread_delay(node: str, *, spread_s: float) -> float:
     """A node's fixed share of ``spread_s`` (a hash of its name): the same node waits the same
     time after every trigger, and a thousand nodes spread evenly over the window."""
     import zlib
 
     return spread_s * (zlib.crc32(node.encode()) % 1000) / 1000.0
-
-
-#: The start of a Node MODIFIED watch line as the API server writes it (Go's field order:
-#: name, uid, resourceVersion come first in metadata, and none can hold a quote). Anything
-#: else is decoded as usual.
-_NODE_MODIFIED = re.compile(
-    rb'\{"type":"MODIFIED","object":\{"kind":"Node","apiVersion":"v1","metadata":\{'
-    rb'"name":"([a-z0-9.-]{1,253})","uid":"[0-9a-f-]{1,64}","resourceVersion":"([0-9]{1,20})"'
-)
-
-
-def _slim_nfr(obj: dict[str, Any]) -> dict[str, Any]:
-    meta = obj.get("metadata") or {}
-    return {
-        "apiVersion": obj.get("apiVersion"),
-        "kind": obj.get("kind"),
-        "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion") if k in meta},
-        "spec": obj.get("spec"),
-    }
-
-
-def _slim_ns(obj: dict[str, Any]) -> dict[str, Any]:
-    meta = obj.get("metadata") or {}
-    return {"metadata": {k: meta[k] for k in ("name", "resourceVersion", "labels") if k in meta}}
 
 
 class NfdMaster:
@@ -173,203 +109,25 @@ class NfdMaster:
         self.evidence = Evidence()
         self.node_queue: WorkQueue[str] = WorkQueue()
         self.group_queue: WorkQueue[str] = WorkQueue()
-        self.desired_cache: dict[str, CachedDesired] = {}
-        self.nf_index: dict[str, set[tuple[str, str]]] = {}
         self.is_leader = False
         self.ready = False
         self.rulebook: Any = None
-        self._policy: Any = None
-        self._workers: list[asyncio.Task[None]] = []
         self._tasks: list[asyncio.Task[Any]] = []
         self._stop = asyncio.Event()
         self._resync_task: asyncio.Task[None] | None = None
-        self.ns_selector_gen = 0
-        self.counts: dict[str, int] = {"noop": 0, "written": 0, "skipped_removal": 0}
         self.on_synced: Callable[[], None] | None = None
-        self.elector: Any = None
-        self._logged_rule_errors: set[tuple[Any, ...]] = set()
-        self._recent_deletes: dict[str, dict[tuple[str, str], float]] = {}
-        self._own_rv: dict[str, int] = {}  # newest resourceVersion our own writes produced
-        self._own_slim: dict[str, dict[str, Any]] = {}  # that state, until its echo arrives
-        self.echoes_skipped = 0  # watch events of our own writes taken without decoding them
-        self.echoes_decoded = 0  # the same, decoded (the peek did not recognise the line)
-        # Nodes being processed -> newest resourceVersion of a change seen meanwhile (0: none).
-        # Decided when the processing ends: most are the echoes of the writes then in flight.
-        self._busy: dict[str, int] = {}
-        self._nfr_deletes: dict[str, asyncio.TimerHandle] = {}  # masterless: rule deletes in grace
-        # Rule evaluation on the loop in shared slices, and the rule objects too costly to
-        # evaluate with the others (docs/reliability.md, "One costly rule object").
-        from nfd.master.evalsched import EvalSlicer
-        from nfd.master.fairness import CostLedger
-
-        self.slicer = EvalSlicer()
-        # A masterless worker has one node: its own failures are all there is to count.
-        self.ledger = CostLedger(threshold=1) if options.only_node else CostLedger()
-        # Nodes whose last evaluation deferred a rule object: evaluated in full in the
-        # background lane, one at a time, while no other node work waits.
-        self.deferred_queue: WorkQueue[str] = WorkQueue()
-        self._background: _BackgroundPass | None = None
-        self._background_lane: asyncio.Task[None] | None = None
-        self._set_names: tuple[int, frozenset[str]] = (-1, frozenset())  # rulebook generation, names
-        self._frozen: dict[frozenset[str], frozenset[str]] = {}  # see _shared
-
-        page = config.informer_page_size
-        only = options.only_node
-        self.nf_informer = Informer(
-            api, NODEFEATURES, page_size=page, transform=compact_nodefeature,
-            label_selector=f"{NODE_NAME_LABEL}={only}" if only else None,
+        self.controller = Controller(self, api)
+        self.updater = NodeUpdater(self)
+        self.pool = WorkerPool(
+            node_queue=self.node_queue,
+            process_node=self.updater.process_node,
+            node_failed=self.metrics.node_update_failures.inc,
+            background=self.updater.background_worker,
+            group_queue=self.group_queue,
+            process_group=self.process_group if self.controller.nfg_informer is not None else None,
         )
-        self.nfr_informer = Informer(api, NODEFEATURERULES, page_size=500, transform=_slim_nfr)
-        self.node_informer = Informer(
-            api, NODES, page_size=500, transform=slim_node, field_selector=f"metadata.name={only}" if only else None
-        )
-        # False when RBAC does not allow watching Nodes (upstream's ClusterRole has only
-        # get/list/patch/update): then Nodes are listed for full passes and read before each
-        # update, as upstream does.
-        self.watch_nodes = True
-        # Labels/annotations ride along in the nodes/status patch when both change (see _execute).
-        self.combine_status_writes = True
-        self.nfg_informer: Informer | None = None
-        if options.node_feature_groups and not only:  # groups need every node: nfd-master only
-            self.nfg_informer = Informer(
-                api, NODEFEATUREGROUPS, namespace=options.namespace, page_size=500
-            )
-        self.ns_informer: Informer | None = None
-        # The dra feature source (ResourceSlices); started in start_caches when the API serves
-        # resource.k8s.io/v1 and RBAC allows list and watch.
-        from nfd.dra.pools import DraIndex
 
-        self.dra = DraIndex()
-        self.dra_informer: Informer | None = None
-
-        self.nf_informer.on_event(self._on_nf_event)
-        self.nfr_informer.on_event(self._on_nfr_event)
-        self.node_informer.on_event(self._on_node_event)
-        self.node_informer.peek = self._peek_node_line
-        if self.nfg_informer is not None:
-            self.nfg_informer.on_event(self._on_nfg_event)
-
-    # -- informers ----------------------------------------------------------------------------
-    def _ensure_ns_informer(self) -> None:
-        if self.ns_informer is None and self.config.restrictions.node_feature_namespace_selector is not None:
-            self.ns_informer = Informer(self.api, NAMESPACES, page_size=500, transform=_slim_ns)
-            self.ns_informer.on_event(self._on_ns_event)
-
-    def _namespace_selected(self, ns: str) -> bool:
-        sel = self.config.restrictions.node_feature_namespace_selector
-        if sel is None:
-            return True
-        if self.ns_informer is None:
-            return False
-        obj = self.ns_informer.get(ns)
-        if obj is None:
-            return False
-        return selector_matches(sel, (obj.get("metadata") or {}).get("labels") or {})
-
-    def _on_ns_event(self, etype: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        old_labels = (old.get("metadata") or {}).get("labels") if old is not None else None
-        if etype == "MODIFIED" and old is not None and old_labels == (obj.get("metadata") or {}).get("labels"):
-            return
-        self.ns_selector_gen += 1
-        if self.ready:
-            self.update_all_nodes("namespace labels changed")
-
-    def _index_add(self, node: str | None, key: tuple[str, str]) -> None:
-        if node:
-            self.nf_index.setdefault(node, set()).add(key)
-
-    def _index_remove(self, node: str | None, key: tuple[str, str]) -> None:
-        if node and node in self.nf_index:
-            s = self.nf_index[node]
-            s.discard(key)
-            if not s:
-                del self.nf_index[node]
-
-    def _on_nf_event(self, etype: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        meta = obj.get("metadata") or {}
-        key = (meta.get("namespace") or "", meta.get("name") or "")
-        node = node_name_of(obj)
-        if etype == "DELETED":
-            self._index_remove(node, key)
-            target = node or key[1]
-            klog.info_s("NodeFeature deleted", nodefeature=kobj(key[0], key[1]), nodeName=target)
-            self.evidence.mark_deleted(target)
-            self._recent_deletes.setdefault(target, {})[key] = time.monotonic()
-            if self.ready:
-                self.node_queue.add_after(target, self.opts.delete_grace_s)
-                self._all_groups()
-            return
-        if node is None:
-            log.error("NodeFeature %s/%s has no %s label; ignored", key[0], key[1], "nfd.node.kubernetes.io/node-name")
-        old_node = node_name_of(old) if old is not None else None
-        if old is not None and old_node != node:
-            self._index_remove(old_node, key)
-            if old_node and self.ready:
-                self.evidence.mark_deleted(old_node)
-                self.node_queue.add(old_node)
-        self._index_add(node, key)
-        if not self.ready or node is None:
-            return
-        if etype == "ADDED" or old is None:
-            klog.info_s("NodeFeature added", v=2, nodefeature=kobj(key[0], key[1]))
-            if self._namespace_selected(key[0]):
-                self.node_queue.add_after(node, self.opts.batch_s)
-            self._all_groups()
-            return
-        changed = spec_changed(old, obj)
-        klog.info_s("NodeFeature updated", v=2, nodefeature=kobj(key[0], key[1]))
-        if changed or publish_metadata_changed(old, obj) or old_node != node:
-            self.node_queue.add_after(node, self.opts.batch_s)
-        if changed:
-            self._all_groups()
-
-    def _on_nfr_event(self, etype: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        name = (obj.get("metadata") or {}).get("name") or ""
-        if self.rulebook is None:
-            from nfd.master.pipeline import RuleBook
-
-            self.rulebook = RuleBook()
-        gen = self.rulebook.generation
-        pending = self._nfr_deletes.pop(name, None)
-        if pending is not None:
-            pending.cancel()
-        if etype == "DELETED" and self.opts.only_node and self.opts.delete_grace_s > 0:
-            # Masterless: a rule delete takes effect after the grace period unless the rule is
-            # back by then (a resumed watch replays delete + re-create within milliseconds, and
-            # the node pass must not run between them), as NodeFeature deletes do.
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:
-                loop = None
-            if loop is not None:
-                log.info("NodeFeatureRule %s deleted; acting on it in %gs unless it is re-created",
-                         name, self.opts.delete_grace_s)
-                self._nfr_deletes[name] = loop.call_later(self.opts.delete_grace_s, self._nfr_delete_due, name)
-                return
-        if etype == "DELETED":
-            self.rulebook.remove(name)
-        else:
-            err = self.rulebook.upsert(obj)
-            if err:
-                log.error("%s", err)
-                self._report_broken_rule(obj, err)
-        entry = self.rulebook.sets.get(name)
-        self.ledger.revised(name, entry.spec_key if entry is not None else None)
-        if self.rulebook.generation != gen and self.ready:
-            klog.info_s(f"NodeFeatureRule {etype.lower()}", nodefeaturerule=name)
-            self.update_all_nodes(f"NodeFeatureRule {name} {etype.lower()}")
-
-    def _nfr_delete_due(self, name: str) -> None:
-        self._nfr_deletes.pop(name, None)
-        if self.nfr_informer.get(name) is not None or self.rulebook is None:
-            return  # re-created meanwhile (its events did the rest)
-        gen = self.rulebook.generation
-        self.rulebook.remove(name)
-        if self.rulebook.generation != gen and self.ready:
-            log.info("NodeFeatureRule %s deleted (grace period over); re-evaluating the node", name)
-            self.update_all_nodes(f"NodeFeatureRule {name} deleted")
-
-    def _report_broken_rule(self, obj: dict[str, Any], msg: str, *, reason: str = "InvalidRule") -> None:
+    def report_broken_rule(self, obj: dict[str, Any], msg: str, *, reason: str = "InvalidRule") -> None:
         if not self.is_leader or self.opts.only_node:
             return
         from nfd.k8s.events import post_event
@@ -377,7 +135,7 @@ class NfdMaster:
         involved = dict(obj)
         involved.setdefault("apiVersion", "nfd.k8s-sigs.io/v1alpha1")
         involved.setdefault("kind", "NodeFeatureRule")
-        self._spawn(
+        self.spawn(
             post_event(
                 self.write_api,
                 # NodeFeatureRules are cluster-scoped: the API server takes their Events in
@@ -391,112 +149,17 @@ class NfdMaster:
             )
         )
 
-    def _on_nfg_event(self, etype: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        if etype == "MODIFIED" and old is not None and old.get("spec") == obj.get("spec"):
-            return
-        if self.ready:
-            self.group_queue.add((obj.get("metadata") or {}).get("name") or "")
-
-    def _peek_node_line(self, line: bytes) -> dict[str, Any] | None:
-        """A bookmark in place of the echo of our own write, which is then not decoded.
-
-        The echo is a whole Node (managedFields and all) that _on_node_event would drop
-        anyway: its state is already cached by _remember. Only a node that is cached and an
-        echo no newer than our newest write qualify; everything else is decoded.
-        """
-        m = _NODE_MODIFIED.match(line)
-        if m is None:
-            return None
-        name = m[1].decode()
-        if ("", name) not in self.node_informer.cache or not self._own_echo(name, int(m[2])):
-            return None
-        self.echoes_skipped += 1
-        return {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": m[2].decode()}}}
-
-    def _own_echo(self, name: str, rv: int) -> bool:
-        """Whether a Node event is the echo of our own write (or older): nothing new to react
-        to. The echo of the newest write also ends the wait for it (_own_slim)."""
-        own = self._own_rv.get(name, 0)
-        if rv == own:
-            self._own_slim.pop(name, None)
-        return rv <= own
-
-    def _on_node_event(self, etype: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        name = (obj.get("metadata") or {}).get("name") or ""
-        if etype == "DELETED":
-            self.evidence.forget(name)
-            self.desired_cache.pop(name, None)
-            self._recent_deletes.pop(name, None)
-            self._own_rv.pop(name, None)
-            self._own_slim.pop(name, None)
-            return
-        nm = obj.get("metadata") or {}
-        rv = nm.get("resourceVersion") or ""
-        if etype == "MODIFIED" and rv.isdigit() and self._own_echo(name, int(rv)):
-            # An older echo must not replace the newer state our last write returned.
-            self.echoes_decoded += 1
-            if name in self._own_slim:
-                self.node_informer.cache[("", name)] = self._own_slim[name]
-            return
-        if not self.ready:
-            return
-        if etype == "ADDED" or old is None:
-            self.node_queue.add(name)
-            return
-        if not self.opts.react_to_node_changes:
-            return
-        om = old.get("metadata") or {}
-        if (
-            om.get("labels") != nm.get("labels")
-            or om.get("annotations") != nm.get("annotations")
-            or old.get("spec") != obj.get("spec")
-            or old.get("status") != obj.get("status")
-        ):
-            if name in self._busy and rv.isdigit():
-                self._busy[name] = max(self._busy[name], int(rv))
-            else:
-                self.node_queue.add(name)
-
-    def _on_dra_event(self, etype: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        from nfd.dra.pools import ALL_NODES
-
-        name = (obj.get("metadata") or {}).get("name") or ""
-        if etype == "DELETED":
-            affected = self.dra.remove(name)
-        else:
-            affected = self.dra.upsert(obj["dra"])
-        if not self.ready or not affected:
-            return
-        if ALL_NODES in affected:
-            self.update_all_nodes(f"ResourceSlice {name} {etype.lower()}")
-        else:
-            for node in affected:
-                # drivers write their slices in bursts: one pass per node for the burst
-                self.node_queue.add_after(node, self.opts.batch_s)
-        self._all_groups()
-
-    def _node_labels(self, node: str) -> dict[str, str]:
-        obj = self.node_informer.get(node) if self.watch_nodes else None
-        labels: dict[str, str] = ((obj or {}).get("metadata") or {}).get("labels") or {}
-        return labels
-
-    def _all_groups(self) -> None:
-        if self.nfg_informer is None or not self.ready:
-            return
-        for _, name in list(self.nfg_informer.cache):
-            self.group_queue.add(name)
-
     # -- work ---------------------------------------------------------------------------------
     def update_all_nodes(self, reason: str, *, spread: bool = True) -> None:
         if not self.ready:
             return
-        if not self.watch_nodes:
+        if not self.controller.watch_nodes:
             # No Node watch allowed (upstream's RBAC): list instead.
-            self._spawn(self._list_and_queue(reason))
+            self.spawn(self._list_and_queue(reason))
             return
-        klog.info_s("will process all nodes in the cluster", nodeCount=len(self.node_informer.cache), reason=reason)
+        klog.info_s("will process all nodes in the cluster", nodeCount=len(self.controller.node_informer.cache), reason=reason)
         spread_s = self.opts.spread_s if (spread and self.opts.only_node) else 0.0
-        for _, name in list(self.node_informer.cache):
+        for _, name in list(self.controller.node_informer.cache):
             if spread_s > 0:
                 self.node_queue.add_after(name, spread_delay(name, spread_s=spread_s))
             else:
@@ -522,530 +185,46 @@ class NfdMaster:
         """Live reload: a new (already validated) config; every node is re-evaluated."""
         old = self.config
         self.config = config
-        self.nf_informer.page_size = config.informer_page_size  # used by the next relist
+        self.controller.nf_informer.page_size = config.informer_page_size  # used by the next relist
         limiter = getattr(self.write_api, "limiter", None)
         if limiter is not None and (old.kube_api_qps, old.kube_api_burst) != (config.kube_api_qps, config.kube_api_burst):
             limiter.qps, limiter.burst = config.kube_api_qps, max(1, config.kube_api_burst)
         if self.is_leader and old.nfd_api_parallelism != config.nfd_api_parallelism:
-            self._spawn(self._resize_workers())
+            self.spawn(self.pool.resize(lambda: self.config.nfd_api_parallelism if self.is_leader else None))
         self.config_generation += 1
-        self._policy = None
-        self._ensure_ns_informer()
-        if self.ns_informer is not None:
-            self._spawn(self.ns_informer.start())
+        self.controller.ensure_ns_informer()
+        if self.controller.ns_informer is not None:
+            self.spawn(self.controller.ns_informer.start())
         if self.ready:
             self.update_all_nodes("configuration changed")
             self._restart_resync()
 
-    def policy(self) -> Any:
-        if self._policy is None:
-            from nfd.master.pipeline import policy_config
-
-            self._policy = policy_config(self.config, disable_auto_prefix=self.opts.disable_auto_prefix)
-        return self._policy
-
-    def merged_for(self, node: str) -> MergedNodeFeatures:
-        keys = sorted(self.nf_index.get(node, ()))
-        entries = [e for e in (self.nf_informer.cache.get(k) for k in keys) if e is not None]
-        merged = merge_node_features(
-            entries,
-            node_name=node,
-            master_namespace=self.opts.namespace,
-            namespace_selected=self._namespace_selected
-            if self.config.restrictions.node_feature_namespace_selector is not None
-            else None,
-            deny_third_party_labels=self.config.restrictions.deny_node_feature_labels,
-            auto_prefix=not self.opts.disable_auto_prefix,
-        )
-        for err in merged.errors:
-            log.error("node %s: %s", node, err)
-        if self.dra_informer is not None:
-            # The dra source, in the same pass: its instances append after the NodeFeatures'.
-            nd = self.dra.node_devices(node, self._node_labels(node))
-            if nd.instances:
-                merged.features.add_instances("dra.device", nd.instances)
-                merged.devices = nd.cel
-        return merged
-
-    def _desired_key(self, node: str) -> tuple[Any, ...]:
-        keys = sorted(self.nf_index.get(node, ()))
-        hashes = tuple((k, (self.nf_informer.cache.get(k) or {}).get("specHash")) for k in keys)
-        rg = self.rulebook.generation if self.rulebook is not None else 0
-        dra = self.dra.node_devices(node, self._node_labels(node)).key if self.dra_informer is not None else ()
-        return (hashes, rg, self.config_generation, self.ns_selector_gen, dra)
-
-    def _desired_key_gen(self) -> tuple[int, int]:
-        return (self.rulebook.generation if self.rulebook is not None else 0, self.config_generation)
-
-    async def desired_for(self, node: str, *, background: bool = False) -> CachedDesired:
-        """The node's desired state, from the cache while its inputs are unchanged. In the
-        foreground, deferred rule objects are not run (their previous outputs stand in);
-        ``background``: run everything, in the background lane's share of the loop."""
-        key = self._desired_key(node)
-        cached = self.desired_cache.get(node)
-        if cached is not None and cached.key == key and not (background and cached.deferred):
-            return cached
-        from nfd.master.pipeline import compute_desired_steps
-        from nfd.rules.engine import EvalBudget, RuleMemo
-
-        if cached is not None and cached.merged is not None and _inputs(cached.key) == _inputs(key):
-            # Only the rules changed: the node's features are as merged last time (the engine
-            # never modifies them). Kept in masterless mode only, where there is one node.
-            merged = cached.merged
-            memo = cached.memo
-        else:
-            merged = self.merged_for(node)
-            memo = RuleMemo() if self.opts.only_node else None
-        rule_sets = self.rulebook.ordered() if self.rulebook is not None else []
-        deferred = frozenset() if background else self.ledger.deferred()
-        steps = compute_desired_steps(
-            merged, rule_sets=rule_sets, policy=self.policy(), node_name=node, budget=EvalBudget(),
-            previous=cached.outputs if cached is not None else None, memo=memo, deferred=deferred,
-        )
-        desired, rep = await self.slicer.drive(steps, background=background)
-        self._charge_budgets(node, rep.over_budget)
-        for rule, msg in rep.rule_errors:
-            self.metrics.nfr_processing_errors.inc()
-            # Once per rule and message per rules generation at error level, not once per node.
-            seen_key: tuple[Any, ...] = (self._desired_key_gen(), rule, msg)
-            if seen_key not in self._logged_rule_errors:
-                if len(self._logged_rule_errors) > 2000:  # messages are <= 1,000 characters: ~2 MB
-                    self._logged_rule_errors.clear()
-                self._logged_rule_errors.add(seen_key)
-                nfr, _, rule_name = str(rule).partition("/")
-                # ours: once per rule and error, with the first node it failed on
-                klog.error_s(msg, "failed to process rule", ruleName=rule_name or nfr, nodefeaturerule=nfr,
-                             nodeName=node)
-            else:
-                log.debug("node %s: rule %s failed: %s", node, rule, msg)
-        for kind, k, reason in rep.rejected:
-            seen_key = (self._desired_key_gen(), kind, k[:200], reason[:1000])
-            if seen_key not in self._logged_rule_errors:
-                if len(self._logged_rule_errors) > 2000:
-                    self._logged_rule_errors.clear()
-                self._logged_rule_errors.add(seen_key)
-                log.warning("%s %.200s rejected (first seen on node %s; not repeated per node): %.1000s",
-                            kind, k, node, reason)
-            else:
-                log.debug("node %s: %s %.200s rejected: %.1000s", node, kind, k, reason)
-            if kind.startswith("label"):
-                self.metrics.node_labels_rejected.inc()
-            elif kind.startswith("extended"):
-                self.metrics.node_ers_rejected.inc()
-            elif kind.startswith("taint"):
-                self.metrics.node_taints_rejected.inc()
-        # Node name label values are not exported (cardinality); see docs/compatibility.md.
-        self.metrics.nfr_processing_time.labels(name="", node="").observe(rep.duration_s)
-        skipped = self._shared(frozenset(rep.deferred))
-        evaluated = self._evaluated_sets(cached.evaluated if cached is not None else frozenset(), rule_sets, skipped)
-        cd = CachedDesired(key, desired, merged.has_features, merged.found, rep.outputs,
-                           merged if self.opts.only_node else None, memo, skipped, evaluated,
-                           self._shared(skipped - evaluated))
-        self.desired_cache[node] = cd
-        return cd
-
-    def _evaluated_sets(self, before: frozenset[str], rule_sets: list[Any], skipped: frozenset[str]) -> frozenset[str]:
-        """The rule objects evaluated on a node so far (CachedDesired.evaluated): those run now
-        and those run before that still exist. One shared object per distinct value, not one
-        per node (a hundred names are ~5 kB; five thousand nodes hold the same few sets)."""
-        gen = self.rulebook.generation if self.rulebook is not None else 0
-        if self._set_names[0] != gen:
-            self._set_names = (gen, frozenset(r.name for r in rule_sets))
-        names = self._set_names[1]
-        return self._shared((before & names) | (names - skipped))
-
-    def _shared(self, value: frozenset[str]) -> frozenset[str]:
-        if not value:
-            return frozenset()
-        if len(self._frozen) > 256:
-            self._frozen.clear()
-        return self._frozen.setdefault(value, value)
-
-    def _charge_budgets(self, node: str, over_budget: dict[str, str]) -> None:
-        """Count the rule objects that ran out of a budget on ``node`` (nfd.master.fairness);
-        one that now has on too many nodes is deferred, with one log line and one Event."""
-        if self.rulebook is None:
-            return
-        for rule_set, example in over_budget.items():
-            entry = self.rulebook.sets.get(rule_set)
-            if entry is None:
-                continue
-            d = self.ledger.record(rule_set=rule_set, revision=entry.spec_key, node=node, example=example)
-            if d is None:
-                continue
-            msg = d.message()
-            log.warning("%s", msg)
-            obj = self.nfr_informer.get(rule_set)
-            if obj is not None:
-                self._report_broken_rule(obj, msg, reason="RuleBudgetExceeded")  # not masterless
-
-    async def _fresh_node(self, name: str) -> NodeState | None:
-        obj = await get(self.write_api, NODES, name=name)
-        return None if obj is None else NodeState.from_obj(obj)
-
-    async def _execute(self, node: NodeState, plan: NodePlan) -> NodeState:
-        """Send the plan's stages in order; returns the node as the API last returned it.
-
-        Label, annotation and extended-resource changes go as strategic merge patches (the plan's
-        map operations, ``null`` removing): kube-apiserver applies those without a JSON round
-        trip of the stored Node, ~1.3 ms less of its CPU per write than the same JSON patch
-        (benchmarks/bench_node_patch_types.py). A merge patch never fails on a key that is
-        already gone or a map that appeared meanwhile, so no resourceVersion guard is needed for
-        them. The taint stage is a strategic merge patch too, guarded by the resourceVersion:
-        ``spec.taints`` has no patch strategy, so the list is replaced whole, as a merge patch
-        would (its JSON round trip cost the API server ~20% of its CPU in a 5,000-node run).
-        """
-        obj: dict[str, Any] | None = None
-        metadata_ops = plan.metadata_ops
-        if plan.status_ops and metadata_ops and self.combine_status_writes:
-            # One request instead of two: a Node's status subresource also persists metadata
-            # (nodeStatusStrategy resets only spec), so extended resources, labels and annotations
-            # land together, atomically. Checked on the answer; if a server ever drops the
-            # metadata part, fall back to upstream's two requests for good.
-            obj = await patch(
-                self.write_api,
-                NODES,
-                name=node.name,
-                body=ops_to_strategic(plan.status_ops + metadata_ops),
-                subresource="status",
-                patch_type="strategic",
-            )
-            self._remember(obj)
-            if _metadata_applied(obj, metadata_ops):
-                metadata_ops = []
-            else:
-                log.warning("the API server ignored metadata in a nodes/status patch; using separate patches")
-                self.combine_status_writes = False
-        elif plan.status_ops:
-            body = ops_to_strategic(plan.status_ops)
-            if self.opts.only_node and plan.taints_patch is not None and self.combine_status_writes:
-                # Masterless: the extended-resources record rides along with the resources (the
-                # node-update admission policy admits a resource only where the write records
-                # it); the taint write below repeats it unchanged.
-                key = bk.instance_annotation(bk.EXTENDED_RESOURCES, self.opts.instance)
-                anns = (plan.taints_patch.get("metadata") or {}).get("annotations") or {}
-                if key in anns:
-                    body["metadata"] = {"annotations": {key: anns[key]}}
-            obj = await patch(
-                self.write_api,
-                NODES,
-                name=node.name,
-                body=body,
-                subresource="status",
-                patch_type="strategic",
-            )
-            self._remember(obj)
-        rv = ((obj or {}).get("metadata") or {}).get("resourceVersion") or node.resource_version
-        if metadata_ops:
-            obj = await patch(
-                self.write_api, NODES, name=node.name, body=ops_to_strategic(metadata_ops), patch_type="strategic"
-            )
-            self._remember(obj)
-        elif plan.taints_patch is not None:
-            body = dict(plan.taints_patch)
-            body["metadata"] = dict(body["metadata"], resourceVersion=rv)
-            obj = await patch(self.write_api, NODES, name=node.name, body=body, patch_type="strategic")
-            self._remember(obj)
-        assert obj is not None
-        return NodeState.from_obj(obj)
-
-    def _remember(self, obj: dict[str, Any]) -> None:
-        """Put the node as our write left it into the cache, unless the watch already has newer.
-
-        Later work on the node then plans against what is really there, and the watch events of
-        our own writes (up to the newest resourceVersion they produced) re-queue nothing.
-        """
-        slim = slim_node(obj)
-        name = slim["metadata"].get("name") or ""
-        if not self.watch_nodes:
-            return
-        cur = self.node_informer.cache.get(("", name))
-        new_rv = slim["metadata"].get("resourceVersion") or ""
-        if new_rv.isdigit() and int(new_rv) > self._own_rv.get(name, 0):
-            self._own_rv[name] = int(new_rv)
-            self._own_slim[name] = slim
-        cur_rv = (cur or {}).get("metadata", {}).get("resourceVersion") or ""
-        if cur is not None and new_rv.isdigit() and cur_rv.isdigit() and int(new_rv) > int(cur_rv):
-            self.node_informer.cache[("", name)] = slim
-
-    def _in_delete_grace(self, name: str) -> float:
-        """Seconds until a recent NodeFeature delete of this node may be acted on (0: now).
-
-        Any work on the node waits for the grace period unless the deleted objects are back,
-        so other events cannot bring the removal forward.
-        """
-        rd = self._recent_deletes.get(name)
-        if not rd:
-            return 0.0
-        now = time.monotonic()
-        present = self.nf_index.get(name, set())
-        for k, t in list(rd.items()):
-            if k in present or now - t >= self.opts.delete_grace_s:
-                del rd[k]
-        if not rd:
-            del self._recent_deletes[name]
-            return 0.0
-        return min(self.opts.delete_grace_s - (now - t) for t in rd.values())
-
-    async def process_node(self, name: str, *, background: bool = False) -> None:
-        if not background:
-            await self._preempt_background(name)
-        self._busy[name] = 0
-        try:
-            await self._process_node(name, background=background)
-        finally:
-            seen = self._busy.pop(name, 0)
-            if seen > self._own_rv.get(name, 0):
-                # Changed by someone else after our last write (guarded writes fail on changes
-                # before it, and are retried above): look again.
-                self.node_queue.add(name)
-
-    async def _preempt_background(self, name: str) -> None:
-        """The foreground is about to process ``name``: a background pass on it that is still
-        evaluating is cancelled (it is queued again below), one already writing is waited for."""
-        bg = self._background
-        if bg is None or bg.node != name or bg.task.done():
-            return
-        if bg.writing:
-            await asyncio.wait({bg.task})
-        else:
-            bg.task.cancel()
-            await asyncio.wait({bg.task})
-
-    async def _background_worker(self) -> None:
-        """The background lane: nodes whose deferred rule objects are still to run, one at a
-        time, only while the node queue has nothing waiting or in progress."""
-        while True:
-            try:
-                name = await self.deferred_queue.get()
-            except ShutDown:
-                return
-            try:
-                while len(self.node_queue) or self.node_queue.processing:
-                    await asyncio.sleep(0.1)
-                bg = _BackgroundPass(name, asyncio.ensure_future(self.process_node(name, background=True)))
-                self._background = bg
-                try:
-                    await asyncio.wait({bg.task})
-                except asyncio.CancelledError:
-                    bg.task.cancel()
-                    raise
-                if bg.task.cancelled():
-                    continue  # the foreground took the node (and queues it again if needed)
-                e = bg.task.exception()
-                if e is not None:
-                    delay = self.deferred_queue.add_rate_limited(name)
-                    log.warning("node %s: background evaluation failed (%s); retry in %.2fs", name, e, delay)
-                else:
-                    self.deferred_queue.forget(name)
-            finally:
-                self._background = None
-                self.deferred_queue.done(name)
-
-    async def _process_node(self, name: str, *, background: bool = False) -> None:
-        wait = self._in_delete_grace(name)
-        if wait > 0:
-            self.node_queue.add_after(name, wait)
-            return
-        self.metrics.node_update_requests.inc()
-        # Plan against the watched cache; without a Node watch, read the Node (as upstream).
-        cached = self.node_informer.get(name) if self.watch_nodes else None
-        node = NodeState.from_obj(cached) if cached is not None else await self._fresh_node(name)
-        if node is None:
-            klog.info_s("node not found, skip update", nodeName=name)
-            self.evidence.forget(name)
-            self.desired_cache.pop(name, None)
-            return
-        cd = await self.desired_for(name, background=background)
-        if cd.deferred:
-            self.deferred_queue.add(name)
-        if background and self._background is not None and self._background.node == name:
-            self._background.writing = True
-        res = self.evidence.resolve(name)
-        skip = skip_removal(has_features=cd.has_features, found_in_cache=cd.found, res=res)
-        if skip:
-            self.counts["skipped_removal"] += 1
-            log.info("node %s: no NodeFeature known yet on first pass; not removing anything", name)
-        elif cd.unknown:
-            skip = True
-            log.debug("node %s: deferred rule objects %s not evaluated here yet; not removing anything",
-                      name, ", ".join(sorted(cd.unknown)))
-        if self.config.no_publish:
-            klog.info_s("node update skipped, NoPublish=true", v=1, nodeName=name)
-            self.evidence.commit(name, res)
-            return
-        wrote = False
-        all_changes: list[str] = []
-        counts: dict[str, int] = {}
-        removed = False
-        refreshed = False
-        for _ in range(3):
-            plan = plan_node_update(
-                node,
-                cd.desired,
-                skip_removal=skip,
-                allow_overwrite=self.config.restrictions.allow_overwrite,
-                instance=self.opts.instance,
-            )
-            if plan.noop:
-                break
-            desc = plan.changes.describe()
-            for k, n in plan.changes.counts().items():
-                counts[k] = counts.get(k, 0) + n
-            try:
-                node = await self._execute(node, plan)
-            except kerr.NotFound:
-                log.info("node %s was deleted meanwhile", name)
-                self.evidence.forget(name)
-                return
-            except (kerr.Invalid, kerr.Conflict) as e:
-                # Our cached view was stale (a key vanished, the resourceVersion moved): re-read.
-                if refreshed:
-                    raise
-                log.info("node %s: cached state stale (%s); re-reading", name, e.reason or e.status)
-                fresh = await self._fresh_node(name)
-                if fresh is None:
-                    self.evidence.forget(name)
-                    return
-                node = fresh
-                refreshed = True
-                continue
-            wrote = True
-            if desc and desc not in all_changes:
-                all_changes.append(desc)
-            removed = removed or plan.changes.removed_anything()
-            break
-        else:
-            raise RuntimeError(f"node {name}: plan did not converge")
-        self.evidence.commit(name, res)
-        if wrote:
-            self.counts["written"] += 1
-            self.metrics.node_updates.inc()
-            klog.info_s("node updated", nodeName=name, **counts, changes="; ".join(all_changes) or "bookkeeping")
-            if removed:
-                self._node_event(name, "; ".join(all_changes))
-        else:
-            self.counts["noop"] += 1
-            self.metrics.node_noop_updates.inc()
-            klog.info_s("no updates to node", v=1, nodeName=name)
-
-    def _node_event(self, name: str, message: str) -> None:
-        from nfd.k8s.events import post_event
-
-        if self.opts.only_node:
-            return
-        cached = self.node_informer.get(name) or {"metadata": {"name": name}}
-        involved = {"apiVersion": "v1", "kind": "Node", "metadata": cached.get("metadata") or {"name": name}}
-        self._spawn(
-            post_event(
-                self.write_api,
-                namespace="default",
-                involved=involved,
-                reason="FeaturesUpdated",
-                message=message,
-                component="nfd-master",
-            )
-        )
-
     async def process_group(self, name: str) -> None:
-        from nfd.master.groups import compute_membership
+        from nfd.master.groups import compute_membership, write_members
 
         self.metrics.nfg_update_requests.inc()
-        assert self.nfg_informer is not None
-        obj = self.nfg_informer.get(name, self.opts.namespace)
+        assert self.controller.nfg_informer is not None
+        obj = self.controller.nfg_informer.get(name, self.opts.namespace)
         if obj is None:
             return
-        if self.watch_nodes:
-            nodes = sorted(n for _, n in self.node_informer.cache)
+        if self.controller.watch_nodes:
+            nodes = sorted(n for _, n in self.controller.node_informer.cache)
         else:
             from nfd.k8s.fetching import list_objects
 
             items, _ = await list_objects(self.api, NODES, page_size=500, metadata_only=True)
             nodes = sorted((o.get("metadata") or {}).get("name") or "" for o in items)
-        members = compute_membership(obj, nodes=nodes, merged_for=self.merged_for)
-        status_nodes = [{"name": m} for m in members]
-        if ((obj.get("status") or {}).get("nodes") or []) == status_nodes:
+        members = compute_membership(obj, nodes=nodes, merged_for=self.updater.merged_for)
+        if not await write_members(self.write_api, obj=obj, members=members, namespace=self.opts.namespace):
             return
-        body = json.loads(json.dumps(obj))
-        body.setdefault("status", {})["nodes"] = status_nodes
-        from nfd.k8s.updating import replace
-
-        await replace(
-            self.write_api, NODEFEATUREGROUPS, body=body, name=name, namespace=self.opts.namespace, subresource="status"
-        )
         log.info("NodeFeatureGroup %s/%s: %d member nodes", self.opts.namespace, name, len(members))
 
-    async def _worker(self, queue: WorkQueue[str], fn: Callable[[str], Any], kind: str) -> None:
-        while True:
-            try:
-                item = await queue.get()
-            except ShutDown:
-                return
-            try:
-                await fn(item)
-                queue.forget(item)
-            except asyncio.CancelledError:
-                # Interrupted (resize or step-down): the item is not lost; a step-down then
-                # clears the queue.
-                queue.done(item)
-                queue.add(item)
-                raise
-            except Exception as e:
-                n = queue.num_requeues(item)
-                if n + 1 == MAX_REPORTED_RETRIES and kind == "node":
-                    self.metrics.node_update_failures.inc()
-                delay = queue.add_rate_limited(item)
-                if isinstance(e, kerr.ApiError | kerr.ApiUnavailable):
-                    log.warning("%s %s: update failed (%s); retry %d in %.2fs", kind, item, e, n + 1, delay)
-                else:
-                    log.exception("%s %s: update failed; retry %d in %.2fs", kind, item, n + 1, delay)
-            finally:
-                queue.done(item)
-
     # -- leadership and lifecycle ------------------------------------------------------------------
-    def _start_workers(self) -> None:
-        n = self.config.nfd_api_parallelism
-        for _ in range(n):
-            self._workers.append(asyncio.create_task(self._worker(self.node_queue, self.process_node, "node")))
-        if self._background_lane is None:
-            self._background_lane = asyncio.create_task(self._background_worker())
-        if self.nfg_informer is not None:
-            for _ in range(max(1, min(n, 2))):
-                self._workers.append(
-                    asyncio.create_task(self._worker(self.group_queue, self.process_group, "group"))
-                )
-
-    async def _resize_workers(self) -> None:
-        """New nfdApiParallelism: replace the updaters (queued work is kept)."""
-        for t in self._workers:
-            t.cancel()
-        for t in self._workers:
-            try:
-                await t
-            except (asyncio.CancelledError, Exception):
-                pass
-        self._workers.clear()
-        if self.is_leader:
-            self._start_workers()
-
     async def _stop_workers(self) -> None:
-        lane, self._background_lane = self._background_lane, None
-        for t in self._workers + ([lane] if lane is not None else []):
-            t.cancel()
-        if lane is not None:
-            try:
-                await lane
-            except (asyncio.CancelledError, Exception):
-                pass
-        for t in self._workers:
-            try:
-                await t
-            except (asyncio.CancelledError, Exception):
-                pass
-        self._workers.clear()
+        await self.pool.stop()
         self.node_queue.clear()
         self.group_queue.clear()
-        self.deferred_queue.clear()
+        self.updater.deferred_queue.clear()
 
     async def become_leader(self) -> None:
         klog.info_s("starting the NFD master updater pool", parallelism=self.config.nfd_api_parallelism)
@@ -1054,9 +233,9 @@ class NfdMaster:
         # Evidence of this term only: a standby has processed nothing.
         self.evidence.reset_processed()
         self.ready = True
-        self._start_workers()
+        self.pool.start(self.config.nfd_api_parallelism)
         self.update_all_nodes("became leader", spread=False)
-        for _, name in list(self.nfg_informer.cache if self.nfg_informer is not None else {}):
+        for _, name in list(self.controller.nfg_informer.cache if self.controller.nfg_informer is not None else {}):
             self.group_queue.add(name)
         self._restart_resync()
         for name, msg in sorted((self.rulebook.broken if self.rulebook is not None else {}).items()):
@@ -1083,9 +262,9 @@ class NfdMaster:
         while True:
             await asyncio.sleep(period)
             self.update_all_nodes("periodic resync")
-            self._all_groups()
+            self.controller.all_groups()
 
-    def _spawn(self, coro: Any) -> None:
+    def spawn(self, coro: Any) -> None:
         t = asyncio.ensure_future(coro)
         self._tasks.append(t)
         t.add_done_callback(lambda x: self._tasks.remove(x) if x in self._tasks else None)
@@ -1095,92 +274,24 @@ class NfdMaster:
 
         if self.rulebook is None:
             self.rulebook = RuleBook()
-        self._ensure_ns_informer()
-        self.watch_nodes = await self._allowed("watch", "nodes")
-        if not self.watch_nodes:
+        self.controller.ensure_ns_informer()
+        watch_nodes = await allowed(self.api, verb="watch", resource="nodes")
+        if not watch_nodes:
             log.warning("RBAC does not allow watching nodes: reading each Node before updating it")
-        informers = [self.nfr_informer, self.nf_informer]
-        if self.watch_nodes:
-            informers.append(self.node_informer)
-        if self.nfg_informer is not None:
-            informers.append(self.nfg_informer)
-        if self.ns_informer is not None:
-            informers.append(self.ns_informer)
-        if self.opts.dra_resource_slices and await self._dra_available():
-            from nfd.dra.slices import compact_slice
-
-            self.dra_informer = Informer(self.api, RESOURCESLICES, page_size=500, transform=compact_slice)
-            self.dra_informer.on_event(self._on_dra_event)
-            informers.append(self.dra_informer)
-        for inf in informers:
-            await inf.start()
-        t0 = time.monotonic()
-        for inf in informers:
-            await inf.wait_synced()
-        sizes = {"nodeFeatures": len(self.nf_informer.cache), "nodeFeatureRules": len(self.nfr_informer.cache),
-                 "nodes": len(self.node_informer.cache)}
-        if self.dra_informer is not None:
-            sizes["resourceSlices"] = len(self.dra_informer.cache)
-        klog.info_s("informer caches synced", duration=GoDuration(time.monotonic() - t0), **sizes)
+        dra = self.opts.dra_resource_slices and await dra_available(self.api)
+        await self.controller.start(watch_nodes=watch_nodes, dra=dra)
         if self.on_synced is not None:
             self.on_synced()
-
-    async def _dra_available(self) -> bool:
-        """Whether the dra source can run: resource.k8s.io/v1 served, list and watch allowed.
-        Without them the master runs as upstream's, with one log line saying why."""
-        try:
-            await self.api.request("GET", "/apis/resource.k8s.io/v1")
-        except kerr.NotFound:
-            log.info("the API server does not serve resource.k8s.io/v1: the dra feature source is off")
-            return False
-        except (kerr.ApiError, kerr.ApiUnavailable) as e:
-            log.warning("cannot tell whether resource.k8s.io/v1 is served (%s): the dra feature source is off", e)
-            return False
-        for verb in ("list", "watch"):
-            if not await self._allowed(verb, "resourceslices", "resource.k8s.io"):
-                log.warning("RBAC does not allow %s on resourceslices.resource.k8s.io: the dra feature source is "
-                            "off (nfd-master's ClusterRole needs get/list/watch on them; docs/dra.md)", verb)
-                return False
-        return True
-
-    async def _allowed(self, verb: str, resource: str, group: str = "") -> bool:
-        """SelfSubjectAccessReview; an unanswerable question counts as allowed (the call will tell)."""
-        body = {
-            "apiVersion": "authorization.k8s.io/v1",
-            "kind": "SelfSubjectAccessReview",
-            "spec": {"resourceAttributes": {"verb": verb, "resource": resource, "group": group}},
-        }
-        try:
-            res = await self.api.request(
-                "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", body=body, verb="CREATE"
-            )
-        except (kerr.ApiError, kerr.ApiUnavailable) as e:
-            log.info("cannot check permission to %s %s (%s); assuming allowed", verb, resource, e)
-            return True
-        return bool(((res or {}).get("status") or {}).get("allowed"))
-
-    @property
-    def synced(self) -> bool:
-        infs = [self.nfr_informer, self.nf_informer] + ([self.node_informer] if self.watch_nodes else [])
-        if self.dra_informer is not None:
-            infs.append(self.dra_informer)
-        return all(i.synced for i in infs)
 
     async def stop(self) -> None:
         self._stop.set()
         await self.step_down() if self.is_leader else None
         self.node_queue.shutdown()
         self.group_queue.shutdown()
-        self.deferred_queue.shutdown()
-        for inf in (self.nf_informer, self.nfr_informer, self.node_informer, self.nfg_informer, self.ns_informer,
-                    self.dra_informer):
-            if inf is not None:
-                await inf.stop()
+        self.updater.deferred_queue.shutdown()
+        await self.controller.stop()
         for t in list(self._tasks):
             t.cancel()
-        for h in self._nfr_deletes.values():
-            h.cancel()
-        self._nfr_deletes.clear()
 
     async def run(self, *, elector_factory: Callable[[], Any] | None = None) -> None:
         """Sync caches, then lead (or stand by with warm caches until leading) until stopped.
@@ -1193,27 +304,8 @@ class NfdMaster:
             await self.become_leader()
             await self._stop.wait()
             return
-        while not self._stop.is_set():
-            self.elector = elector_factory()
-            run = asyncio.create_task(self.elector.run())
-            stop = asyncio.create_task(self._stop.wait())
-            await asyncio.wait({run, stop}, return_when=asyncio.FIRST_COMPLETED)
-            if stop.done():
-                run.cancel()
-                try:
-                    await run
-                except (asyncio.CancelledError, Exception):
-                    pass
-                if self.is_leader:
-                    await self.step_down()
-                await self.elector.release()
-                return
-            stop.cancel()
-            try:
-                run.result()
-            except Exception:
-                log.exception("leader election failed; retrying")
-                await asyncio.sleep(self.config.leader_election.retry_period)
+        await elect_until(self._stop, elector_factory=elector_factory, is_leader=lambda: self.is_leader,
+                          step_down=self.step_down, retry_period=lambda: self.config.leader_election.retry_period)
 
     async def update_own_node(self) -> None:
         """Remove the deprecated master.version annotation from the node we run on (upstream)."""
@@ -1231,36 +323,3 @@ class NfdMaster:
             log.warning("could not clean up %s on node %s: %s", key, name, e)
 
 
-@dataclass(slots=True)
-class _BackgroundPass:
-    """The node the background lane is processing, and whether it has got to writing."""
-
-    node: str
-    task: asyncio.Task[None]
-    writing: bool = False
-
-
-def _inputs(key: tuple[Any, ...]) -> tuple[Any, ...]:
-    """A desired-state key without the rules generation: what the merged features depend on."""
-    return key[:1] + key[2:]
-
-
-def _metadata_applied(obj: dict[str, Any], ops: list[dict[str, Any]]) -> bool:
-    """Whether the node ``obj`` shows every label/annotation change of JSON patch ``ops``."""
-    meta = obj.get("metadata") or {}
-    for op in ops:
-        if op["op"] == "test":
-            continue
-        parts = op["path"].split("/", 3)  # "", "metadata", "labels"|"annotations", key
-        current = meta.get(parts[2]) or {}
-        if len(parts) == 3:
-            if any(current.get(k) != v for k, v in (op.get("value") or {}).items()):
-                return False
-            continue
-        key = parts[3].replace("~1", "/").replace("~0", "~")
-        if op["op"] == "remove":
-            if key in current:
-                return False
-        elif current.get(key) != op.get("value"):
-            return False
-    return True

@@ -123,15 +123,15 @@ class Worker:
         return cfg
 
     def _check_node_update_flags(self) -> None:
-        """-instance and -feature-gates are read only in masterless mode, but checked at start."""
-        # the shared flag checks only: nodeupdate and the master load when masterless mode starts
-        from nfd.common.masterflags import INSTANCE_RE, parse_feature_gates
+        """-instance is read only in masterless mode, but checked at start (-feature-gates: by the
+        flag parser)."""
+        # the shared flag check only: nodeupdate and the master load when masterless mode starts
+        from nfd.common.masterflags import INSTANCE_RE
 
         f = self.flags
         if f.instance and not INSTANCE_RE.match(f.instance):
             raise ValueError(f"invalid -instance {f.instance!r}: instance name must start and end with an "
                              "alphanumeric character and may only contain alphanumerics, `-`, `_` or `.`")
-        parse_feature_gates(f.feature_gates or "")  # ValueError names the gate
         if f.node_update_spread is not None:
             from nfd.worker.config import check_spread
 
@@ -151,7 +151,7 @@ class Worker:
             self.node_updater.spread_s = self.cfg.node_update_spread
             self.node_updater.reload_config()
             return
-        from nfd.worker.nodeupdate import NodeUpdateConfigError, NodeUpdater, parse_gates
+        from nfd.worker.nodeupdate import NodeUpdateConfigError, NodeUpdater
 
         try:
             await self._ensure_publisher()
@@ -161,7 +161,7 @@ class Worker:
                 namespace=self.publisher.namespace,
                 master_config_path=self.flags.master_config,
                 instance=self.flags.instance,
-                feature_gates=parse_gates(self.flags.feature_gates),
+                feature_gates=self.flags.feature_gates,
                 spread_s=self.cfg.node_update_spread,
             )
         except NodeUpdateConfigError as e:

@@ -34,7 +34,7 @@ class Flags:
     master_config: str = ""
     instance: str = ""
     bind_address: str = ""  # metrics/healthz listen address; empty: every address
-    feature_gates: str | None = None
+    feature_gates: dict[str, bool] | None = None
     given: frozenset[str] = field(default_factory=frozenset)  # flags set on the command line
 
 
@@ -46,13 +46,13 @@ def _list(v: str | None) -> list[str] | None:
 
 def build_parser() -> GoFlagSet:
     """Upstream's flags with upstream's help texts, then ours (masterless mode, -host-root)."""
-    from nfd.common.goflags import FEATURE_GATES_USAGE, GoFlagSet, add_klog_flags, feature_gates_value
+    from nfd.common.goflags import FEATURE_GATES_USAGE, GoFlagSet, add_klog_flags, parse_feature_gates
     from nfd.worker.config import DEFAULT_CONFIG_PATH
 
     p = GoFlagSet("nfd-worker", description="Node Feature Discovery worker: discovers this node's features "
                   "and labels and publishes them as its NodeFeature object.")
     p.bool("version", False, "Print version and exit.")
-    p.value("feature-gates", FEATURE_GATES_USAGE, parse=feature_gates_value)
+    p.value("feature-gates", FEATURE_GATES_USAGE, parse=parse_feature_gates)
     p.string("config", DEFAULT_CONFIG_PATH, "Config file to use.")
     p.string("kubeconfig", None, "Kubeconfig to use")
     p.bool("oneshot", False, "Do not publish feature labels")

@@ -24,7 +24,7 @@ log = logging.getLogger("nfd.worker")
 
 
 class NodeUpdateConfigError(ValueError):
-    """The master config file (or -feature-gates) is invalid; the message names the field."""
+    """The master config file is invalid; the message names the field."""
 
 
 def load_master_config(path: str) -> tuple[Any, str | None]:
@@ -38,15 +38,6 @@ def load_master_config(path: str) -> tuple[Any, str | None]:
     for w in warnings:
         log.warning("node update config: %s", w)
     return cfg, text
-
-
-def parse_gates(value: str | None) -> dict[str, bool]:
-    from nfd.common.masterflags import parse_feature_gates
-
-    try:
-        return parse_feature_gates(value or "")
-    except ValueError as e:
-        raise NodeUpdateConfigError(str(e)) from None
 
 
 class NodeUpdater:
@@ -106,7 +97,7 @@ class NodeUpdater:
     @property
     def processed(self) -> int:
         """Passes over the node that finished (written or found right)."""
-        return self.master.counts["written"] + self.master.counts["noop"]
+        return self.master.updater.counts["written"] + self.master.updater.counts["noop"]
 
     def reload_config(self) -> None:
         """Re-read the master config file when it changed; an invalid one keeps the previous."""

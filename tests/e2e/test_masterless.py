@@ -681,7 +681,7 @@ def test_the_echo_of_a_workers_own_write_is_not_decoded(env: MasterlessEnv) -> N
         up = NodeUpdater(api, node_name=node, namespace=NS, master_config_path=str(env.config))
         m = up.master
         undecided: list[bytes] = []  # lines the peek left to be decoded, for the failure message
-        inner = m.node_informer.peek
+        inner = m.controller.node_informer.peek
         assert inner is not None
 
         def recording(line: bytes) -> dict[str, Any] | None:
@@ -690,7 +690,7 @@ def test_the_echo_of_a_workers_own_write_is_not_decoded(env: MasterlessEnv) -> N
                 undecided.append(line[:240])
             return out
 
-        m.node_informer.peek = recording
+        m.controller.node_informer.peek = recording
         try:
             up.start()
 
@@ -704,38 +704,38 @@ def test_the_echo_of_a_workers_own_write_is_not_decoded(env: MasterlessEnv) -> N
             def server_rv() -> str:
                 return str(env.get_node(node)["metadata"]["resourceVersion"])
 
-            await until(lambda: up.processed >= 1 and m.counts["written"] >= 1, "the first write")
+            await until(lambda: up.processed >= 1 and m.updater.counts["written"] >= 1, "the first write")
             # An echo that overtakes its write's answer is decoded (it is news then): write again
             # until one comes after its answer, as nearly all do.
             want = "w"
             for attempt in range(5):
                 for _ in range(50):
-                    if m.echoes_skipped:
+                    if m.controller.echoes_skipped:
                         break
                     await asyncio.sleep(0.1)
-                if m.echoes_skipped:
+                if m.controller.echoes_skipped:
                     break
                 want = f"w{attempt}"
                 env.put_nf(nodefeature(node, node, labels={"worker-label": want}, **features_for(env.tag)))
                 await until(lambda v=want: env.labels(node).get(f"{FNS}/worker-label") == v, f"write {attempt + 2}")
-            assert m.echoes_skipped, f"no echo skipped in 6 writes; lines decoded: {undecided}"
+            assert m.controller.echoes_skipped, f"no echo skipped in 6 writes; lines decoded: {undecided}"
 
             def settled() -> bool:
                 rv = server_rv()
-                cached = m.node_informer.get(node) or {}
-                return m.node_informer.resource_version == rv == cached["metadata"]["resourceVersion"]
+                cached = m.controller.node_informer.get(node) or {}
+                return m.controller.node_informer.resource_version == rv == cached["metadata"]["resourceVersion"]
 
             await until(settled, "the watch resumes past the echoes, the cache holds the last write")
             rv = server_rv()
-            cached_rv = m.node_informer.get(node)["metadata"]["resourceVersion"]  # type: ignore[index]
-            skipped = m.echoes_skipped
+            cached_rv = m.controller.node_informer.get(node)["metadata"]["resourceVersion"]  # type: ignore[index]
+            skipped = m.controller.echoes_skipped
             # someone else's change is decoded into the cache
             env.kube.request("PATCH", f"/api/v1/nodes/{node}", body={"metadata": {"labels": {"admin/x": "y"}}},
                              content_type="application/strategic-merge-patch+json")
-            await until(lambda: (m.node_informer.get(node) or {}).get("metadata", {}).get("labels", {})
+            await until(lambda: (m.controller.node_informer.get(node) or {}).get("metadata", {}).get("labels", {})
                         .get("admin/x") == "y", "an outside change decoded")
-            assert m.echoes_skipped == skipped
-            labels = dict(m.node_informer.get(node)["metadata"]["labels"])  # type: ignore[index]
+            assert m.controller.echoes_skipped == skipped
+            labels = dict(m.controller.node_informer.get(node)["metadata"]["labels"])  # type: ignore[index]
             return skipped, cached_rv, rv, labels, want
         finally:
             await up.stop()

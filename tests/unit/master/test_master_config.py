@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from nfd.master.__main__ import build_parser, overrides_from, parse_feature_gates
+from nfd.common.goflags import parse_feature_gates
+from nfd.master.__main__ import build_parser, overrides_from
 from nfd.master.config import (
     ConfigError,
     FlagOverrides,
@@ -131,7 +132,7 @@ def test_feature_gates():
         "NodeFeatureGroupAPI": True,
         "DisableAutoPrefix": False,
     }
-    with pytest.raises(ValueError, match="unknown feature gate"):
+    with pytest.raises(ValueError, match="unrecognized feature gate: Bogus"):
         parse_feature_gates("Bogus=true")
     with pytest.raises(ValueError, match="locked"):
         parse_feature_gates("NodeFeatureAPI=false")

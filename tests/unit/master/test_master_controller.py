@@ -178,7 +178,7 @@ async def test_first_pass_without_nodefeature_removes_nothing(api: FakeApi) -> N
     n3 = api.obj("nodes", "n3")
     assert n3["metadata"]["labels"][f"{NS}/old"] == "1"  # type: ignore[index]
     assert f"/metadata/labels/{NS.replace('/', '~1')}~1old" not in removed_paths(api)
-    assert m.counts["skipped_removal"] >= 1
+    assert m.updater.counts["skipped_removal"] >= 1
     # the next full pass has the evidence of one complete pass: a genuinely absent NodeFeature
     m.update_all_nodes("resync")
     await settle(m, api)
@@ -252,10 +252,10 @@ async def test_a_write_planned_on_a_stale_cache_still_lands_right(api: FakeApi) 
     assert node is not None
     del node["metadata"]["labels"][f"{NS}/cpu-avx"]
     m.rulebook.remove("r1")
-    assert m.node_informer.get("n1")["metadata"]["labels"][f"{NS}/cpu-avx"] == "true"  # type: ignore[index]
+    assert m.controller.node_informer.get("n1")["metadata"]["labels"][f"{NS}/cpu-avx"] == "true"  # type: ignore[index]
     reads = api.metrics["GET"]
     # plans a removal of the vanished label: as a merge it is a no-op, not a failure to re-read on
-    await m.process_node("n1")
+    await m.updater.process_node("n1")
     assert api.metrics["GET"] == reads
     n1 = api.obj("nodes", "n1")
     assert n1 is not None
@@ -368,7 +368,7 @@ async def test_node_feature_group_membership(api: FakeApi) -> None:
 async def test_without_node_watch_permission_reads_nodes_like_upstream(api: FakeApi) -> None:
     api.forbidden.add(("watch", "nodes"))
     m = await start(api)
-    assert not m.watch_nodes
+    assert not m.controller.watch_nodes
     n1 = api.obj("nodes", "n1")
     assert n1 is not None and n1["metadata"]["labels"][f"{NS}/cpu-avx"] == "true"
     writes = len(api.writes())
@@ -397,11 +397,11 @@ async def test_namespace_selector_restricts_nodefeatures(api: FakeApi) -> None:
 
 async def test_parallelism_reload_resizes_updaters(api: FakeApi) -> None:
     m = await start(api, MasterConfig(resync_period=0, nfd_api_parallelism=2))
-    assert len(m._workers) == 2
+    assert len(m.pool.tasks) == 2
     m.set_config(MasterConfig(resync_period=0, nfd_api_parallelism=5))
     await asyncio.sleep(0.05)
     await settle(m, api)
-    assert len(m._workers) == 5
+    assert len(m.pool.tasks) == 5
     await m.stop()
 
 
@@ -446,13 +446,13 @@ async def test_echoes_of_own_writes_queue_nothing(api: FakeApi, peek: bool) -> N
     # two requests for n1 (status for the extended resource, then metadata): two echoes
     api.put("nodefeaturerules", rule_obj("r1", [dict(AVX_RULE, extendedResources={"avx": "1"})]))
     m = await start(api)
-    skipped_at_start = m.echoes_skipped
+    skipped_at_start = m.controller.echoes_skipped
     if not peek:  # as for a line the peek does not recognise: the echo is decoded and dropped
-        m.node_informer.peek = None
+        m.controller.node_informer.peek = None
     api.watch_lag = 0.05
     m.update_all_nodes("resync")  # nothing to write: a no-op pass
     await settle(m, api)
-    assert m.counts["noop"] == 3  # n2 at start, then both nodes
+    assert m.updater.counts["noop"] == 3  # n2 at start, then both nodes
     api.put("nodefeaturerules", rule_obj("r1", [dict(AVX_RULE, labels={"cpu-avx": "v2"}, extendedResources={"avx": "2"})]))
     await asyncio.sleep(0.2)
     await settle(m, api)
@@ -460,16 +460,16 @@ async def test_echoes_of_own_writes_queue_nothing(api: FakeApi, peek: bool) -> N
     # 3 passes per node (start, resync, rule change); the lagging echoes of n1's two writes
     # per change re-queued nothing
     assert m.metrics.node_update_requests._value.get() == 6  # type: ignore[attr-defined]
-    assert m.counts["written"] == 2 and m.counts["noop"] == 4
+    assert m.updater.counts["written"] == 2 and m.updater.counts["noop"] == 4
     # the cache holds what our last write returned
     n1 = api.obj("nodes", "n1")
     assert n1 is not None
-    cached = m.node_informer.get("n1")
+    cached = m.controller.node_informer.get("n1")
     assert cached is not None and cached["metadata"]["resourceVersion"] == n1["metadata"]["resourceVersion"]
     if peek:  # both echoes of each write were taken from their first bytes, not decoded
-        assert m.echoes_skipped == api.metrics["peeked"] >= 4
+        assert m.controller.echoes_skipped == api.metrics["peeked"] >= 4
     else:
-        assert m.echoes_decoded >= 2 and m.echoes_skipped == skipped_at_start
+        assert m.controller.echoes_decoded >= 2 and m.controller.echoes_skipped == skipped_at_start
     await m.stop()
 
 
@@ -481,14 +481,14 @@ def _node_line(name: str, rv: int, *, etype: str = "MODIFIED", labels: dict[str,
 
 async def test_only_the_echo_of_our_newest_write_to_a_cached_node_is_skipped(api: FakeApi) -> None:
     m = NfdMaster(api, config=MasterConfig(), options=MasterOptions(namespace=NFD_NS))  # type: ignore[arg-type]
-    m.node_informer.cache[("", "n1")] = {"metadata": {"name": "n1", "resourceVersion": "40"}}
-    m._own_rv["n1"] = 50
-    m._own_slim["n1"] = {"metadata": {"name": "n1", "resourceVersion": "50"}}
-    m._own_rv["n9"] = 50  # written, but not in the cache: its event must be seen
-    peek = m._peek_node_line
+    m.controller.node_informer.cache[("", "n1")] = {"metadata": {"name": "n1", "resourceVersion": "40"}}
+    m.controller.own_rv["n1"] = 50
+    m.controller.own_slim["n1"] = {"metadata": {"name": "n1", "resourceVersion": "50"}}
+    m.controller.own_rv["n9"] = 50  # written, but not in the cache: its event must be seen
+    peek = m.controller.peek_node_line
     assert peek(_node_line("n1", 45)) == {"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "45"}}}
-    assert "n1" in m._own_slim  # kept until the echo of the newest write
-    assert peek(_node_line("n1", 50)) is not None and "n1" not in m._own_slim
+    assert "n1" in m.controller.own_slim  # kept until the echo of the newest write
+    assert peek(_node_line("n1", 50)) is not None and "n1" not in m.controller.own_slim
     assert peek(_node_line("n1", 51)) is None  # newer than our write: someone else's
     assert peek(_node_line("n9", 50)) is None
     assert peek(_node_line("n2", 5)) is None  # never written by us
@@ -501,7 +501,7 @@ async def test_only_the_echo_of_our_newest_write_to_a_cached_node_is_skipped(api
     assert peek(b'{"type":"MODIFIED","object":{"kind":"Node","apiVersion":"v1","metadata":{"name":"n1",'
                 b'"uid":"x","resourceVersion":"45"') is None
     assert peek(b"garbage") is None and peek(b"") is None
-    assert m.echoes_skipped == 2
+    assert m.controller.echoes_skipped == 2
 
 
 async def test_server_errors_on_writes_are_retried_with_backoff(api: FakeApi) -> None:
@@ -520,13 +520,13 @@ async def test_server_errors_on_writes_are_retried_with_backoff(api: FakeApi) ->
 async def test_echoes_of_own_writes_requeue_nothing_but_a_change_meanwhile_does(api: FakeApi) -> None:
     m = await start(api, react_to_node_changes=True)
     processed: list[str] = []
-    inner = m._process_node
+    inner = m.updater._process_node
 
     async def counting(name: str, **kw: Any) -> None:
         processed.append(name)
         await inner(name, **kw)
 
-    m._process_node = counting  # type: ignore[method-assign]
+    m.updater._process_node = counting  # type: ignore[method-assign]
     # A new NodeFeature for n2 needs a write; someone removes the managed label right after it.
     real_request = api._request
 

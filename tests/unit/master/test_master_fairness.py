@@ -50,7 +50,7 @@ async def test_costly_object_is_deferred_and_its_outputs_come_from_the_backgroun
     api.put("nodefeaturerules", rule_obj("b-base", [AVX_RULE]))
     m = await start(api, MasterConfig(resync_period=0, nfd_api_parallelism=1))
     try:
-        assert m.ledger.deferred() == {"a-costly"}
+        assert m.updater.ledger.deferred() == {"a-costly"}
         deferrals = [r for r in caplog.records if "ran out of its evaluation budget" in r.getMessage()]
         assert len(deferrals) == 1 and "on 3 nodes" in deferrals[0].getMessage()
         # every node has the other object's label; the deferred object's come from the background
@@ -70,7 +70,7 @@ async def test_costly_object_is_deferred_and_its_outputs_come_from_the_backgroun
         await until(lambda: all(label(api, n, "costly-static") == "v3" for n in NODES), "the edit everywhere")
         deferrals = [r for r in caplog.records if "ran out of its evaluation budget" in r.getMessage()]
         assert len(deferrals) == 2
-        assert m.ledger.deferred() == {"a-costly"}
+        assert m.updater.ledger.deferred() == {"a-costly"}
         assert not [p for p in removed_paths(api) if "costly-static" in p]
     finally:
         await m.stop()
@@ -82,7 +82,7 @@ async def test_costly_object_is_deferred_and_its_outputs_come_from_the_backgroun
     m = await start(api, MasterConfig(resync_period=0, nfd_api_parallelism=1))
     try:
         assert all(label(api, n, "cpu-avx") == "v4" for n in NODES)
-        await until(lambda: m.deferred_queue.idle() and m._background is None, "background lane done")
+        await until(lambda: m.updater.deferred_queue.idle() and m.updater._background is None, "background lane done")
         assert all(label(api, n, "costly-static") == "v3" for n in NODES)
         assert not [p for p in removed_paths(api) if "costly-static" in p]
     finally:

@@ -28,7 +28,7 @@ def _master(**opts: object) -> NfdMaster:
     m = NfdMaster(FakeApi(), config=MasterConfig(resync_period=0),  # type: ignore[arg-type]
                   options=MasterOptions(namespace="nfd", **opts))  # type: ignore[arg-type]
     m.ready = True
-    m.node_informer.cache[("", "node-a")] = {"metadata": {"name": "node-a"}}
+    m.controller.node_informer.cache[("", "node-a")] = {"metadata": {"name": "node-a"}}
     return m
 
 

@@ -9,7 +9,7 @@ import pytest
 from nfd.worker.config import build_config
 from nfd.worker.daemon import Worker
 from nfd.worker.flags import parse_flags
-from nfd.worker.nodeupdate import NodeUpdateConfigError, load_master_config, parse_gates
+from nfd.worker.nodeupdate import NodeUpdateConfigError, load_master_config
 
 
 def test_flag_and_config_key() -> None:
@@ -37,7 +37,7 @@ def test_bad_instance_and_gates_refused_at_start(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as e:  # refused by the flag parser, as upstream's featuregate.Set
         parse_flags(["-feature-gates=Nope=true"])
     assert e.value.code == 2
-    assert parse_gates("DisableAutoPrefix=true") == {"DisableAutoPrefix": True}
+    assert parse_flags(["-feature-gates=DisableAutoPrefix=true"]).feature_gates == {"DisableAutoPrefix": True}
 
 
 def test_master_config_errors_name_the_field(tmp_path: Path) -> None:
