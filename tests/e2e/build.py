@@ -58,12 +58,17 @@ def kubernetes_version() -> str:
     return m.group(1)
 
 
-def cache_root() -> Path:
-    env = os.environ.get("NFD_TEST_APISERVER_CACHE")
-    if env:
-        return Path(env)
+def cache_dir(name: str, env: str) -> Path:
+    """``$env``, else ``${XDG_CACHE_HOME:-~/.cache}/name``: where a test build is cached."""
+    given = os.environ.get(env)
+    if given:
+        return Path(given)
     xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(xdg) / "nfd-test-apiserver"
+    return Path(xdg) / name
+
+
+def cache_root() -> Path:
+    return cache_dir("nfd-test-apiserver", "NFD_TEST_APISERVER_CACHE")
 
 
 def build_key(go: str) -> str:

@@ -48,11 +48,9 @@ class ImageError(RuntimeError):
 
 
 def cache_root() -> Path:
-    env = os.environ.get("NFD_TEST_IMAGE_CACHE")
-    if env:
-        return Path(env)
-    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(xdg) / "nfd-test-image"
+    from tests.e2e.build import cache_dir
+
+    return cache_dir("nfd-test-image", "NFD_TEST_IMAGE_CACHE")
 
 
 def _version(cmd: str) -> str:

@@ -76,11 +76,9 @@ class NodeError(RuntimeError):
 
 
 def cache_root() -> Path:
-    env = os.environ.get("NFD_TEST_NODE_CACHE")
-    if env:
-        return Path(env)
-    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(xdg) / "nfd-test-node"
+    from tests.e2e.build import cache_dir
+
+    return cache_dir("nfd-test-node", "NFD_TEST_NODE_CACHE")
 
 
 def build_key(go: str) -> str:
