@@ -305,9 +305,9 @@ def gil() -> int:
     from nfd.common.probes import Heartbeat, ProbeServer, liveness_route
     from nfd.master.config import MasterConfig
     from nfd.master.evalsched import EvalSlicer
-    from nfd.master.nodefeatures import MergedNodeFeatures
     from nfd.master.pipeline import compute_desired_steps, policy_config
     from nfd.rules.engine import EvalBudget, compile_nodefeaturerule
+    from nfd.rules.nodefeatures import MergedNodeFeatures
 
     rs = compile_nodefeaturerule(json.loads(json.dumps(HOSTILE_RULE)))
     feats = Features()

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn, TypeAlias
 
 from nfd.common.goduration import format_go_duration, parse_go_duration
-from nfd.common.goquote import go_quote
+from nfd.lang.gostd.strconv import quote as go_quote
 
 _TRUE = ("1", "t", "T", "TRUE", "true", "True")
 _FALSE = ("0", "f", "F", "FALSE", "false", "False")

@@ -125,7 +125,7 @@ def _kv_value(v: Any) -> str:
     if isinstance(v, (str, BaseException, GoDuration, Dump)):
         s = str(v)
         if "\n" not in s:
-            from nfd.common.goquote import go_quote
+            from nfd.lang.gostd.strconv import quote as go_quote
 
             return "=" + go_quote(s)
         body = s[:-1] if s.endswith("\n") else s
@@ -142,7 +142,7 @@ class _Structured:
         self.msg, self.err, self.kv = msg, err, kv
 
     def __str__(self) -> str:
-        from nfd.common.goquote import go_quote
+        from nfd.lang.gostd.strconv import quote as go_quote
 
         parts = [go_quote(self.msg)]
         if self.err is not None:

@@ -1,7 +1,7 @@
 """The master's informer-side view of NodeFeatures: which changes need the node processed again.
 
 The cache entries themselves and the per-node merge are shared with the CLIs and masterless
-mode and live in ``nfd.rules.nodefeatures``; ``nfd.master.master`` still imports them from here.
+mode and live in ``nfd.rules.nodefeatures``.
 """
 
 from __future__ import annotations
@@ -9,22 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from nfd.api import WORKER_POD_UID_ANNOTATION
-from nfd.rules.nodefeatures import (
-    SPEC_HASH,
-    MergedNodeFeatures,
-    compact_nodefeature,
-    merge_node_features,
-    node_name_of,
-)
-
-__all__ = [
-    "MergedNodeFeatures",
-    "compact_nodefeature",
-    "merge_node_features",
-    "node_name_of",
-    "publish_metadata_changed",
-    "spec_changed",
-]
+from nfd.rules.nodefeatures import SPEC_HASH
 
 
 def spec_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:

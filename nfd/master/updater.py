@@ -22,9 +22,9 @@ from nfd.k8s.patching import patch
 from nfd.k8s.resources import NODES
 from nfd.master import bookkeeping as bk
 from nfd.master.evidence import skip_removal
-from nfd.master.nodefeatures import MergedNodeFeatures, merge_node_features
 from nfd.master.nodeupdate import Desired, NodePlan, NodeState, ops_to_strategic, plan_node_update
 from nfd.master.workqueue import ShutDown, WorkQueue
+from nfd.rules.nodefeatures import MergedNodeFeatures, merge_node_features
 
 if TYPE_CHECKING:
     from nfd.master.master import NfdMaster
