@@ -124,8 +124,8 @@ async def host(spec_path: str, status_path: str) -> None:
               "node_writes": node_writes, "rss_kib": _rss_kib(),
               "base_rss_kib": base_rss, "cpu_s": ru.ru_utime + ru.ru_stime, "gc_s": gc_s[0], "gc2_s": gc_s[1],
               "harness_s": harness_s[0],
-              "echoes": {"skipped": sum(u.master.controller.echoes_skipped for u in updaters),
-                         "decoded": sum(u.master.controller.echoes_decoded for u in updaters)}}
+              "echoes": {"skipped": sum(u.core.controller.echoes_skipped for u in updaters),
+                         "decoded": sum(u.core.controller.echoes_decoded for u in updaters)}}
         tmp = status_path + ".tmp"
         Path(tmp).write_text(json.dumps(st))
         os.replace(tmp, status_path)
@@ -230,7 +230,7 @@ def offline(reps: int) -> None:
 
     from nfd.common import jsoncodec
     from nfd.master.config import MasterConfig
-    from nfd.master.master import MasterOptions, NfdMaster
+    from nfd.master.core import MasterCore, MasterOptions
     from nfd.master.nodeupdate import NodeState, ops_to_strategic, plan_node_update, slim_node
     from nfd.rules.nodefeatures import compact_nodefeature
 
@@ -238,7 +238,7 @@ def offline(reps: int) -> None:
         limiter = None
 
     node = "bench-00001"
-    m = NfdMaster(_NoApi(), config=MasterConfig(enable_taints=True),  # type: ignore[arg-type]
+    m = MasterCore(_NoApi(), config=MasterConfig(enable_taints=True),  # type: ignore[arg-type]
                   options=MasterOptions(namespace=NS, only_node=node))
     nf = nodefeature(node, 1)
     nf["metadata"]["resourceVersion"] = "10"

@@ -34,7 +34,7 @@ from nfd.master.nodeupdate import slim_node
 from nfd.rules.nodefeatures import compact_nodefeature, node_name_of
 
 if TYPE_CHECKING:
-    from nfd.master.master import NfdMaster
+    from nfd.master.core import MasterCore
 
 log = logging.getLogger("nfd.master")
 klog = klogger("nfd.master")
@@ -65,10 +65,10 @@ def _slim_ns(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 class Controller:
-    """The master's caches and what their events queue; ``master`` is the master whose work
-    queues, rule book and evidence the events feed."""
+    """The master's caches and what their events queue; ``master`` is the core whose work
+    queues, rule book and evidence the events feed. ``groups``: cache NodeFeatureGroups too."""
 
-    def __init__(self, master: NfdMaster, api: ApiClient) -> None:
+    def __init__(self, master: MasterCore, api: ApiClient, *, groups: bool = False) -> None:
         self.m = master
         self.api = api
         self.nf_index: dict[str, set[tuple[str, str]]] = {}  # node -> its NodeFeatures' keys
@@ -98,7 +98,7 @@ class Controller:
         # update, as upstream does.
         self.watch_nodes = True
         self.nfg_informer: Informer | None = None
-        if options.node_feature_groups and not only:  # groups need every node: nfd-master only
+        if groups:
             self.nfg_informer = Informer(
                 api, NODEFEATUREGROUPS, namespace=options.namespace, page_size=500
             )

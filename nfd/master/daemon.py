@@ -38,7 +38,8 @@ async def serve(args: argparse.Namespace, cfg: MasterConfig, gates: dict[str, bo
     from nfd.common import httpserver
     from nfd.common.probes import Heartbeat, ProbeServer, liveness_route
     from nfd.k8s.client import ApiClient
-    from nfd.master.master import MasterOptions, NfdMaster
+    from nfd.master.core import MasterOptions
+    from nfd.master.master import NfdMaster
     from nfd.master.metrics import MasterMetrics
 
     api = await ApiClient.from_kubeconfig(

@@ -27,7 +27,7 @@ from nfd.master.workqueue import ShutDown, WorkQueue
 from nfd.rules.nodefeatures import MergedNodeFeatures, merge_node_features
 
 if TYPE_CHECKING:
-    from nfd.master.master import NfdMaster
+    from nfd.master.core import MasterCore
 
 log = logging.getLogger("nfd.master")
 klog = klogger("nfd.master")
@@ -59,7 +59,7 @@ class CachedDesired:
 class NodeUpdater:
     """Processes nodes for ``master``: its config, rule book and queues, its controller's caches."""
 
-    def __init__(self, master: NfdMaster) -> None:
+    def __init__(self, master: MasterCore) -> None:
         self.m = master
         self.opts = master.opts
         self.metrics = master.metrics

@@ -1,8 +1,10 @@
 """Masterless mode (``-enable-node-update`` / ``core.enableNodeUpdate``): the worker updates its
 own Node.
 
-This is nfd-master's pipeline, unchanged, narrowed to one node (``MasterOptions.only_node``):
-the NodeFeatureRules of the cluster, the NodeFeatures labelled for this node (its own and
+The worker runs nfd-master's node pipeline (nfd.master.core.MasterCore: caches, node updater,
+one updater task, resync) without what only the cluster's master does (leader election, Events,
+NodeFeatureGroups), its caches narrowed to one node (``MasterOptions.only_node``): the
+NodeFeatureRules of the cluster, the NodeFeatures labelled for this node (its own and
 third-party ones) and this Node, each a watch; the same merge, rule engine, policy, planner,
 bookkeeping annotations and evidence model. So a cluster can move between the modes without a
 label flapping: both read and write the same annotations the same way. The policy settings
@@ -41,7 +43,7 @@ def load_master_config(path: str) -> tuple[Any, str | None]:
 
 
 class NodeUpdater:
-    """Runs the scoped master for one node inside the worker's event loop."""
+    """Runs the node pipeline for one node inside the worker's event loop."""
 
     def __init__(
         self,
@@ -56,7 +58,7 @@ class NodeUpdater:
         batch_s: float = 1.0,
         spread_s: float = 1.0,
     ) -> None:
-        from nfd.master.master import MasterOptions, NfdMaster
+        from nfd.master.core import MasterCore, MasterOptions
 
         self.path = master_config_path
         cfg, self._text = load_master_config(master_config_path)
@@ -73,31 +75,34 @@ class NodeUpdater:
             spread_s=spread_s,
         )
         # nfdApiParallelism: one node needs one updater
-        self.master = NfdMaster(api, config=cfg, options=opts)
-        self.master.config = _one_updater(cfg)
+        self.core = MasterCore(api, config=_one_updater(cfg), options=opts)
         self._task: asyncio.Task[None] | None = None
 
     @property
     def spread_s(self) -> float:
-        return self.master.opts.spread_s
+        return self.core.opts.spread_s
 
     @spread_s.setter
     def spread_s(self, value: float) -> None:
         """A new window applies from the next cluster-wide trigger (config reload)."""
-        self.master.opts.spread_s = value
+        self.core.opts.spread_s = value
 
     @property
     def node_name(self) -> str:
-        return self.master.opts.only_node
+        return self.core.opts.only_node
 
     def start(self) -> None:
         log.info("node update enabled: this worker updates node %s itself (masterless mode)", self.node_name)
-        self._task = asyncio.create_task(self.master.run())
+        self._task = asyncio.create_task(self._run())
+
+    async def _run(self) -> None:
+        await self.core.start_caches()
+        self.core.start_updaters("node update started")
 
     @property
     def processed(self) -> int:
         """Passes over the node that finished (written or found right)."""
-        return self.master.updater.counts["written"] + self.master.updater.counts["noop"]
+        return self.core.updater.counts["written"] + self.core.updater.counts["noop"]
 
     def reload_config(self) -> None:
         """Re-read the master config file when it changed; an invalid one keeps the previous."""
@@ -114,12 +119,12 @@ class NodeUpdater:
             return
         self._text = text
         cfg = _one_updater(cfg)
-        if cfg != self.master.config:
+        if cfg != self.core.config:
             log.info("node update config reloaded from %s", self.path)
-            self.master.set_config(cfg)
+            self.core.set_config(cfg)
 
     async def stop(self) -> None:
-        await self.master.stop()
+        await self.core.stop()
         if self._task is not None:
             self._task.cancel()
             try:

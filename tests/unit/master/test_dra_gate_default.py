@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nfd.master.master import MasterOptions
+from nfd.master.core import MasterOptions
 
 
 def test_master_reads_slices_by_default() -> None:

@@ -8,7 +8,7 @@ import asyncio
 from _master_fakeapi import FakeApi
 
 from nfd.master.config import MasterConfig
-from nfd.master.master import MasterOptions, NfdMaster, spread_delay
+from nfd.master.core import MasterCore, MasterOptions, spread_delay
 
 
 def test_spread_delay_is_fixed_per_node_and_within_the_window() -> None:
@@ -24,8 +24,8 @@ def test_spread_delay_is_fixed_per_node_and_within_the_window() -> None:
     assert min(buckets) > 50 and max(buckets) < 150
 
 
-def _master(**opts: object) -> NfdMaster:
-    m = NfdMaster(FakeApi(), config=MasterConfig(resync_period=0),  # type: ignore[arg-type]
+def _master(**opts: object) -> MasterCore:
+    m = MasterCore(FakeApi(), config=MasterConfig(resync_period=0),  # type: ignore[arg-type]
                   options=MasterOptions(namespace="nfd", **opts))  # type: ignore[arg-type]
     m.ready = True
     m.controller.node_informer.cache[("", "node-a")] = {"metadata": {"name": "node-a"}}

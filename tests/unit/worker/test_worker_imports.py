@@ -82,6 +82,16 @@ def _third_party(mods: set[str]) -> set[str]:
     return {m for m in tops if not m.startswith("_cython_") and m != "cython_runtime"}
 
 
+def _unreachable_kubeconfig(tmp_path: Path) -> Path:
+    """A kubeconfig whose server nothing answers: the daemon starts and keeps retrying."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: x\n"
+        "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:9', insecure-skip-tls-verify: true}}]\n"
+        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n")
+    return kubeconfig
+
+
 def _gpu_driver() -> bool:
     return any(os.path.exists(p) for p in ("/proc/driver/nvidia", "/dev/nvidiactl", "/dev/dxg"))
 
@@ -119,11 +129,7 @@ def daemon(bare, tmp_path_factory) -> set[str]:
     """A default-mode daemon that publishes (to a port where nothing listens: it retries), a few
     ticks in: the API client, the HTTP server for /metrics and the publish path are loaded."""
     tmp_path = tmp_path_factory.mktemp("daemon")
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text(
-        "apiVersion: v1\nkind: Config\ncurrent-context: x\n"
-        "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:9', insecure-skip-tls-verify: true}}]\n"
-        "users: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n")
+    kubeconfig = _unreachable_kubeconfig(tmp_path)
     mods = _modules("daemon", "-kubeconfig", str(kubeconfig), "-config", str(tmp_path / "none.conf"),
                     "-port", "0", stop_after_s=3.0) - bare
     assert "nfd.worker.publish" in mods and "nfd.k8s.client" in mods  # it did try to publish
@@ -141,3 +147,15 @@ def test_default_daemon_imports(daemon):
 def test_default_daemon_imports_one_http_client(daemon):
     """The worker talks HTTP/2 (nfd.k8s.http2); aiohttp (~10 MiB resident) is for HTTP/1.1 only."""
     assert len([c for c in HTTP_CLIENTS if c in daemon]) <= 1, [c for c in HTTP_CLIENTS if c in daemon]
+
+
+def test_masterless_daemon_runs_the_core_without_the_masters_own_parts(tmp_path):
+    """Masterless mode composes nfd-master's node pipeline (nfd.master.core) and nothing of what
+    only the cluster's master does: leader election, NodeFeatureGroups, its process."""
+    kubeconfig = _unreachable_kubeconfig(tmp_path)
+    mods = _modules("daemon", "-kubeconfig", str(kubeconfig), "-config", str(tmp_path / "none.conf"),
+                    "-master-config", str(tmp_path / "none-master.conf"), "-enable-node-update",
+                    "-port", "0", stop_after_s=3.0)
+    assert "nfd.worker.nodeupdate" in mods and "nfd.master.core" in mods
+    assert _hits(mods, ("nfd.master.master", "nfd.master.leadership", "nfd.master.groups", "nfd.master.daemon",
+                        "nfd.master.prune", "nfd.k8s.lease")) == []

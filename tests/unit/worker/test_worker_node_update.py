@@ -95,8 +95,8 @@ def test_spread_reaches_the_node_updater_and_follows_a_reload(tmp_path: Path, mo
     w.publisher = SimpleNamespace(namespace="nfd")
     monkeypatch.setattr(w, "_ensure_publisher", no_publisher)
     asyncio.run(w.sync_node_updater())
-    assert isinstance(w.node_updater, NodeUpdater) and w.node_updater.master.opts.spread_s == 30.0
+    assert isinstance(w.node_updater, NodeUpdater) and w.node_updater.core.opts.spread_s == 30.0
     conf.write_text("core:\n  enableNodeUpdate: true\n  nodeUpdateSpread: 2m\n")
     w.reload_config()
     asyncio.run(w.sync_node_updater())
-    assert w.node_updater.spread_s == 120.0 and w.node_updater.master.opts.spread_s == 120.0
+    assert w.node_updater.spread_s == 120.0 and w.node_updater.core.opts.spread_s == 120.0
