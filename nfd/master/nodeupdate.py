@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,16 +73,29 @@ class NodeState:
         )
 
 
+def _shared_strings(m: Any) -> Any:
+    """A string map whose keys and values are the interpreter's one copy of each string: the
+    nodes of a fleet carry the same label names, values and bookkeeping annotations (a
+    ``feature-labels`` list is ~2 kB), and the Node cache then holds each once."""
+    if not isinstance(m, dict):
+        return m
+    intern = sys.intern
+    return {intern(k) if type(k) is str else k: intern(v) if type(v) is str else v for k, v in m.items()}
+
+
 def slim_node(obj: dict[str, Any]) -> dict[str, Any]:
     """Informer transform: keep only what NodeState needs (nodes carry images, conditions, ...)."""
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
-    slim_meta = {k: meta[k] for k in ("name", "uid", "resourceVersion", "labels", "annotations") if k in meta}
+    slim_meta = {k: meta[k] for k in ("name", "uid", "resourceVersion") if k in meta}
+    for k in ("labels", "annotations"):
+        if k in meta:
+            slim_meta[k] = _shared_strings(meta[k])
     out: dict[str, Any] = {"metadata": slim_meta}
     if spec.get("taints"):
-        out["spec"] = {"taints": spec["taints"]}
-    st = {k: status[k] for k in ("capacity", "allocatable") if k in status}
+        out["spec"] = {"taints": [_shared_strings(t) for t in spec["taints"]]}
+    st = {k: _shared_strings(status[k]) for k in ("capacity", "allocatable") if k in status}
     if st:
         out["status"] = st
     return out

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -180,7 +180,7 @@ def compute_desired_steps(
     policy: Any,
     node_name: str,
     budget: Any = None,
-    previous: dict[tuple[str, str], Any] | None = None,
+    previous: Mapping[tuple[str, str], Any] | None = None,
     memo: Any = None,
     deferred: frozenset[str] = frozenset(),
 ) -> Generator[None, None, tuple[Desired, NodeReport]]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,7 @@ from nfd.k8s.resources import NODES
 from nfd.master import bookkeeping as bk
 from nfd.master.evidence import skip_removal
 from nfd.master.nodeupdate import Desired, NodePlan, NodeState, ops_to_strategic, plan_node_update
+from nfd.master.sharing import SharedValues
 from nfd.master.workqueue import ShutDown, WorkQueue
 from nfd.rules.nodefeatures import MergedNodeFeatures, merge_node_features
 
@@ -41,7 +43,7 @@ class CachedDesired:
     found: bool
     # outputs of the rules that matched, by (rule set, rule): what a rule failing at run time
     # on this node next time contributes instead of nothing
-    outputs: dict[tuple[str, str], Any] = field(default_factory=dict)
+    outputs: Mapping[tuple[str, str], Any] = field(default_factory=dict)
     # Masterless (one node): the merged features, reused while only the rules change, and the
     # rules' results on them (nfd.rules.engine.RuleMemo)
     merged: MergedNodeFeatures | None = None
@@ -84,7 +86,9 @@ class NodeUpdater:
         self.deferred_queue: WorkQueue[str] = WorkQueue()
         self._background: _BackgroundPass | None = None
         self._set_names: tuple[int, frozenset[str]] = (-1, frozenset())  # rulebook generation, names
-        self._frozen: dict[frozenset[str], frozenset[str]] = {}  # see _shared
+        # one object per distinct desired state, rule output and set of rule names (most nodes
+        # share them with the nodes of the same hardware profile)
+        self.shared = SharedValues()
 
         # Labels/annotations ride along in the nodes/status patch when both change (see _execute).
         self.combine_status_writes = True
@@ -194,11 +198,12 @@ class NodeUpdater:
                 self.metrics.node_taints_rejected.inc()
         # Node name label values are not exported (cardinality); see docs/compatibility.md.
         self.metrics.nfr_processing_time.labels(name="", node="").observe(rep.duration_s)
-        skipped = self._shared(frozenset(rep.deferred))
+        skipped = self.shared.names(frozenset(rep.deferred))
         evaluated = self._evaluated_sets(cached.evaluated if cached is not None else frozenset(), rule_sets, skipped)
-        cd = CachedDesired(key, desired, merged.has_features, merged.found, rep.outputs,
+        cd = CachedDesired(key, self.shared.desired(desired), merged.has_features, merged.found,
+                           self.shared.outputs(rep.outputs),
                            merged if self.opts.only_node else None, memo, skipped, evaluated,
-                           self._shared(skipped - evaluated))
+                           self.shared.names(skipped - evaluated))
         self.desired_cache[node] = cd
         return cd
 
@@ -211,15 +216,7 @@ class NodeUpdater:
         if self._set_names[0] != gen:
             self._set_names = (gen, frozenset(r.name for r in rule_sets))
         names = self._set_names[1]
-        return self._shared((before & names) | (names - skipped))
-
-
-    def _shared(self, value: frozenset[str]) -> frozenset[str]:
-        if not value:
-            return frozenset()
-        if len(self._frozen) > 256:
-            self._frozen.clear()
-        return self._frozen.setdefault(value, value)
+        return self.shared.names((before & names) | (names - skipped))
 
 
     def _charge_budgets(self, node: str, over_budget: dict[str, str]) -> None:
