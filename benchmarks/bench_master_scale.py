@@ -91,7 +91,33 @@ def profile_features(p: int) -> dict[str, Any]:
     }
 
 
+#: With --nf-kb: the number of SR-IOV VFs of the heavy profiles (benchmarks/heavy_nodefeature.py).
+HEAVY_VFS: int | None = None
+
+
+def heavy_nodefeature(node: str, p: int) -> dict[str, Any]:
+    from heavy_nodefeature import profile
+
+    assert HEAVY_VFS is not None
+    feats, labels = profile(p, sriov_vfs=HEAVY_VFS)
+    return {
+        "apiVersion": "nfd.k8s-sigs.io/v1alpha1",
+        "kind": "NodeFeature",
+        "metadata": {"name": node, "namespace": NS, "labels": {"nfd.node.kubernetes.io/node-name": node}},
+        "spec": {
+            "features": {
+                "flags": feats["flags"],
+                "attributes": {**feats["attributes"], "system.name": {"elements": {"nodename": node}}},
+                "instances": feats["instances"],
+            },
+            "labels": labels,
+        },
+    }
+
+
 def nodefeature(node: str, p: int) -> dict[str, Any]:
+    if HEAVY_VFS is not None:
+        return heavy_nodefeature(node, p)
     f = profile_features(p)
     attrs = dict(f["attributes"])
     attrs["system.name"] = {"nodename": node}
@@ -117,20 +143,37 @@ TAINT_MATCH = {  # which nodes the taint rule matches
 }
 
 
+def heavy_universe() -> tuple[list[str], list[str], dict[str, Any]]:
+    """With --nf-kb: the cpuid flags and kernel config options the rules pick from (the
+    profiles' own), and the taint rule's matches."""
+    from heavy_nodefeature import profile
+
+    assert HEAVY_VFS is not None
+    feats = [profile(p, sriov_vfs=HEAVY_VFS)[0] for p in range(PROFILES)]
+    cpuid = sorted(set().union(*(f["flags"]["cpu.cpuid"]["elements"] for f in feats)))
+    kconfig = sorted(feats[0]["attributes"]["kernel.config"]["elements"])
+    full0 = feats[0]["attributes"]["kernel.version"]["elements"]["full"]
+    taint = dict(TAINT_MATCH, quarter={"feature": "kernel.version", "matchExpressions": {"full": {"op": "In", "value": [full0]}}})
+    return cpuid, kconfig, taint
+
+
 def make_rules(version: str = "v1", *, taints: str = "all") -> list[dict[str, Any]]:
     """100 rules in 10 NodeFeatureRule objects."""
     rnd = random.Random(42)
     rules: list[dict[str, Any]] = []
+    cpuid_names, kconfig_names, taint_match = CPUID, [f"CONFIG_OPTION_{k}" for k in range(1000)], TAINT_MATCH
+    if HEAVY_VFS is not None:
+        cpuid_names, kconfig_names, taint_match = heavy_universe()
     for i in range(40):
-        a, b = rnd.sample(CPUID, 2)
+        a, b = rnd.sample(cpuid_names, 2)
         rules.append({"name": f"cpuid-{i}", "labels": {f"cpu-combo-{i}": "true"},
                       "matchFeatures": [{"feature": "cpu.cpuid", "matchExpressions": {
                           a: {"op": "Exists"}, b: {"op": "Exists" if i % 3 else "DoesNotExist"}}}]})
     for i in range(20):
-        keys = rnd.sample(range(1000), 3)
+        keys = rnd.sample(range(len(kconfig_names)), 3)
         rules.append({"name": f"kconfig-{i}", "labels": {f"kconfig-{i}": "true"},
                       "matchFeatures": [{"feature": "kernel.config", "matchExpressions": {
-                          f"CONFIG_OPTION_{k}": {"op": "In", "value": ["y", "m"]} for k in keys}}]})
+                          kconfig_names[k]: {"op": "In", "value": ["y", "m"]} for k in keys}}]})
     for i in range(10):
         rules.append({"name": f"pci-{i}", "labels": {f"pci-{i}.present": "true"},
                       "matchFeatures": [{"feature": "pci.device", "matchExpressions": {
@@ -156,7 +199,7 @@ def make_rules(version: str = "v1", *, taints: str = "all") -> list[dict[str, An
     rules.append({"name": "er", "extendedResources": {"numa-nodes": "@memory.numa.node_count"},
                   "matchFeatures": [{"feature": "memory.numa", "matchExpressions": {"node_count": {"op": "Gt", "value": ["0"]}}}]})
     rules.append({"name": "taint", "taints": [{"key": "example.com/avx512", "value": "true", "effect": "PreferNoSchedule"}],
-                  "matchFeatures": [TAINT_MATCH[taints]]})
+                  "matchFeatures": [taint_match[taints]]})
     rules.append({"name": "changeable", "labels": {"rules-version": version}})
     rules.append({"name": "chained", "labels": {"chained": "true"},
                   "matchFeatures": [{"feature": "rule.matched", "matchExpressions": {"rules-version": {"op": "Exists"}}}]})
@@ -372,6 +415,159 @@ def _node_states(kube: KubeCluster) -> list[dict[str, Any]]:
             return items
 
 
+NFD_LABEL_PREFIXES = ("feature.node.kubernetes.io/", "nfd.node.kubernetes.io/")
+
+
+def nfd_owned(node: dict[str, Any]) -> set[str]:
+    """What nfd-master owns on a Node: its labels, annotations, taints and extended resources."""
+    meta = node.get("metadata") or {}
+    out = {f"label {k}" for k in meta.get("labels") or {} if k.startswith(NFD_LABEL_PREFIXES)}
+    out |= {f"annotation {k}" for k in meta.get("annotations") or {} if k.startswith(NFD_LABEL_PREFIXES)}
+    out |= {f"taint {t.get('key')}:{t.get('effect')}" for t in (node.get("spec") or {}).get("taints") or []}
+    out |= {f"resource {k}" for k in (node.get("status") or {}).get("capacity") or {}
+            if k.startswith(NFD_LABEL_PREFIXES)}
+    return out
+
+
+class NodeWatch:
+    """Every bench Node as the API server has it, kept by list+watch in a thread of the benchmark,
+    and every removal of something nfd owns (label, annotation, taint, extended resource) from
+    any node at any time: across master and API server restarts the count must stay 0. A
+    broken watch resumes; a 410 relists, and the relist is compared with the last state too."""
+
+    def __init__(self, kube: KubeCluster) -> None:
+        import threading
+
+        self.kube = kube
+        self.nodes: dict[str, dict[str, Any]] = {}
+        self.owned: dict[str, set[str]] = {}
+        self.removals = 0
+        self.examples: list[str] = []
+        self.reconnects = 0
+        self.rv = ""
+        self._stop = False
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="node-watch", daemon=True)
+
+    def start(self) -> None:
+        self._relist()
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop = True
+
+    def _slim(self, node: dict[str, Any]) -> dict[str, Any]:
+        meta = node.get("metadata") or {}
+        return {"metadata": {k: meta.get(k) for k in ("name", "labels", "annotations")},
+                "spec": {"taints": (node.get("spec") or {}).get("taints")},
+                "status": {"capacity": (node.get("status") or {}).get("capacity")}}
+
+    def _update(self, node: dict[str, Any]) -> None:
+        name = node["metadata"]["name"]
+        if not name.startswith("bench-"):
+            return
+        owned = nfd_owned(node)
+        with self._lock:
+            gone = self.owned.get(name, set()) - owned
+            if gone:
+                self.removals += len(gone)
+                if len(self.examples) < 10:
+                    self.examples.append(f"{name}: {sorted(gone)[:3]}")
+            self.owned[name] = owned
+            self.nodes[name] = self._slim(node)
+
+    def _relist(self) -> None:
+        cont = None
+        while True:
+            page = self.kube.admin.request("GET", "/api/v1/nodes", params={"limit": 1000, "continue": cont},
+                                           timeout=120)
+            for n in page["items"]:
+                self._update(n)
+            cont = page["metadata"].get("continue")
+            if not cont:
+                self.rv = page["metadata"]["resourceVersion"]
+                return
+
+    def _run(self) -> None:
+        import ssl
+
+        ctx = ssl.create_default_context(cafile=self.kube.ca_file)
+        while not self._stop:
+            try:
+                if not self.rv:
+                    self._relist()
+                url = (f"{self.kube.server}/api/v1/nodes?watch=1&allowWatchBookmarks=true&timeoutSeconds=240"
+                       f"&resourceVersion={self.rv}")
+                req = urllib.request.Request(url)
+                req.add_header("Authorization", f"Bearer {self.kube.admin_token}")
+                with urllib.request.urlopen(req, context=ctx, timeout=300) as resp:
+                    for line in resp:
+                        if self._stop:
+                            return
+                        ev = json.loads(line)
+                        obj = ev.get("object") or {}
+                        if ev.get("type") == "ERROR":
+                            self.rv = ""  # 410: relist
+                            break
+                        rv = (obj.get("metadata") or {}).get("resourceVersion")
+                        if rv:
+                            self.rv = rv
+                        if ev.get("type") in ("ADDED", "MODIFIED"):
+                            self._update(obj)
+                        elif ev.get("type") == "DELETED":
+                            self._update({"metadata": {"name": obj["metadata"]["name"]}})
+            except Exception:  # the API server restarting: resume
+                self.reconnects += 1
+                time.sleep(1.0)
+
+    def count(self, check: Any) -> int:
+        with self._lock:
+            nodes = list(self.nodes.values())
+        return sum(1 for n in nodes if check(n))
+
+
+class RssSampler:
+    """The master's VmRSS every 0.2 s (to tell the peak during the initial list from after it)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.pid = 0
+        self.samples: list[tuple[float, int, float]] = []  # (time, pid, MiB)
+        self._stop = False
+        self._thread = threading.Thread(target=self._run, name="rss", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop:
+            if self.pid:
+                try:
+                    for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+                        if line.startswith("VmRSS:"):
+                            self.samples.append((time.monotonic(), self.pid, int(line.split()[1]) / 1024))
+                except OSError:
+                    pass
+            time.sleep(0.2)
+
+    def peak(self, pid: int, t0: float = 0.0, t1: float = float("inf")) -> float:
+        return max((m for t, p, m in self.samples if p == pid and t0 <= t <= t1), default=float("nan"))
+
+    def last(self, pid: int) -> float:
+        return next((m for _t, p, m in reversed(self.samples) if p == pid), float("nan"))
+
+
+def apiserver_requests(kube: KubeCluster, resource: str) -> dict[str, int]:
+    """The API server's apiserver_request_total for one resource, by verb (LIST, WATCH, ...)."""
+    out: dict[str, int] = {}
+    for line in str(kube.request("GET", "/metrics")).splitlines():
+        if not line.startswith("apiserver_request_total{") or f'resource="{resource}"' not in line:
+            continue
+        verb = re.search(r'verb="(\w+)"', line)
+        if verb:
+            out[verb.group(1)] = out.get(verb.group(1), 0) + int(float(line.rsplit(" ", 1)[1]))
+    return out
+
+
 def count_done(kube: KubeCluster, check: Any) -> tuple[int, int]:
     nodes = node_states(kube)
     return sum(1 for n in nodes if check(n)), len(nodes)
@@ -459,6 +655,102 @@ def settle(pids: list[int], *, window: float = 5.0, idle_share: float = 0.3, lim
     print(f"API server still busy after {limit:.0f}s; starting anyway", flush=True)
 
 
+def wait_watch(watch: NodeWatch, n: int, check: Any, *, timeout: float, what: str,
+               actions: list[tuple[float, str, Any]] | None = None) -> float:
+    """Time until the benchmark's node watch sees every node right; ``actions`` run once each
+    when that many nodes (a fraction of n) are right (a master or API server restart)."""
+    t0 = time.monotonic()
+    pending = sorted(actions or [], key=lambda a: a[0])
+    last = -1
+    while True:
+        done = watch.count(check)
+        if done // 500 != last // 500 or (done >= n and done != last):
+            print(f"  {what}: {done}/{n} nodes right at {time.monotonic() - t0:.1f}s", flush=True)
+        last = done
+        while pending and done >= pending[0][0] * n:
+            frac, label, fn = pending.pop(0)
+            print(f"  {what}: {label} at {done}/{n} nodes right ({time.monotonic() - t0:.1f}s)", flush=True)
+            fn()
+        if done >= n and not pending:
+            return time.monotonic() - t0
+        if time.monotonic() - t0 > timeout:
+            raise SystemExit(f"{what}: only {done}/{n} nodes right after {timeout}s")
+        time.sleep(0.5)
+
+
+class Masters:
+    """The master process(es) of the run: a restart stops one (SIGTERM) and starts the next on
+    the same port; what the stopped ones did (requests, CPU, peak RSS) is kept."""
+
+    def __init__(self, kube: KubeCluster, argv: list[str], kc: str, port: int, rss: RssSampler | None) -> None:
+        self.kube, self.argv, self.kc, self.port, self.rss = kube, argv, kc, port, rss
+        self.proc: Any = None
+        self.retired_verbs: dict[str, int] = {}
+        self.retired_cpu = 0.0
+        self.hwm: list[float] = []
+        self.syncs: list[dict[str, Any]] = []  # per start: sync time, RSS during and after the list
+
+    def start(self, *, timeout: float) -> None:
+        t0 = time.monotonic()
+        self.proc = self.kube.start_process(self.argv, kubeconfig=self.kc,
+                                            env={"KUBERNETES_NAMESPACE": NS, "PYTHONPATH": str(REPO)},
+                                            name=f"bench-master-{len(self.syncs)}")
+        if self.rss is not None:
+            self.rss.pid = self.proc.pid
+        self.proc.wait_log("informer caches synced", timeout=timeout)
+        t1 = time.monotonic()
+        time.sleep(1.0)
+        sync = {"s": t1 - t0, "cpu": cpu_s(self.proc.pid), "t0": t0, "t1": t1, "pid": self.proc.pid}
+        if self.rss is not None:
+            sync["rss_during"] = self.rss.peak(self.proc.pid, t0, t1)
+            sync["rss_after"] = self.rss.last(self.proc.pid)
+        sync["hwm_at_sync"] = peak_rss_mib(self.proc.pid)
+        self.syncs.append(sync)
+
+    def stop(self) -> None:
+        with_metrics = scrape(self.port)
+        for k, v in api_verbs(with_metrics).items():
+            self.retired_verbs[k] = self.retired_verbs.get(k, 0) + v
+        self.retired_cpu += cpu_s(self.proc.pid)
+        self.hwm.append(peak_rss_mib(self.proc.pid))
+        self.proc.stop()
+
+    def restart(self, *, timeout: float) -> None:
+        self.stop()
+        self.start(timeout=timeout)
+
+    def total_verbs(self) -> dict[str, int]:
+        out = dict(self.retired_verbs)
+        for k, v in api_verbs(scrape(self.port)).items():
+            out[k] = out.get(k, 0) + v
+        return out
+
+    def total_cpu(self) -> float:
+        return self.retired_cpu + cpu_s(self.proc.pid)
+
+    def peak_hwm(self) -> float:
+        return max([*self.hwm, peak_rss_mib(self.proc.pid)])
+
+
+#: CPU seconds of the API server processes that were restarted (their CPU still counts).
+RETIRED_API_CPU = [0.0]
+
+
+def api_server_cpu(kube: KubeCluster) -> float:
+    """CPU seconds of kube-apiserver and etcd, the restarted API servers' included."""
+    return RETIRED_API_CPU[0] + sum(cpu_s(p.pid) for p in (kube._apiserver, kube._etcd) if p is not None)
+
+
+def restart_apiserver(kube: KubeCluster, log: list[str]) -> None:
+    t0 = time.monotonic()
+    if kube._apiserver is not None:
+        RETIRED_API_CPU[0] += cpu_s(kube._apiserver.pid)
+    kube.stop_apiserver()
+    kube.start_apiserver(timeout=900)
+    log.append(f"API server restarted (etcd kept): ready again after {time.monotonic() - t0:.1f} s")
+    print(f"  {log[-1]}", flush=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--nodes", type=int, default=1000)
@@ -472,20 +764,47 @@ def main() -> int:
                     help="a ResourceSlice of 8 GPUs per node and the DRA sample rules (the dra source's cost)")
     ap.add_argument("--dra-offline", action="store_true",
                     help="only the dra source's offline figures (no API server)")
+    ap.add_argument("--nf-kb", type=float, default=None,
+                    help="realistic heavy NodeFeatures of about this size (benchmarks/heavy_nodefeature.py; "
+                         "upstream's default is ~130 kB) instead of the ~31 kB synthetic ones")
+    ap.add_argument("--restart-master-at", type=float, default=None, metavar="FRACTION",
+                    help="restart nfd-master (SIGTERM, a new process) when this share of nodes is right "
+                         "in the first pass")
+    ap.add_argument("--restart-apiserver-at", type=float, default=None, metavar="FRACTION",
+                    help="restart kube-apiserver (etcd kept) when this share of nodes is right in the first pass")
+    ap.add_argument("--restarts-after", action="store_true",
+                    help="after the first pass, restart the master, then the API server: no writes expected")
+    ap.add_argument("--informer-page-size", type=int, default=None,
+                    help="the master's informerPageSize (paginated LISTs; default: the master's)")
+    ap.add_argument("--gc-objects", type=int, default=0,
+                    help="then nfd-gc: this many stale objects (half NodeFeatures, half NRTs) to delete")
     args = ap.parse_args()
     n = args.nodes
+    global HEAVY_VFS
+    if args.nf_kb:
+        sys.path.insert(0, str(REPO / "benchmarks"))
+        from heavy_nodefeature import BASES, size_kb, vfs_for
+
+        HEAVY_VFS = vfs_for(args.nf_kb, PROFILES)
+        sizes = [size_kb(p, sriov_vfs=HEAVY_VFS) for p in range(PROFILES)]
+        print(f"heavy NodeFeatures: {HEAVY_VFS} SR-IOV VFs per profile; "
+              + ", ".join(f"{BASES[p]} {sizes[p]:.0f} kB" for p in range(PROFILES)), flush=True)
     if args.dra_offline:
         print(f"dra source, offline, {n} nodes:")
         dra_offline(n, make_rules("v1", taints=args.taints) + dra_rules())
         return 0
 
     from nfd.master.bookkeeping import FEATURE_LABELS
+    from nfd.master.config import MasterConfig
 
+    watching = bool(args.nf_kb or args.restart_master_at is not None or args.restart_apiserver_at is not None
+                    or args.restarts_after)
     rule_objs = make_rules("v1", taints=args.taints) + (dra_rules() if args.dra else [])
     expected = expected_annotations(rule_objs, enable_taints=True, with_dra=args.dra)
     tmp = Path(tempfile.mkdtemp(prefix="nfd-bench-master-"))
     print(f"starting kube-apiserver + etcd in {tmp}", flush=True)
     kube = KubeCluster.start(binary=ensure_built(), tmpdir=tmp)
+    watch: NodeWatch | None = None
     try:
         kube.apply_manifest_dir(REPO / "deploy" / "base" / "rbac")
         if not args.upstream_rbac:
@@ -500,7 +819,9 @@ def main() -> int:
             ])
         asyncio.run(populate(kube, n, rule_objs, with_dra=args.dra))
         conf = tmp / "nfd-master.conf"
-        conf.write_text("enableTaints: true\nresyncPeriod: 0\n")
+        page_size = args.informer_page_size if args.informer_page_size is not None else MasterConfig().informer_page_size
+        conf.write_text("enableTaints: true\nresyncPeriod: 0\n"
+                        + (f"informerPageSize: {args.informer_page_size}\n" if args.informer_page_size is not None else ""))
         kc = kube.serviceaccount_kubeconfig(NS, "nfd-master", expiration_s=86400)
         port = int(os.environ.get("BENCH_PORT", "0")) or __import__("tests.e2e.harness", fromlist=["free_port"]).free_port()
         # BENCH_MASTER_CMD (e.g. "python -m cProfile -o master.prof -m nfd.master") profiles it.
@@ -515,25 +836,82 @@ def main() -> int:
 
         server_pids = [p.pid for p in (kube._apiserver, kube._etcd) if p is not None]
         settle(server_pids)
-        api_cpu0 = sum(cpu_s(p) for p in server_pids)
+        if watching:
+            watch = NodeWatch(kube)
+            watch.start()
+        rss = RssSampler() if watching else None
+        masters = Masters(kube, argv, kc, port, rss)
+        nf_requests0 = apiserver_requests(kube, "nodefeatures")
+        api_cpu0 = api_server_cpu(kube)
         t_start = time.monotonic()
-        master = kube.start_process(argv, kubeconfig=kc, env={"KUBERNETES_NAMESPACE": NS}, name="bench-master")
-        master.wait_log("informer caches synced", timeout=args.timeout)
-        t_sync = time.monotonic() - t_start
-        cpu_sync = cpu_s(master.pid)
-        api_cpu_sync = sum(cpu_s(p) for p in server_pids)
-        t_first, w_first = wait_all(kube, n, initial_ok, port=port, updates_before=0.0, timeout=args.timeout,
-                           what="first reconcile")
-        t_first_total = time.monotonic() - t_start
+        masters.start(timeout=args.timeout)
+        master = masters.proc
+        t_sync = masters.syncs[0]["s"]
+        masters_log0 = [masters.proc.logs()]
+        cpu_sync = masters.syncs[0]["cpu"]
+        nf_requests1 = apiserver_requests(kube, "nodefeatures")
+        api_cpu_sync = api_server_cpu(kube)
+        events: list[str] = []
+        actions: list[tuple[float, str, Any]] = []
+        if args.restart_master_at is not None:
+            actions.append((args.restart_master_at, "restarting nfd-master",
+                            lambda: masters.restart(timeout=args.timeout)))
+        if args.restart_apiserver_at is not None:
+            actions.append((args.restart_apiserver_at, "restarting kube-apiserver",
+                            lambda: restart_apiserver(kube, events)))
+        if watch is not None:
+            t_first = wait_watch(watch, n, initial_ok, timeout=args.timeout, what="first pass", actions=actions)
+            w_first = None
+            done, total = count_done(kube, initial_ok)  # verified by a LIST too
+            if done < n:
+                raise SystemExit(f"first pass: the watch saw every node right, a LIST finds {done}/{total}")
+            t_first_total = time.monotonic() - t_start
+            t_first = t_first_total - t_sync
+        else:
+            t_first, w_first = wait_all(kube, n, initial_ok, port=port, updates_before=0.0, timeout=args.timeout,
+                                        what="first reconcile")
+            t_first_total = time.monotonic() - t_start
         time.sleep(2.0)
+        master = masters.proc
+        verbs1 = masters.total_verbs()
+        rss1 = masters.peak_hwm()
+        cpu_first = masters.total_cpu()
+        api_cpu1 = api_server_cpu(kube)
+        after_restarts: list[str] = []
+        if args.restarts_after:
+            # a master restart with every node right: it must write nothing
+            before = masters.total_verbs()
+            masters.restart(timeout=args.timeout)
+            req0 = 0.0
+            t0 = time.monotonic()
+            while scrape(port).get("nfd_master_node_update_requests_total", 0.0) < req0 + n:
+                if time.monotonic() - t0 > args.timeout:
+                    raise SystemExit("restarted master did not go through every node")
+                time.sleep(0.5)
+            time.sleep(2.0)
+            after = masters.total_verbs()
+            w = {v: after.get(v, 0) - before.get(v, 0) for v in ("PATCH", "UPDATE") if after.get(v, 0) != before.get(v, 0)}
+            after_restarts.append(f"master restart after the first pass: synced in {masters.syncs[-1]['s']:.1f} s, "
+                                  f"every node gone through in {time.monotonic() - t0:.1f} s after it, writes {w or 0}")
+            print(f"  {after_restarts[-1]}", flush=True)
+            before = after
+            restart_apiserver(kube, after_restarts)
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < 30.0:  # the master's watches resume
+                time.sleep(1.0)
+            after = masters.total_verbs()
+            w = {v: after.get(v, 0) - before.get(v, 0) for v in ("PATCH", "UPDATE") if after.get(v, 0) != before.get(v, 0)}
+            after_restarts.append(f"API server restart after the first pass: writes in the 30 s after it {w or 0}")
+            print(f"  {after_restarts[-1]}", flush=True)
+            done, _ = count_done(kube, initial_ok)
+            after_restarts.append(f"nodes right after both restarts (LIST): {done}/{n}")
+        master = masters.proc
         m1 = scrape(port)
-        verbs1 = api_verbs(m1)
-        rss1 = peak_rss_mib(master.pid)
-        cpu_first = cpu_s(master.pid)
-        api_cpu1 = sum(cpu_s(p) for p in server_pids)
+        cur1 = api_verbs(m1)
+        cpu_cur1 = cpu_s(master.pid)
+        api_cpu_cur1 = api_server_cpu(kube)
 
         # a changed rule, to every node
-        api_before = verbs1
         t0 = time.monotonic()
         changed = [o for o in make_rules("v2", taints=args.taints) if any(r["name"] == "changeable" for r in o["spec"]["rules"])][0]
         cur = kube.get(f"/apis/nfd.k8s-sigs.io/v1alpha1/nodefeaturerules/{changed['metadata']['name']}")
@@ -548,7 +926,7 @@ def main() -> int:
         m2 = scrape(port)
         verbs2 = api_verbs(m2)
         cpu_prop = cpu_s(master.pid)
-        api_cpu_prop = sum(cpu_s(p) for p in server_pids)
+        api_cpu_prop = api_server_cpu(kube)
 
         # forced full resync with nothing changed
         req_before = m2.get("nfd_master_node_update_requests_total", 0.0)
@@ -562,42 +940,154 @@ def main() -> int:
         time.sleep(1.0)
         m3 = scrape(port)
         verbs3 = api_verbs(m3)
-        rss3 = peak_rss_mib(master.pid)
+        rss3 = masters.peak_hwm()
         writes = {v: verbs3.get(v, 0) - verbs2.get(v, 0) for v in ("PATCH", "UPDATE", "CREATE", "DELETE")}
 
         print()
+        size = len(json.dumps(nodefeature("bench-00000", 0))) // 1024
         print(f"nfd-master scale benchmark: {n} nodes, 100 rules, parallelism {args.parallelism}, "
               f"node watch {'off (upstream RBAC)' if args.upstream_rbac else 'on'}"
-              f"{', dra: a slice of 8 GPUs per node and the DRA sample rules' if args.dra else ''}")
+              f"{', dra: a slice of 8 GPUs per node and the DRA sample rules' if args.dra else ''}"
+              f"{f', heavy NodeFeatures ~{args.nf_kb:.0f} kB (profile 0: {size} kB)' if args.nf_kb else ''}")
         cores = os.cpu_count() or 1
         writes1 = sum(verbs1.get(v, 0) for v in ("PATCH", "UPDATE"))
-        writes2 = sum(verbs2.get(v, 0) - api_before.get(v, 0) for v in ("PATCH", "UPDATE"))
+        writes2 = sum(verbs2.get(v, 0) - cur1.get(v, 0) for v in ("PATCH", "UPDATE"))
         print(f"  caches synced after start:           {t_sync:8.1f} s  (CPU: master {cpu_sync:.1f} s, "
               f"kube-apiserver+etcd {api_cpu_sync - api_cpu0:.1f} s)")
+        # apiserver_request_total counts a WATCH when it ends: a streaming list shows as no LIST
+        lists = nf_requests1.get("LIST", 0) - nf_requests0.get("LIST", 0)
+        refused = "streaming list refused" in masters_log0[0] or "no streaming lists" in masters_log0[0]
+        how = (f"paginated LISTs of {page_size} (informerPageSize)" if lists or refused else
+               f"WatchList: a streaming list (watch with sendInitialEvents), no paging (informerPageSize {page_size} "
+               "is for paginated LISTs only)")
+        print(f"  initial NodeFeature list:            {how}; the API server served {lists} NodeFeature LISTs")
+        if rss is not None:
+            s0 = masters.syncs[0]
+            print(f"  master RSS during the initial list:  {s0['rss_during']:8.1f} MiB peak (sampled every 0.2 s), "
+                  f"{s0['rss_after']:.1f} MiB after it, VmHWM at sync {s0['hwm_at_sync']:.1f} MiB")
         written_at = "n/a" if w_first is None else f"{t_sync + w_first:.1f} s"
         print(f"  first full reconcile (after start):  {t_first_total:8.1f} s  (after sync: {t_first:.1f} s; "
               f"all written at {written_at}, the rest is the benchmark's verifying LIST)")
+        for ev in events:
+            print(f"    during it: {ev}")
+        for k, sy in enumerate(masters.syncs[1:len(masters.syncs) - (1 if args.restarts_after else 0)], 1):
+            print(f"    during it: master restart #{k}: caches synced in {sy['s']:.1f} s, RSS during the list "
+                  f"{sy.get('rss_during', float('nan')):.1f} MiB, after {sy.get('rss_after', float('nan')):.1f} MiB")
         print(f"  API requests, first reconcile:       {dict(sorted(verbs1.items()))}")
         print(f"  CPU until first reconcile done:      master {cpu_first:.1f} s, "
               f"kube-apiserver+etcd {api_cpu1 - api_cpu0:.1f} s (load average {os.getloadavg()[0]:.1f})")
         print(f"  kube-apiserver+etcd CPU per write:   {(api_cpu1 - api_cpu_sync) * 1000 / max(writes1, 1):8.1f} ms "
-              f"(master {(cpu_first - cpu_sync) * 1000 / max(writes1, 1):.1f} ms)")
+              f"(master {(cpu_first - cpu_sync) * 1000 / max(writes1, 1):.1f} ms after the sync; "
+              f"{cpu_first * 1000 / max(writes1, 1):.1f} ms with the initial list{', all master processes' if len(masters.syncs) > 1 else ''})")
         print(f"  CPU floor of the first reconcile:    {(cpu_first + api_cpu1 - api_cpu0) / cores:8.1f} s "
               f"(all three processes' CPU over {cores} cores)")
+        for line in after_restarts:
+            print(f"  {line}")
         print(f"  rule change propagated to all nodes: {t_prop:8.1f} s  (written at "
               f"{'n/a' if w_prop is None else f'{w_prop:.1f} s'}; {writes2} writes; CPU: master "
-              f"{cpu_prop - cpu_first:.1f} s, kube-apiserver+etcd {api_cpu_prop - api_cpu1:.1f} s)")
+              f"{cpu_prop - cpu_cur1:.1f} s ({(cpu_prop - cpu_cur1) * 1000 / max(writes2, 1):.1f} ms per write), "
+              f"kube-apiserver+etcd {api_cpu_prop - api_cpu_cur1:.1f} s)")
         print(f"  API requests, rule change:           "
-              f"{ {k: verbs2.get(k, 0) - api_before.get(k, 0) for k in sorted(verbs2) if verbs2.get(k, 0) != api_before.get(k, 0)} }")
+              f"{ {k: verbs2.get(k, 0) - cur1.get(k, 0) for k in sorted(verbs2) if verbs2.get(k, 0) != cur1.get(k, 0)} }")
         print(f"  forced no-op resync:                 {t_resync:8.1f} s, writes {writes} "
               f"(noop updates {int(m3.get('nfd_master_node_noop_updates_total', 0) - m2.get('nfd_master_node_noop_updates_total', 0))})")
-        print(f"  master peak RSS:                     {max(rss1, rss3):8.1f} MiB")
+        print(f"  master peak RSS:                     {max(rss1, rss3):8.1f} MiB"
+              + (f" (per process: {', '.join(f'{h:.0f}' for h in [*masters.hwm, peak_rss_mib(master.pid)])} MiB)"
+                 if len(masters.syncs) > 1 else ""))
+        ok = sum(writes.values()) == 0
+        if watch is not None:
+            print(f"  nfd-owned keys removed from nodes:   {watch.removals:8d}  (labels, annotations, taints, extended "
+                  f"resources; the benchmark's node watch, {watch.reconnects} reconnects)"
+                  + (f" e.g. {watch.examples}" if watch.examples else ""))
+            ok = ok and watch.removals == 0
         if args.dra:
             dra_offline(n, rule_objs)
-        master.stop()
-        return 0 if sum(writes.values()) == 0 else 1
+        masters.stop()
+        if args.gc_objects:
+            gc_bench(kube, n, args.gc_objects, rss or RssSampler())
+            if watch is not None:
+                print(f"  nfd-owned keys removed from nodes, at the end: {watch.removals}")
+                ok = ok and watch.removals == 0
+        return 0 if ok else 1
     finally:
+        if watch is not None:
+            watch.stop()
         kube.close()
+
+
+def gc_bench(kube: KubeCluster, n: int, objects: int, rss: RssSampler) -> None:
+    """nfd-gc on the same API server: ``objects`` stale objects (half NodeFeatures of nodes that
+    do not exist, half NRTs) beside the n live nodes' NodeFeatures; nfd-gc lists metadata only
+    (PartialObjectMetadataList), so the size of the NodeFeatures must not show in its RSS."""
+    from nfd.k8s.resources import NODERESOURCETOPOLOGIES
+
+    half = objects // 2
+
+    async def make() -> None:
+        api = await ApiClient.from_kubeconfig(kube.kubeconfig, qps=0, burst=1)
+
+        async def nf(i: int) -> None:
+            name = f"gone-{i:05d}"
+            try:
+                await create(api, NODEFEATURES, namespace=NS, body={
+                    "apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeature",
+                    "metadata": {"name": name, "namespace": NS, "labels": {"nfd.node.kubernetes.io/node-name": name}},
+                    "spec": {"labels": {"feature.node.kubernetes.io/gone": "true"}}})
+            except AlreadyExists:
+                pass
+
+        async def nrt(i: int) -> None:
+            try:
+                await create(api, NODERESOURCETOPOLOGIES, body={
+                    "apiVersion": "topology.node.k8s.io/v1alpha2", "kind": "NodeResourceTopology",
+                    "metadata": {"name": f"gone-{i:05d}"}, "zones": []})
+            except AlreadyExists:
+                pass
+
+        await bulk([nf(i) for i in range(half)], what="stale NodeFeatures")
+        await bulk([nrt(i) for i in range(objects - half)], what="stale NRTs")
+        await api.close()
+
+    t0 = time.monotonic()
+    asyncio.run(make())
+    print(f"\nnfd-gc: created {objects} stale objects in {time.monotonic() - t0:.1f} s "
+          f"({n} live nodes keep their NodeFeatures)", flush=True)
+    from tests.e2e.harness import free_port
+
+    gport = free_port()
+    argv = ["nfd-gc", f"-port={gport}", "-gc-interval=1h", "-kube-api-qps=0", "-v=5"]
+    t0 = time.monotonic()
+    gc = kube.start_process(argv, kubeconfig=kube.kubeconfig, name="bench-gc", env={"PYTHONPATH": str(REPO)})
+    rss.pid = gc.pid
+    deleted = 0.0
+    while deleted < objects:
+        try:
+            m = scrape(gport)
+            deleted = sum(v for k, v in m.items() if k.startswith("nfd_gc_objects_deleted_total"))
+        except OSError:
+            pass
+        if time.monotonic() - t0 > 1800:
+            raise SystemExit(f"nfd-gc deleted only {deleted}/{objects} in 1800 s")
+        time.sleep(0.5)
+    t_first = time.monotonic() - t0
+    hwm1, peak1 = peak_rss_mib(gc.pid), rss.peak(gc.pid)
+    gc.stop()
+    # a pass with nothing stale: a fresh process (its initial pass lists both kinds, deletes nothing)
+    t0 = time.monotonic()
+    gc2 = kube.start_process(argv, kubeconfig=kube.kubeconfig, name="bench-gc-2", env={"PYTHONPATH": str(REPO)})
+    rss.pid = gc2.pid
+    gc2.wait_log("NodeResourceTopology objects", timeout=600)
+    t_steady = time.monotonic() - t0
+    time.sleep(1.0)
+    hwm2 = peak_rss_mib(gc2.pid)
+    accept = "PartialObjectMetadataList" in __import__("nfd.k8s.fetching", fromlist=["METADATA_LIST"]).METADATA_LIST
+    gc2.stop()
+    print(f"nfd-gc, {n} nodes, {n} live NodeFeatures (~{len(json.dumps(nodefeature('bench-00000', 0))) // 1024} kB "
+          f"each), {objects} stale objects (metadata-only lists: {accept}):")
+    print(f"  first pass (start, node sync, lists, {objects} deletes): {t_first:8.1f} s, peak RSS {hwm1:.1f} MiB "
+          f"(VmHWM; sampled peak {peak1:.1f} MiB)")
+    print(f"  pass with nothing stale (process start to both lists done): {t_steady:8.1f} s, "
+          f"peak RSS {hwm2:.1f} MiB")
 
 
 if __name__ == "__main__":
