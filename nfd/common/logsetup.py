@@ -56,6 +56,15 @@ def setup_logging(verbosity: int, *, debug_from: int = 2, skip_headers: bool = F
     root.setLevel(min(level, logging.DEBUG) if verbosity >= debug_from else level)
     if verbosity < 4:  # the libraries' own debug chatter (asyncio's "Using selector") only from -v=4
         logging.getLogger("asyncio").setLevel(logging.WARNING)
+    # Never at any verbosity: h2 and hpack log every header they encode or decode, the API
+    # client's Authorization header (its bearer token) included, and the cost slowed a daemon
+    # at -v=5 several times over.
+    for name in SECRET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+#: Libraries whose debug records carry request headers (credentials).
+SECRET_LOGGERS = ("hpack", "h2")
 
 
 # -- structured logging: klog's InfoS / ErrorS / V(n).InfoS --------------------------------------

@@ -98,3 +98,21 @@ def test_v_levels(v: int, count: int) -> None:
     """V(n) lines from -v=n on; errors always."""
     msgs = [line for line in _run_structured(v) if KLOG.match(line)]
     assert len(msgs) == count, msgs
+
+
+def test_no_verbosity_logs_the_http2_headers_and_their_token() -> None:
+    """h2/hpack debug records carry every header, the bearer token included: never shown."""
+    code = r'''
+import logging, sys
+import hpack
+from nfd.common.logsetup import setup_logging
+setup_logging(10)
+enc = hpack.Encoder()
+dec = hpack.Decoder()
+dec.decode(enc.encode([(":method", "GET"), ("authorization", "Bearer s3cr3t-token")]))
+logging.getLogger("nfd.test").debug("visible debug line")
+'''
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "visible debug line" in out.stderr  # -v=10 shows debug records
+    assert "s3cr3t-token" not in out.stderr and "authorization" not in out.stderr.lower()
