@@ -13,10 +13,11 @@ bytes each one holds per node, measured with tracemalloc as the difference of tw
 - the evidence record;
 - the rule book (per cluster, not per node).
 
-``--heavy`` uses the 130 kB profiles of bench_master_scale where that benchmark has them.
+``--nf-kb 130`` uses bench_master_scale's realistic heavy profiles (benchmarks/heavy_nodefeature.py)
+and the rules it draws from them.
 
-Run: ``python benchmarks/bench_master_memory.py [--nodes 1000]`` (prints per-node figures
-and the projection to --project nodes, default 5,000).
+Run: ``python benchmarks/bench_master_memory.py [--nodes 1000] [--nf-kb 130]`` (prints per-node
+figures and the projection to --project nodes, default 5,000).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
+import bench_master_scale  # noqa: E402
 from bench_master_scale import NS, PROFILES, make_rules, nodefeature  # noqa: E402
 
 from nfd.common import jsoncodec  # noqa: E402
@@ -133,10 +135,16 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, default=1000)
     ap.add_argument("--project", type=int, default=5000, help="nodes to project the per-node figures to")
     ap.add_argument("--taints", choices=("all", "quarter", "none"), default="all")
+    ap.add_argument("--nf-kb", type=float, default=0, help="heavy NodeFeatures of about this size")
     args = ap.parse_args()
+    if args.nf_kb:
+        from heavy_nodefeature import vfs_for
+
+        bench_master_scale.HEAVY_VFS = vfs_for(args.nf_kb, PROFILES)
     tracemalloc.start()
     res = asyncio.run(measure(args.nodes, taints=args.taints))
-    print(f"bench_master_memory: {args.nodes} nodes, bench_master_scale's profiles, 100 rules")
+    kind = f"heavy ~{args.nf_kb:.0f} kB" if args.nf_kb else "~31 kB"
+    print(f"bench_master_memory: {args.nodes} nodes, bench_master_scale's {kind} profiles and its 100 rules")
     for k, v in res.items():
         print(f"  {k:<46} {v:10.2f}")
     per_node = res["all per-node caches, kB/node"]
