@@ -76,21 +76,21 @@ def test_status_current() -> None:
     assert not groups.status_current(group(), groups.desired_status("CountOnly", []))
 
 
-def test_estimated_size_counts_the_managed_fields_of_each_listed_node() -> None:
+def test_estimated_size_is_the_object_without_managed_fields() -> None:
     obj = group()
     body = json.loads(json.dumps(obj))
     body["status"] = groups.desired_status("Full", [])
-    empty = groups.estimated_size(body, obj)
+    empty = groups.estimated_size(body)
     body["status"] = groups.desired_status("Full", ["node-0001"])
-    one = groups.estimated_size(body, obj)
-    entry = len('{"name":"node-0001"}') + len('"k:{\\"name\\":\\"node-0001\\"}":{".":{},"f:name":{}},')
-    assert one - empty == entry + len("1") - len("0")
-    # 20,000 names of 40 characters: well over the limit as a list, tiny as a count
-    names = [f"ip-10-{i // 250}-{i % 250}-0.us-west-2.compute.internal"[:40] for i in range(20000)]
+    assert groups.estimated_size(body) - empty == len('{"name":"node-0001"}') + len("1") - len("0")
+    # 20,000 names of 100 characters: over the limit as a list, tiny as a count
+    names = [f"node-{i:05d}".ljust(100, "x") for i in range(20000)]
     body["status"] = groups.desired_status("Full", names)
-    assert groups.estimated_size(body, obj) > groups.STATUS_SIZE_LIMIT
+    assert groups.estimated_size(body) > groups.STATUS_SIZE_LIMIT
+    body["status"] = groups.desired_status("Full", names[:12000])
+    assert groups.estimated_size(body) < groups.STATUS_SIZE_LIMIT
     body["status"] = groups.desired_status("CountOnly", names)
-    assert groups.estimated_size(body, obj) < 2000
+    assert groups.estimated_size(body) < 2000
 
 
 async def test_full_status_written_in_the_groups_namespace_without_managed_fields() -> None:
@@ -120,7 +120,7 @@ async def test_count_only_writes_the_count_and_no_list() -> None:
 async def test_too_large_is_refused_once_and_the_last_status_kept(caplog: pytest.LogCaptureFixture) -> None:
     api = Recorder()
     obj = group(status={"nodes": [{"name": "a"}], "nodeCount": 1})
-    members = [f"node-{i:05d}" for i in range(1000)]
+    members = [f"node-{i:05d}" for i in range(2000)]
     caplog.set_level(logging.INFO, logger="nfd.master.groups")
     for _ in range(3):
         assert not await groups.write_status(api, obj=obj, members=members, limit=20000)  # type: ignore[arg-type]
@@ -128,7 +128,7 @@ async def test_too_large_is_refused_once_and_the_last_status_kept(caplog: pytest
     lines = [r for r in caplog.records if r.name == "nfd.master.groups"]
     assert len(lines) == 1 and lines[0].levelno == logging.ERROR
     msg = lines[0].getMessage()
-    assert "team-a/g" in msg and "20000 byte limit" in msg and "1000 nodes" in msg and "CountOnly" in msg
+    assert "team-a/g" in msg and "20000 byte limit" in msg and "2000 nodes" in msg and "CountOnly" in msg
     # fits again (fewer members): written, and a later refusal is logged again
     assert await groups.write_status(api, obj=obj, members=members[:10], limit=20000)  # type: ignore[arg-type]
     assert not await groups.write_status(api, obj=obj, members=members, limit=20000)  # type: ignore[arg-type]
