@@ -213,6 +213,10 @@ def node_feature_group() -> Schema:
     spec = _obj("Rules selecting the group's nodes.", {
         "featureGroupRules": {"type": "array", "description": "Group rules; a node is in the group "
                               "if any rule matches.", "items": group_rule()},
+        # ours, named as proposed upstream (#2548); unset is Full
+        "materializePolicy": {"type": "string", "enum": ["Full", "CountOnly"], "description":
+                              "What the status holds: Full (default) lists the member nodes in "
+                              "status.nodes, CountOnly only their number in status.nodeCount."},
     }, ["featureGroupRules"])
     status = _obj("Observed state of the group.", {
         "nodes": {
@@ -221,6 +225,8 @@ def node_feature_group() -> Schema:
             "x-kubernetes-list-type": "map",
             "x-kubernetes-list-map-keys": ["name"],
         },
+        # ours, named as in upstream's KEP-2548
+        "nodeCount": {"type": "integer", "format": "int64", "description": "Number of member nodes."},
     })
     return _crd(group="nfd.k8s-sigs.io", kind="NodeFeatureGroup", plural="nodefeaturegroups",
                 scope="Namespaced", short_names=["nfg"],

@@ -319,6 +319,8 @@ _TOP_FIELDS = {
     "NodeFeatureGroup": frozenset({"apiVersion", "kind", "metadata", "spec", "status"}),
 }
 _SPEC_FIELDS = {"NodeFeatureRule": ("rules", False), "NodeFeatureGroup": ("featureGroupRules", True)}
+# spec fields besides the rule list (ours: NodeFeatureGroup's materializePolicy, #2548)
+_SPEC_EXTRA = {"NodeFeatureRule": frozenset(), "NodeFeatureGroup": frozenset({"materializePolicy"})}
 _RULE_FIELDS = frozenset(
     {
         "name",
@@ -399,7 +401,7 @@ def unknown_fields(obj: Any, *, kind: str | None = None) -> list[str]:
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return [str(k) for k in out]
-    out.extend(f"spec.{k}" for k in spec if k != list_field)
+    out.extend(f"spec.{k}" for k in spec if k != list_field and k not in _SPEC_EXTRA[kind])
     rules = spec.get(list_field)
     if isinstance(rules, list):
         for i, r in enumerate(rules):

@@ -99,9 +99,8 @@ class Controller:
         self.watch_nodes = True
         self.nfg_informer: Informer | None = None
         if groups:
-            self.nfg_informer = Informer(
-                api, NODEFEATUREGROUPS, namespace=options.namespace, page_size=500
-            )
+            # every namespace (upstream: the master's only, #2558)
+            self.nfg_informer = Informer(api, NODEFEATUREGROUPS, page_size=500)
         self.ns_informer: Informer | None = None
         # The dra feature source (ResourceSlices); started in start when the API serves
         # resource.k8s.io/v1 and RBAC allows list and watch.
@@ -248,7 +247,9 @@ class Controller:
         if etype == "MODIFIED" and old is not None and old.get("spec") == obj.get("spec"):
             return
         if self.m.ready:
-            self.m.group_queue.add((obj.get("metadata") or {}).get("name") or "")
+            from nfd.master.groups import group_key  # only nfd-master caches groups
+
+            self.m.group_queue.add(group_key(obj))
 
 
     def peek_node_line(self, line: bytes) -> dict[str, Any] | None:
@@ -342,8 +343,8 @@ class Controller:
     def all_groups(self) -> None:
         if self.nfg_informer is None or not self.m.ready:
             return
-        for _, name in list(self.nfg_informer.cache):
-            self.m.group_queue.add(name)
+        for ns, name in list(self.nfg_informer.cache):
+            self.m.group_queue.add(f"{ns}/{name}")
 
 
     def remember(self, obj: dict[str, Any]) -> None:

@@ -1,9 +1,15 @@
-"""NodeFeatureGroup membership (gate NodeFeatureGroupAPI), as upstream computes it.
+"""NodeFeatureGroup membership and status (gate NodeFeatureGroupAPI).
 
 A node is a member when any group rule matches its merged features (vars fed back between the
 group's rules). Nodes without any NodeFeature are skipped. The member name is the node's
 ``system.name.nodename`` feature as upstream reads it; where that feature is missing we use the
 Node's name (upstream would list an empty name).
+
+Groups in every namespace are processed (upstream: only the master's, #2558); the queue holds
+``namespace/name``. ``spec.materializePolicy`` (proposed upstream in #2548) picks what the status
+holds: ``Full`` (default) lists the members in ``status.nodes``, ``CountOnly`` writes only
+``status.nodeCount``; both write ``status.nodeCount`` (#2550's name). A ``Full`` status that
+would not fit etcd's object size limit is not written: one log line, the last status stays.
 """
 
 from __future__ import annotations
@@ -13,21 +19,38 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from nfd.k8s import errors as kerr
 from nfd.rules.nodefeatures import MergedNodeFeatures
 
 if TYPE_CHECKING:
     from nfd.k8s.client import ApiClient
+    from nfd.master.master import NfdMaster
 
 log = logging.getLogger(__name__)
 
+FULL = "Full"
+COUNT_ONLY = "CountOnly"
+POLICIES = (FULL, COUNT_ONLY)
+
+# etcd's default --max-request-bytes is 1.5 MiB per write; keep 64 KiB of it for the key, the
+# request framing and the error of our estimate.
+ETCD_REQUEST_LIMIT = 3 * 1024 * 1024 // 2
+STATUS_SIZE_LIMIT = ETCD_REQUEST_LIMIT - 64 * 1024
+
 _compiled: dict[str, tuple[str, Any]] = {}
+# Groups refused (policy or size) since their last write: logged once, until that changes.
+_refused: dict[str, str] = {}
+
+
+def group_key(obj: dict[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
 
 
 def _compile(obj: dict[str, Any]) -> Any:
     from nfd.rules.engine import compile_group_rules
 
-    meta = obj.get("metadata") or {}
-    key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+    key = group_key(obj)
     spec_key = json.dumps(obj.get("spec"), sort_keys=True)
     hit = _compiled.get(key)
     if hit is not None and hit[0] == spec_key:
@@ -58,17 +81,104 @@ def compute_membership(
     return members
 
 
-async def write_members(write_api: ApiClient, *, obj: dict[str, Any], members: list[str], namespace: str) -> bool:
-    """Put ``members`` in the group's ``status.nodes`` (the status subresource, replaced whole);
-    False when they are already there and nothing was written."""
-    status_nodes = [{"name": m} for m in members]
-    if ((obj.get("status") or {}).get("nodes") or []) == status_nodes:
+def policy_of(obj: dict[str, Any]) -> str:
+    """``spec.materializePolicy``, Full when unset."""
+    return str((obj.get("spec") or {}).get("materializePolicy") or FULL)
+
+
+def desired_status(policy: str, members: list[str]) -> dict[str, Any]:
+    nodes = [{"name": m} for m in members] if policy == FULL else []
+    return {"nodes": nodes, "nodeCount": len(members)}
+
+
+def status_current(obj: dict[str, Any], want: dict[str, Any]) -> bool:
+    """True when ``obj``'s status already says ``want``. A missing nodeCount next to the right
+    nodes counts as current in Full mode (a CRD without the field prunes it on every write)."""
+    have = obj.get("status") or {}
+    if (have.get("nodes") or []) != want["nodes"]:
+        return False
+    count = have.get("nodeCount")
+    return count == want["nodeCount"] or (count is None and bool(want["nodes"]))
+
+
+def estimated_size(body: dict[str, Any]) -> int:
+    """Bytes the object takes in etcd after ``body`` is written, without managedFields: the API
+    server stores an object without them when they alone push it past etcd's limit (kubernetes
+    #87508; a status list costs as much again there, one entry per node)."""
+    return len(json.dumps(body, separators=(",", ":")))
+
+
+def _refuse(key: str, why: str, message: str) -> None:
+    if _refused.get(key) != why:
+        _refused[key] = why
+        log.error("NodeFeatureGroup %s: %s", key, message)
+
+
+def forget(key: str) -> None:
+    _compiled.pop(key, None)
+    _refused.pop(key, None)
+
+
+async def write_status(
+    write_api: ApiClient, *, obj: dict[str, Any], members: list[str], limit: int = STATUS_SIZE_LIMIT
+) -> bool:
+    """Write the group's status (the status subresource, replaced whole) as its
+    materializePolicy says; False when nothing was written (already current, or refused)."""
+    key = group_key(obj)
+    policy = policy_of(obj)
+    if policy not in POLICIES:
+        _refuse(key, f"policy {policy}", f"spec.materializePolicy {policy!r} is not supported "
+                f"(one of {', '.join(POLICIES)}); status left as it was")
+        return False
+    want = desired_status(policy, members)
+    if status_current(obj, want):
+        _refused.pop(key, None)
         return False
     from nfd.k8s.resources import NODEFEATUREGROUPS
     from nfd.k8s.updating import replace
 
     body = json.loads(json.dumps(obj))
-    body.setdefault("status", {})["nodes"] = status_nodes
-    name = (obj.get("metadata") or {}).get("name") or ""
-    await replace(write_api, NODEFEATUREGROUPS, body=body, name=name, namespace=namespace, subresource="status")
+    body.setdefault("metadata", {}).pop("managedFields", None)  # the server keeps its own
+    body.setdefault("status", {}).update(want)
+    size = estimated_size(body)
+    too_large = (f"status.nodes of {len(members)} nodes would make the object about {size} bytes, "
+                 f"over the {limit} byte limit (etcd's request size limit); status left as it was "
+                 f"(spec.materializePolicy: {COUNT_ONLY} publishes the count only)")
+    if size > limit:
+        _refuse(key, "size", too_large)
+        return False
+    meta = obj.get("metadata") or {}
+    try:
+        await replace(write_api, NODEFEATUREGROUPS, body=body, name=meta.get("name") or "",
+                      namespace=meta.get("namespace") or "", subresource="status")
+    except kerr.ApiError as e:
+        # 413 from the API server, "request is too large" from etcd: retrying cannot help
+        if e.status == 413 or "too large" in str(e).lower():
+            _refuse(key, "size", too_large.replace(f"about {size} bytes", f"too large ({e})"))
+            return False
+        raise
+    _refused.pop(key, None)
     return True
+
+
+async def process_group(m: NfdMaster, key: str) -> None:
+    """Recompute one group (``namespace/name``) and write its status in its own namespace."""
+    m.metrics.nfg_update_requests.inc()
+    informer = m.controller.nfg_informer
+    assert informer is not None
+    namespace, _, name = key.partition("/")
+    obj = informer.get(name, namespace)
+    if obj is None:
+        forget(key)
+        return
+    if m.controller.watch_nodes:
+        nodes = sorted(n for _, n in m.controller.node_informer.cache)
+    else:
+        from nfd.k8s.fetching import list_objects
+        from nfd.k8s.resources import NODES
+
+        items, _ = await list_objects(m.api, NODES, page_size=500, metadata_only=True)
+        nodes = sorted((o.get("metadata") or {}).get("name") or "" for o in items)
+    members = compute_membership(obj, nodes=nodes, merged_for=m.updater.merged_for)
+    if await write_status(m.write_api, obj=obj, members=members):
+        log.info("NodeFeatureGroup %s: %d member nodes (%s)", key, len(members), policy_of(obj))

@@ -73,25 +73,10 @@ class NfdMaster(MasterCore):
             )
         )
 
-    async def process_group(self, name: str) -> None:
-        from nfd.master.groups import compute_membership, write_members
+    async def process_group(self, key: str) -> None:
+        from nfd.master.groups import process_group
 
-        self.metrics.nfg_update_requests.inc()
-        assert self.controller.nfg_informer is not None
-        obj = self.controller.nfg_informer.get(name, self.opts.namespace)
-        if obj is None:
-            return
-        if self.controller.watch_nodes:
-            nodes = sorted(n for _, n in self.controller.node_informer.cache)
-        else:
-            from nfd.k8s.fetching import list_objects
-
-            items, _ = await list_objects(self.api, NODES, page_size=500, metadata_only=True)
-            nodes = sorted((o.get("metadata") or {}).get("name") or "" for o in items)
-        members = compute_membership(obj, nodes=nodes, merged_for=self.updater.merged_for)
-        if not await write_members(self.write_api, obj=obj, members=members, namespace=self.opts.namespace):
-            return
-        log.info("NodeFeatureGroup %s/%s: %d member nodes", self.opts.namespace, name, len(members))
+        await process_group(self, key)
 
     # -- leadership and lifecycle ------------------------------------------------------------------
     async def become_leader(self) -> None:
@@ -101,8 +86,7 @@ class NfdMaster(MasterCore):
         # Evidence of this term only: a standby has processed nothing.
         self.evidence.reset_processed()
         self.start_updaters("became leader")
-        for _, name in list(self.controller.nfg_informer.cache if self.controller.nfg_informer is not None else {}):
-            self.group_queue.add(name)
+        self.controller.all_groups()
         for name, msg in sorted((self.rulebook.broken if self.rulebook is not None else {}).items()):
             log.error("NodeFeatureRule %s is invalid: %s", name, msg)
 
