@@ -776,6 +776,7 @@ def main() -> int:
                     help="after the first pass, restart the master, then the API server: no writes expected")
     ap.add_argument("--informer-page-size", type=int, default=None,
                     help="the master's informerPageSize (paginated LISTs; default: the master's)")
+    ap.add_argument("--gc-only", action="store_true", help="no nfd-master: the objects, then nfd-gc (with --gc-objects)")
     ap.add_argument("--gc-objects", type=int, default=0,
                     help="then nfd-gc: this many stale objects (half NodeFeatures, half NRTs) to delete")
     args = ap.parse_args()
@@ -836,6 +837,9 @@ def main() -> int:
 
         server_pids = [p.pid for p in (kube._apiserver, kube._etcd) if p is not None]
         settle(server_pids)
+        if args.gc_only:
+            gc_bench(kube, n, args.gc_objects, RssSampler())
+            return 0
         if watching:
             watch = NodeWatch(kube)
             watch.start()
@@ -1055,7 +1059,8 @@ def gc_bench(kube: KubeCluster, n: int, objects: int, rss: RssSampler) -> None:
     from tests.e2e.harness import free_port
 
     gport = free_port()
-    argv = ["nfd-gc", f"-port={gport}", "-gc-interval=1h", "-kube-api-qps=0", "-v=5"]
+    # -v=2: the debug line that ends a pass with nothing stale ("listed N NodeResourceTopology objects")
+    argv = ["nfd-gc", f"-port={gport}", "-gc-interval=1h", "-kube-api-qps=0", "-v=2"]
     t0 = time.monotonic()
     gc = kube.start_process(argv, kubeconfig=kube.kubeconfig, name="bench-gc", env={"PYTHONPATH": str(REPO)})
     rss.pid = gc.pid

@@ -19,8 +19,9 @@ import asyncio
 import logging
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from nfd import __version__
 from nfd.api import NODE_NAME_LABEL
@@ -41,9 +42,14 @@ RESOURCES: dict[str, Resource] = {
 
 
 def _metadata(obj: dict[str, Any]) -> dict[str, Any]:
-    """Keep only what GC looks at (lists are metadata-only already; this trims the rest)."""
+    """Keep only what GC looks at (lists are metadata-only already; this trims the rest): the
+    identity and preconditions, and of the labels only the node-name label (a Node carries a
+    hundred labels nfd-gc never reads; ~40 MiB at 4,000 nodes)."""
     m = obj.get("metadata") or {}
-    keep = {k: m[k] for k in ("name", "namespace", "uid", "resourceVersion", "labels") if k in m}
+    keep = {k: m[k] for k in ("name", "namespace", "uid", "resourceVersion") if k in m}
+    labels = m.get("labels")
+    if isinstance(labels, dict) and NODE_NAME_LABEL in labels:
+        keep["labels"] = {NODE_NAME_LABEL: labels[NODE_NAME_LABEL]}
     return {"metadata": keep}
 
 
@@ -153,6 +159,32 @@ class GarbageCollector:
             return None
         return items
 
+    async def _list_candidates(
+        self, res: Resource, to_target: Callable[[dict[str, Any]], Target], cached: set[str]
+    ) -> tuple[list[Target], int] | None:
+        """The objects of ``res`` whose node is not in ``cached`` (policy.stale), and how many
+        were listed; None when the resource type does not exist. Each page is reduced to these
+        as it arrives: a sweep of 20,000 objects holds no more than its candidates."""
+        count = 0
+
+        def candidate(obj: dict[str, Any]) -> Any:
+            nonlocal count
+            count += 1
+            t = to_target(obj)
+            if t.kind == policy.NODEFEATURE and not t.node:
+                klog.info_s("node name label missing from NodeFeature object", nodefeature=t.ref)
+            return t if policy.stale((t,), cached) else None
+
+        try:
+            items, _rv = await fetching.list_objects(
+                self.api, res, page_size=self.list_size, metadata_only=True, transform=candidate
+            )
+        except NotFound:
+            log.debug("resource %s does not exist, skipped", res.plural)
+            return None
+        # the transform made the items Targets (or None)
+        return cast("list[Target]", [t for t in items if t is not None]), count
+
     async def live_node_names(self) -> set[str]:
         """Node names from a fresh complete LIST; raises on any failure (never partial)."""
         items = await self._list(NODES)
@@ -206,25 +238,21 @@ class GarbageCollector:
             return report
         klog.info_s("performing garbage collection")
         cached = self.cached_node_names()
-        targets: list[Target] = []
+        candidates: list[Target] = []
         try:
             for kind, res, to_target in (
                 (policy.NODEFEATURE, NODEFEATURES, policy.nodefeature_target),
                 (policy.NODERESOURCETOPOLOGY, NODERESOURCETOPOLOGIES, policy.nrt_target),
             ):
-                items = await self._list(res)
-                if items is None:
+                listed = await self._list_candidates(res, to_target, cached)
+                if listed is None:
                     continue
-                for t in map(to_target, items):
-                    if t.kind == policy.NODEFEATURE and not t.node:
-                        klog.info_s("node name label missing from NodeFeature object", nodefeature=t.ref)
-                    targets.append(t)
-                log.debug("listed %d %s objects", len(items), kind)
+                candidates += listed[0]
+                log.debug("listed %d %s objects", listed[1], kind)
         except (ApiError, ApiUnavailable) as e:
             report.aborted = f"listing failed: {e}"
             log.error("garbage collection aborted, nothing deleted: %s", report.aborted)
             return report
-        candidates = policy.stale(targets, cached)
         report.candidates = len(candidates)
         if not candidates:
             return report

@@ -37,7 +37,7 @@ async def list_objects(
     field_selector: str | None = None,
     page_size: int = 500,
     metadata_only: bool = False,
-    transform: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    transform: Callable[[dict[str, Any]], Any] | None = None,
 ) -> tuple[list[dict[str, Any]], str]:
     """All objects, following `continue` tokens, and the list's resourceVersion.
 
