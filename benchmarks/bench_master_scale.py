@@ -627,6 +627,12 @@ def api_verbs(m: dict[str, float]) -> dict[str, int]:
     return out
 
 
+def etcd_db_mib(kube: KubeCluster) -> float:
+    """The size of etcd's database file (its backend quota is 2 GiB by default)."""
+    dbs = list(Path(kube._tmp, "etcd", "data").rglob("db"))
+    return sum(p.stat().st_size for p in dbs) / 2**20 if dbs else float("nan")
+
+
 def peak_rss_mib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -998,6 +1004,11 @@ def main() -> int:
         print(f"  master peak RSS:                     {max(rss1, rss3):8.1f} MiB"
               + (f" (per process: {', '.join(f'{h:.0f}' for h in [*masters.hwm, peak_rss_mib(master.pid)])} MiB)"
                  if len(masters.syncs) > 1 else ""))
+        servers = {name: peak_rss_mib(proc.pid) for name, proc in (("kube-apiserver", kube._apiserver), ("etcd", kube._etcd))
+                   if proc is not None}
+        print("  API server peak RSS:                 "
+              + ", ".join(f"{name} {mib:.0f} MiB" for name, mib in servers.items())
+              + f" (etcd database {etcd_db_mib(kube):.0f} MiB)")
         ok = sum(writes.values()) == 0
         if watch is not None:
             print(f"  nfd-owned keys removed from nodes:   {watch.removals:8d}  (labels, annotations, taints, extended "
