@@ -20,21 +20,35 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# "namespace/name" -> (canonical spec, compiled rules) of each group seen; a deleted group's
+# entry goes with it (forget), and the whole map is bounded in case deletes are missed.
 _compiled: dict[str, tuple[str, Any]] = {}
+COMPILED_MAX = 1024
+
+
+def _key(namespace: str, name: str) -> str:
+    return f"{namespace}/{name}"
 
 
 def _compile(obj: dict[str, Any]) -> Any:
     from nfd.rules.engine import compile_group_rules
 
     meta = obj.get("metadata") or {}
-    key = f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+    key = _key(meta.get("namespace", ""), meta.get("name", ""))
     spec_key = json.dumps(obj.get("spec"), sort_keys=True)
     hit = _compiled.get(key)
     if hit is not None and hit[0] == spec_key:
         return hit[1]
     group = compile_group_rules(obj)
+    if key not in _compiled and len(_compiled) >= COMPILED_MAX:
+        _compiled.clear()
     _compiled[key] = (spec_key, group)
     return group
+
+
+def forget(namespace: str, name: str) -> None:
+    """The group was deleted: drop its compiled rules."""
+    _compiled.pop(_key(namespace, name), None)
 
 
 def compute_membership(
