@@ -14,6 +14,7 @@ import asyncio
 import logging
 import re
 import time
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from nfd.api import NODE_NAME_LABEL
@@ -164,6 +165,12 @@ class Controller:
             self._index_remove(node, key)
             target = node or key[1]
             klog.info_s("NodeFeature deleted", nodefeature=kobj(key[0], key[1]), nodeName=target)
+            if not self.m.ready and self.node_absent(target):
+                # A standby, and the Node is gone already (nfd-gc deletes a NodeFeature after
+                # its Node): nothing to remove from it, and no Node delete to come that would
+                # drop the evidence recorded here; a leader's pass drops it (forget_node).
+                self.all_groups()
+                return
             self.m.evidence.mark_deleted(target)
             self.recent_deletes.setdefault(target, {})[key] = time.monotonic()
             if self.m.ready:
@@ -244,11 +251,14 @@ class Controller:
 
 
     def on_nfg_event(self, etype: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+        from nfd.master.groups import forget, group_key  # only nfd-master caches groups
+
+        if etype == "DELETED":
+            forget(group_key(obj))
+            return
         if etype == "MODIFIED" and old is not None and old.get("spec") == obj.get("spec"):
             return
         if self.m.ready:
-            from nfd.master.groups import group_key  # only nfd-master caches groups
-
             self.m.group_queue.add(group_key(obj))
 
 
@@ -281,11 +291,7 @@ class Controller:
     def on_node_event(self, etype: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         name = (obj.get("metadata") or {}).get("name") or ""
         if etype == "DELETED":
-            self.m.evidence.forget(name)
-            self.m.updater.desired_cache.pop(name, None)
-            self.recent_deletes.pop(name, None)
-            self.own_rv.pop(name, None)
-            self.own_slim.pop(name, None)
+            self.forget_node(name)
             return
         nm = obj.get("metadata") or {}
         rv = nm.get("resourceVersion") or ""
@@ -314,6 +320,29 @@ class Controller:
             else:
                 self.m.node_queue.add(name)
 
+
+    def node_absent(self, name: str) -> bool:
+        """Whether the Node is known not to exist: the Node cache is watched, synced and lacks it."""
+        return self.watch_nodes and self.node_informer.synced and ("", name) not in self.node_informer.cache
+
+    def forget_node(self, name: str) -> None:
+        """The Node is gone: drop everything kept for it, so memory follows the nodes there are."""
+        self.m.evidence.forget(name)
+        self.m.updater.desired_cache.pop(name, None)
+        self.recent_deletes.pop(name, None)
+        self.own_rv.pop(name, None)
+        self.own_slim.pop(name, None)
+
+    def forget_absent_nodes(self, present: Collection[str]) -> int:
+        """Drop the state of every node not in ``present`` (the synced Node cache or a complete
+        list of Nodes) that is not being processed; returns how many. A node deleted while it
+        was being processed can have state stored after its delete event was handled (the
+        pass's result, the answer of its last write): the next full pass drops it."""
+        kept = [self.m.evidence.nodes(), self.m.updater.desired_cache, self.recent_deletes, self.own_rv, self.own_slim]
+        gone = {n for names in kept for n in names if n not in present and n not in self.busy}
+        for name in gone:
+            self.forget_node(name)
+        return len(gone)
 
     def on_dra_event(self, etype: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         from nfd.dra.pools import ALL_NODES

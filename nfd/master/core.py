@@ -137,6 +137,8 @@ class MasterCore:
             self.spawn(self._list_and_queue(reason))
             return
         klog.info_s("will process all nodes in the cluster", nodeCount=len(self.controller.node_informer.cache), reason=reason)
+        if self.controller.node_informer.synced:
+            self.controller.forget_absent_nodes({name for _, name in self.controller.node_informer.cache})
         spread_s = self.opts.spread_s if (spread and self.opts.only_node) else 0.0
         for _, name in list(self.controller.node_informer.cache):
             if spread_s > 0:
@@ -157,8 +159,10 @@ class MasterCore:
             except (kerr.ApiError, kerr.ApiUnavailable) as e:
                 await asyncio.sleep(retry.failed(e))
         klog.info_s("will process all nodes in the cluster", nodeCount=len(items), reason=reason)
-        for obj in items:
-            self.node_queue.add((obj.get("metadata") or {}).get("name") or "")
+        names = [(obj.get("metadata") or {}).get("name") or "" for obj in items]
+        self.controller.forget_absent_nodes(set(names))
+        for name in names:
+            self.node_queue.add(name)
 
     def set_config(self, config: MasterConfig) -> None:
         """Live reload: a new (already validated) config; every node is re-evaluated."""

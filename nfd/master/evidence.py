@@ -55,6 +55,10 @@ class Evidence:
         self._pending.pop(node, None)
         self._processed.discard(node)
 
+    def nodes(self) -> set[str]:
+        """Every node with state here."""
+        return set(self._pending) | self._processed
+
     def reset_processed(self) -> None:
         """A new term as leader: nothing has been processed by this leader yet."""
         self._processed.clear()

@@ -40,6 +40,8 @@ class Deferral:
 @dataclass(slots=True)
 class _Entry:
     revision: bytes
+    # the nodes counted, up to the threshold: once the revision is deferred no more are kept, so
+    # the entry stays small however many nodes come and go while the revision is in force
     nodes: set[str] = field(default_factory=set)
     first: list[str] = field(default_factory=list)  # the first nodes, in order (for the message)
     example: str = ""
@@ -65,13 +67,15 @@ class CostLedger:
         if e is None or e.revision != revision:
             e = self._entries[rule_set] = _Entry(revision)
             self._set_deferred(rule_set, False)
+        if e.deferred:
+            return None  # counted enough: the names of further nodes (churn brings new ones) are not kept
         if node not in e.nodes:
             e.nodes.add(node)
             if len(e.first) < 3:
                 e.first.append(node)
             if not e.example:
                 e.example = example
-        if e.deferred or len(e.nodes) < self.threshold:
+        if len(e.nodes) < self.threshold:
             return None
         e.deferred = True
         self._set_deferred(rule_set, True)

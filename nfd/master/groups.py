@@ -37,7 +37,10 @@ POLICIES = (FULL, COUNT_ONLY)
 ETCD_REQUEST_LIMIT = 3 * 1024 * 1024 // 2
 STATUS_SIZE_LIMIT = ETCD_REQUEST_LIMIT - 64 * 1024
 
+# "namespace/name" -> (canonical spec, compiled rules) of each group seen; a deleted group's
+# entry goes with it (forget), and the whole map is bounded in case deletes are missed.
 _compiled: dict[str, tuple[str, Any]] = {}
+COMPILED_MAX = 1024
 # Groups refused (policy or size) since their last write: logged once, until that changes.
 _refused: dict[str, str] = {}
 
@@ -56,6 +59,8 @@ def _compile(obj: dict[str, Any]) -> Any:
     if hit is not None and hit[0] == spec_key:
         return hit[1]
     group = compile_group_rules(obj)
+    if key not in _compiled and len(_compiled) >= COMPILED_MAX:
+        _compiled.clear()
     _compiled[key] = (spec_key, group)
     return group
 
@@ -115,6 +120,7 @@ def _refuse(key: str, why: str, message: str) -> None:
 
 
 def forget(key: str) -> None:
+    """The group ``namespace/name`` was deleted: drop its compiled rules and refusal."""
     _compiled.pop(key, None)
     _refused.pop(key, None)
 

@@ -380,8 +380,7 @@ class NodeUpdater:
         node = NodeState.from_obj(cached) if cached is not None else await self._fresh_node(name)
         if node is None:
             klog.info_s("node not found, skip update", nodeName=name)
-            self.evidence.forget(name)
-            self.desired_cache.pop(name, None)
+            self.controller.forget_node(name)
             return
         cd = await self.desired_for(name, background=background)
         if cd.deferred:
@@ -423,7 +422,7 @@ class NodeUpdater:
                 node = await self._execute(node, plan)
             except kerr.NotFound:
                 log.info("node %s was deleted meanwhile", name)
-                self.evidence.forget(name)
+                self.controller.forget_node(name)
                 return
             except (kerr.Invalid, kerr.Conflict) as e:
                 # Our cached view was stale (a key vanished, the resourceVersion moved): re-read.
@@ -432,7 +431,7 @@ class NodeUpdater:
                 log.info("node %s: cached state stale (%s); re-reading", name, e.reason or e.status)
                 fresh = await self._fresh_node(name)
                 if fresh is None:
-                    self.evidence.forget(name)
+                    self.controller.forget_node(name)
                     return
                 node = fresh
                 refreshed = True
