@@ -780,6 +780,8 @@ def main() -> int:
                     help="restart kube-apiserver (etcd kept) when this share of nodes is right in the first pass")
     ap.add_argument("--restarts-after", action="store_true",
                     help="after the first pass, restart the master, then the API server: no writes expected")
+    ap.add_argument("--no-watch-list", action="store_true",
+                    help="kube-apiserver with --feature-gates=WatchList=false: the master's informers list in pages")
     ap.add_argument("--informer-page-size", type=int, default=None,
                     help="the master's informerPageSize (paginated LISTs; default: the master's)")
     ap.add_argument("--gc-only", action="store_true", help="no nfd-master: the objects, then nfd-gc (with --gc-objects)")
@@ -810,6 +812,9 @@ def main() -> int:
     expected = expected_annotations(rule_objs, enable_taints=True, with_dra=args.dra)
     tmp = Path(tempfile.mkdtemp(prefix="nfd-bench-master-"))
     print(f"starting kube-apiserver + etcd in {tmp}", flush=True)
+    if args.no_watch_list:
+        os.environ["NFD_TEST_APISERVER_ARGS"] = (os.environ.get("NFD_TEST_APISERVER_ARGS", "")
+                                                 + " --feature-gates=WatchList=false").strip()
     kube = KubeCluster.start(binary=ensure_built(), tmpdir=tmp)
     watch: NodeWatch | None = None
     try:

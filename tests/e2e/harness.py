@@ -490,6 +490,9 @@ class KubeCluster:
             # NFD_TEST_APISERVER_PROFILING=1: /debug/pprof for benchmark investigations
             f"--profiling={'true' if os.environ.get('NFD_TEST_APISERVER_PROFILING') else 'false'}",
             "--v=1",
+            # NFD_TEST_APISERVER_ARGS: extra flags for benchmark investigations, e.g.
+            # "--feature-gates=WatchList=false" (clients then list with paginated LISTs)
+            *os.environ.get("NFD_TEST_APISERVER_ARGS", "").split(),
         ]
 
     def start_apiserver(self, *, timeout: float = 120.0) -> None:
