@@ -48,18 +48,28 @@ def test_serviceaccount_identity_in_child_process(kube: KubeCluster, namespace: 
          "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": namespace}]},
     ])
     kc = kube.serviceaccount_kubeconfig(namespace, "reader")
-    # The official kubernetes client, in a separate process, loads the kubeconfig from
-    # $KUBECONFIG and is allowed exactly what the Role grants.
+    # nfd's client, in a separate process, loads the kubeconfig from $KUBECONFIG and is allowed
+    # exactly what the Role grants.
     script = textwrap.dedent(f"""
-        from kubernetes import client, config
-        from kubernetes.client.rest import ApiException
-        config.load_kube_config()
-        v1 = client.CoreV1Api()
-        print("listed", len(v1.list_namespaced_config_map({namespace!r}).items), flush=True)
-        try:
-            v1.list_node()
-        except ApiException as e:
-            print("nodes", e.status, flush=True)
+        import asyncio, os
+        from nfd.k8s.client import ApiClient
+        from nfd.k8s.errors import ApiError
+        from nfd.k8s.fetching import list_objects
+        from nfd.k8s.resources import CONFIGMAPS, NODES
+
+        async def main():
+            api = await ApiClient.from_kubeconfig(os.environ["KUBECONFIG"])
+            try:
+                items, _ = await list_objects(api, CONFIGMAPS, namespace={namespace!r})
+                print("listed", len(items), flush=True)
+                try:
+                    await list_objects(api, NODES)
+                except ApiError as e:
+                    print("nodes", e.status, flush=True)
+            finally:
+                await api.close()
+
+        asyncio.run(main())
     """)
     proc = kube.start_process([sys.executable, "-c", script], kubeconfig=kc, name="sa-reader")
     assert proc.wait(timeout=60) == 0, proc.logs()

@@ -679,7 +679,7 @@ def test_the_echo_of_a_workers_own_write_is_not_decoded(env: MasterlessEnv) -> N
     async def run() -> tuple[int, str, str, dict[str, str], str]:
         api = await ApiClient.from_kubeconfig(env.kube.kubeconfig)
         up = NodeUpdater(api, node_name=node, namespace=NS, master_config_path=str(env.config))
-        m = up.master
+        m = up.core
         undecided: list[bytes] = []  # lines the peek left to be decoded, for the failure message
         inner = m.controller.node_informer.peek
         assert inner is not None
