@@ -53,10 +53,11 @@ async def list_objects(
     """
     path = res.path(namespace=namespace)
     accept = METADATA_LIST if metadata_only else "application/json"
+    limit = min(page_size, FIRST_PAGE_ITEMS)
 
     async def fetch(cont: str | None, started: asyncio.Event | None = None) -> bytes:
         params: dict[str, Any] = {
-            "limit": page_size if page_size > 0 else None,
+            "limit": limit if page_size > 0 else None,
             "continue": cont,
             "labelSelector": label_selector,
             "fieldSelector": field_selector,
@@ -68,6 +69,8 @@ async def list_objects(
     raw = await fetch(None)
     while True:
         guess = peek_continue(raw)
+        if page_size > 0:
+            limit = next_limit(len(raw), limit, page_size)
         ahead = None
         if guess:
             started = asyncio.Event()
@@ -95,6 +98,20 @@ async def list_objects(
             raw = await fetch(cont)
         else:
             raw = await ahead
+
+
+#: A page is decoded whole (its items and all they hold at once), so its size is what a list
+#: costs in memory: after the first page of at most FIRST_PAGE_ITEMS, each page asks for as many
+#: items as fit in PAGE_BYTES by the size of the last one, up to ``page_size``. 200 NodeFeatures
+#: of 130 kB are a 26 MB page and ~250 MB decoded; 4 MB pages keep a list under ~40 MB.
+PAGE_BYTES = 4 * 2**20
+FIRST_PAGE_ITEMS = 25
+
+
+def next_limit(page_bytes: int, limit: int, page_size: int) -> int:
+    """The next page's limit after a page of ``page_bytes`` asked with ``limit`` (see PAGE_BYTES)."""
+    per_item = page_bytes / max(1, limit)
+    return max(1, min(page_size, int(PAGE_BYTES // max(1.0, per_item))))
 
 
 _HEAD_META = re.compile(rb'\{"kind":"[^"]*","apiVersion":"[^"]*","metadata":(\{[^{}]*\})')

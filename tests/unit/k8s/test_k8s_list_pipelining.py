@@ -105,3 +105,40 @@ async def _test_a_malformed_page_fails_the_list_and_leaves_no_request_running() 
         await list_objects(api, NODEFEATURES, page_size=1)  # type: ignore[arg-type]
     assert api.cancelled == ["p2"]
     assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
+
+
+class SizedApi:
+    """Serves ``n`` objects of ``size`` bytes each, as many per page as the request's limit."""
+
+    def __init__(self, n: int, size: int) -> None:
+        self.objs = [{"metadata": {"name": f"o{i:05d}"}, "spec": {"pad": "x" * size}} for i in range(n)]
+        self.limits: list[int] = []
+
+    async def request(self, method: str, path: str, *, params: dict[str, Any] | None = None,
+                      decode: bool = True, started: asyncio.Event | None = None, **_: Any) -> Any:
+        p = params or {}
+        start = int(p.get("continue") or 0)
+        limit = int(p["limit"])
+        self.limits.append(limit)
+        if started is not None:
+            started.set()
+        end = min(len(self.objs), start + limit)
+        raw = custom_page(self.objs[start:end], str(end) if end < len(self.objs) else None)
+        return raw if not decode else json.loads(raw)
+
+
+@pytest.mark.parametrize(("size", "expect_max"), [(130_000, 40), (500, 200)])
+def test_pages_stay_about_page_bytes_whatever_the_object_size(size: int, expect_max: int) -> None:
+    """A page is decoded whole: heavy objects come in fewer per page (informerPageSize stays the
+    most), small ones in full pages, and every object arrives once, in order."""
+    from nfd.k8s.fetching import FIRST_PAGE_ITEMS, PAGE_BYTES
+
+    api = SizedApi(600, size)
+    items, _ = asyncio.run(list_objects(api, NODEFEATURES, page_size=200,  # type: ignore[arg-type]
+                                        transform=lambda o: {"metadata": o["metadata"]}))
+    assert [i["metadata"]["name"] for i in items] == [f"o{i:05d}" for i in range(600)]
+    assert api.limits[0] == FIRST_PAGE_ITEMS
+    assert max(api.limits[1:]) <= expect_max
+    assert all(lim * size <= PAGE_BYTES * 1.1 or lim == 1 for lim in api.limits[1:])
+    if size < 1000:
+        assert api.limits[1:] and set(api.limits[1:]) == {200}
