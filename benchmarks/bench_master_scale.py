@@ -972,7 +972,7 @@ def main() -> int:
         # apiserver_request_total counts a WATCH when it ends: a streaming list shows as no LIST
         lists = nf_requests1.get("LIST", 0) - nf_requests0.get("LIST", 0)
         refused = "streaming list refused" in masters_log0[0] or "no streaming lists" in masters_log0[0]
-        how = (f"paginated LISTs of {page_size} (informerPageSize)" if lists or refused else
+        how = (f"paginated LISTs of at most {page_size} (informerPageSize; pages of about 4 MB)" if lists or refused else
                f"WatchList: a streaming list (watch with sendInitialEvents), no paging (informerPageSize {page_size} "
                "is for paginated LISTs only)")
         print(f"  initial NodeFeature list:            {how}; the API server served {lists} NodeFeature LISTs")
