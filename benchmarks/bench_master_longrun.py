@@ -55,6 +55,7 @@ from bench_master_scale import (  # noqa: E402
     NS,
     PROFILES,
     REPO,
+    allow_master_to_watch_nodes,
     api_verbs,
     cpu_s,
     make_rules,
@@ -418,15 +419,7 @@ def main() -> int:
     kube = KubeCluster.start(binary=ensure_built(), tmpdir=tmp)
     try:
         kube.apply_manifest_dir(REPO / "deploy" / "base" / "rbac")
-        kube.apply_objects([
-            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-             "metadata": {"name": "nfd-master-watch-nodes"},
-             "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["watch"]}]},
-            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-             "metadata": {"name": "nfd-master-watch-nodes"},
-             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "nfd-master-watch-nodes"},
-             "subjects": [{"kind": "ServiceAccount", "name": "nfd-master", "namespace": NS}]},
-        ])
+        allow_master_to_watch_nodes(kube)
         # bench_master_scale's nodes and NodeFeatures, rewritten with this benchmark's labels
         asyncio.run(populate(kube, n, rule_objs))
         for i in range(n):

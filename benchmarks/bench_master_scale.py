@@ -757,6 +757,19 @@ def restart_apiserver(kube: KubeCluster, log: list[str]) -> None:
     print(f"  {log[-1]}", flush=True)
 
 
+def allow_master_to_watch_nodes(kube: KubeCluster) -> None:
+    """Our ClusterRole plus nodes/watch for nfd-master's ServiceAccount (upstream's has no watch)."""
+    kube.apply_objects([
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+         "metadata": {"name": "nfd-master-watch-nodes"},
+         "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["watch"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": "nfd-master-watch-nodes"},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "nfd-master-watch-nodes"},
+         "subjects": [{"kind": "ServiceAccount", "name": "nfd-master", "namespace": NS}]},
+    ])
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--nodes", type=int, default=1000)
@@ -820,15 +833,7 @@ def main() -> int:
     try:
         kube.apply_manifest_dir(REPO / "deploy" / "base" / "rbac")
         if not args.upstream_rbac:
-            kube.apply_objects([
-                {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-                 "metadata": {"name": "nfd-master-watch-nodes"},
-                 "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["watch"]}]},
-                {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-                 "metadata": {"name": "nfd-master-watch-nodes"},
-                 "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "nfd-master-watch-nodes"},
-                 "subjects": [{"kind": "ServiceAccount", "name": "nfd-master", "namespace": NS}]},
-            ])
+            allow_master_to_watch_nodes(kube)
         asyncio.run(populate(kube, n, rule_objs, with_dra=args.dra))
         conf = tmp / "nfd-master.conf"
         page_size = args.informer_page_size if args.informer_page_size is not None else MasterConfig().informer_page_size
