@@ -201,3 +201,12 @@ def safe_load_all(text: str, *, source: str, max_bytes: int = MAX_BYTES, loader:
         return list(yaml.load_all(text, Loader=_loader_cls(loader)))
     except RecursionError:
         raise YamlLimitError(f"{source}: nesting deeper than {MAX_DEPTH} levels") from None
+
+
+def error_text(e: yaml.YAMLError) -> str:
+    """A YAML error in one line, ``line L, column C: problem``: PyYAML's own text spans three
+    lines (context, problem, mark), and its first line alone ("while increasing flow level")
+    names neither the problem nor where it is."""
+    mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+    problem = getattr(e, "problem", None) or getattr(e, "context", None) or " ".join(str(e).split())
+    return f"line {mark.line + 1}, column {mark.column + 1}: {problem}" if mark is not None else problem

@@ -120,10 +120,7 @@ def parse_spec(data: bytes | str, *, source: str) -> Spec:
     except safeyaml.YamlLimitError as e:
         raise SpecError(str(e)) from None
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise SpecError(f"{source}: not valid YAML{where}: {problem}") from None
+        raise SpecError(f"{source}: not valid YAML: {safeyaml.error_text(e)}") from None
     if not docs:
         raise SpecError(f"{source}: empty compatibility spec")
     return parse_spec_obj(docs[0], source=source)

@@ -277,8 +277,7 @@ def load_config(
         try:
             doc = safeyaml.safe_load(text, source=source, max_bytes=4 << 20)
         except yaml.YAMLError as e:
-            msg = " ".join(str(e).split())
-            raise ConfigError(f"{source}: invalid YAML: {msg}") from None
+            raise ConfigError(f"{source}: invalid YAML: {safeyaml.error_text(e)}") from None
         except safeyaml.YamlLimitError as e:
             raise ConfigError(str(e)) from None
         cfg, w = _apply(cfg, doc, source=source)

@@ -73,6 +73,8 @@ def load_config(path: str) -> UpdaterConfig:
 
     try:
         data = safeyaml.safe_load(text, source=path)
-    except (yaml.YAMLError, ValueError) as e:
-        raise ConfigError(f"{path}: invalid YAML: {e}") from e
+    except safeyaml.YamlLimitError as e:  # names the file already
+        raise ConfigError(str(e)) from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: invalid YAML: {safeyaml.error_text(e)}") from None
     return parse_config(data, source=path)

@@ -77,8 +77,10 @@ def read_file(path: str) -> TopologyManagerInfo:
 
     try:
         data = safeyaml.safe_load(text, source=f"kubelet config file {path}")
-    except (yaml.YAMLError, ValueError) as e:
-        raise KubeletConfigError(f"kubelet config file {path}: invalid YAML/JSON: {e}") from e
+    except safeyaml.YamlLimitError as e:  # names the file already
+        raise KubeletConfigError(str(e)) from None
+    except yaml.YAMLError as e:
+        raise KubeletConfigError(f"kubelet config file {path}: invalid YAML/JSON: {safeyaml.error_text(e)}") from None
     return from_config(data or {}, source=f"kubelet config file {path}")
 
 

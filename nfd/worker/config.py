@@ -190,7 +190,7 @@ def read_doc(path: str) -> Any:
     try:
         return safeyaml.safe_load(text, source=path, max_bytes=4 << 20)
     except yaml.YAMLError as e:
-        raise ValueError(f"{path}: invalid YAML: {str(e).splitlines()[0]}") from e
+        raise ValueError(f"{path}: invalid YAML: {safeyaml.error_text(e)}") from e
 
 
 # config paths already reported missing: said once per process, not on every reload check
@@ -220,7 +220,7 @@ def load_config_file(path: str, options: str | None = None) -> WorkerConfig:
         try:
             over = safeyaml.safe_load(options, source="-options", max_bytes=1 << 20) or {}
         except yaml.YAMLError as e:
-            raise ValueError(f"-options: invalid YAML/JSON: {str(e).splitlines()[0]}") from e
+            raise ValueError(f"-options: invalid YAML/JSON: {safeyaml.error_text(e)}") from e
         if not isinstance(over, dict):
             raise ValueError("-options: must be an object")
         doc = merge_docs(doc, over)

@@ -88,7 +88,7 @@ def test_precedence_file_options_flags():
         ("leaderElection: {leaseDuration: 5s, renewDeadline: 10s}", "leaderElection"),
         ("[1, 2]", "mapping"),
         ("a: [", "invalid YAML"),
-        ("enableTaints: " + "[" * 3000 + "]" * 3000, "nfd-master.conf: line 1: nesting deeper than 100 levels"),
+        ("enableTaints: " + "[" * 500 + "]" * 500, "nfd-master.conf: line 1: nesting deeper than 100 levels"),
         ("labelWhiteList: '\\C'", "invalid escape sequence"),
     ],
 )
@@ -97,6 +97,15 @@ def test_invalid_config_is_one_clear_line(text, needle):
         load_config(file_text=text, file_name="nfd-master.conf")
     msg = str(ei.value)
     assert needle in msg and "\n" not in msg
+
+
+def test_very_deep_config_is_one_line_naming_the_file_and_line():
+    """Whichever limit is met first, ours or the YAML library's (PyYAML 6.0.4 stops flow
+    nesting at 1000 levels itself), the refusal is one line naming the file and the line."""
+    with pytest.raises(ConfigError) as ei:
+        load_config(file_text="a: 1\nenableTaints: " + "[" * 3000 + "]" * 3000, file_name="nfd-master.conf")
+    msg = str(ei.value)
+    assert "\n" not in msg and msg.startswith("nfd-master.conf: ") and "line 2" in msg, msg
 
 
 @pytest.mark.parametrize(

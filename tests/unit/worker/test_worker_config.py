@@ -105,8 +105,17 @@ def test_flags_go_and_gnu_forms():
 def test_deep_config_is_a_named_error_not_a_crash(tmp_path):
     # was a RecursionError at start and on live reload (a DaemonSet crash-loop)
     p = tmp_path / "nfd-worker.conf"
-    p.write_text("core:\n  x: " + "[" * 5000 + "]" * 5000 + "\n")
+    # below the YAML library's own limit (1000 flow levels in PyYAML 6.0.4): ours, by name
+    p.write_text("core:\n  x: " + "[" * 500 + "]" * 500 + "\n")
     with pytest.raises(ValueError, match=r"nfd-worker.conf: line 2: nesting deeper than 100 levels"):
         load_config_file(str(p))
     with pytest.raises(ValueError, match=r"-options: line 1: nesting deeper than 100 levels"):
-        load_config_file("", options="{a: " * 3000 + "1" + "}" * 3000)
+        load_config_file("", options="{a: " * 500 + "1" + "}" * 500)
+    # far deeper: whichever limit is met first, one line naming the input and the line
+    p.write_text("core:\n  x: " + "[" * 5000 + "]" * 5000 + "\n")
+    for path, options, source, line in ((str(p), None, str(p), "line 2"),
+                                        ("", "{a: " * 3000 + "1" + "}" * 3000, "-options", "line 1")):
+        with pytest.raises(ValueError) as ei:
+            load_config_file(path, options=options)
+        msg = str(ei.value)
+        assert "\n" not in msg and msg.startswith(f"{source}: ") and line in msg, msg
