@@ -1,15 +1,18 @@
 """HTTP/2 keepalive: a PING only after PING_IDLE_S without a frame from the server, and a
 connection whose server stops answering is closed within PING_TIMEOUT_S of the ping.
 
-The server here is the h2 library's server side over plain TCP on localhost (no TLS: the
-keepalive does not depend on it); the client is nfd.k8s.http2.H2Connection with its keepalive
-task started as H2Connection.open starts it."""
+The server here is the h2 library's server side; the client is nfd.k8s.http2.H2Connection with
+its keepalive task started as H2Connection.open starts it. They talk in memory on a virtual
+clock (tests/support/virtualtime.py) with the real intervals (30 s, 15 s): what is asserted
+about time holds however loaded the machine is (the chatter test failed at load average 4 when
+it ran on the wall clock with 0.1 s between frames and 0.3 s of idleness)."""
 
 from __future__ import annotations
 
 import asyncio
-import time
-from typing import Any
+from collections.abc import Awaitable, Callable
+from types import SimpleNamespace
+from typing import Any, TypeVar
 
 import h2.config
 import h2.connection
@@ -17,6 +20,10 @@ import h2.events
 import pytest
 
 from nfd.k8s import http2
+from tests.support.virtualtime import VirtualTimeLoop, pipe
+
+T = TypeVar("T")
+IDLE, TIMEOUT = http2.PING_IDLE_S, http2.PING_TIMEOUT_S
 
 
 class _Server(asyncio.Protocol):
@@ -28,6 +35,7 @@ class _Server(asyncio.Protocol):
         self.answer = answer
         self.chatter_s = chatter_s
         self.pings = 0
+        self.ping_times: list[float] = []
         self.h2 = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False))
         self.transport: Any = None
         self._chatter: asyncio.Task[None] | None = None
@@ -47,7 +55,10 @@ class _Server(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         events = self.h2.receive_data(data)
-        self.pings += sum(isinstance(e, h2.events.PingReceived) for e in events)
+        for e in events:
+            if isinstance(e, h2.events.PingReceived):
+                self.pings += 1
+                self.ping_times.append(asyncio.get_running_loop().time())
         out = self.h2.data_to_send()  # the SETTINGS ack, and the PING ack h2 queues by itself
         if self.answer or not self.pings:
             self.transport.write(out)
@@ -57,64 +68,63 @@ class _Server(asyncio.Protocol):
             self._chatter.cancel()
 
 
-async def _connect(server: _Server) -> tuple[http2.H2Connection, asyncio.AbstractServer]:
+async def _connect(server: _Server) -> http2.H2Connection:
     loop = asyncio.get_running_loop()
-    srv = await loop.create_server(lambda: server, "127.0.0.1", 0)
-    port = srv.sockets[0].getsockname()[1]
-    conn = http2.H2Connection(loop, f"127.0.0.1:{port}")
-    await loop.create_connection(lambda: conn, "127.0.0.1", port)
+    conn = http2.H2Connection(loop, "apiserver.test:443")
+    pipe(loop, conn, server)
     conn._keepalive = loop.create_task(conn._keep_alive())
-    return conn, srv
+    return conn
 
 
-@pytest.fixture
-def fast(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(http2, "PING_IDLE_S", 0.3)
-    monkeypatch.setattr(http2, "PING_TIMEOUT_S", 0.3)
+def _run(main: Callable[[], Awaitable[T]], monkeypatch: pytest.MonkeyPatch) -> T:
+    """main() on a virtual clock, which the connection's own idle accounting reads too."""
+    loop = VirtualTimeLoop()
+    monkeypatch.setattr(http2, "time", SimpleNamespace(monotonic=loop.time))
+    try:
+        return loop.run_until_complete(main())
+    finally:
+        loop.close()
 
 
-def test_an_idle_live_connection_pings_once_per_idle_period_and_stays_open(fast: None) -> None:
-    async def main() -> tuple[int, bool, float]:
+def test_an_idle_live_connection_pings_once_per_idle_period_and_stays_open(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def main() -> tuple[list[float], bool]:
         server = _Server(answer=True)
-        conn, srv = await _connect(server)
-        t0 = time.monotonic()
-        await asyncio.sleep(1.6)
-        out = server.pings, conn.closed, time.monotonic() - t0
+        conn = await _connect(server)
+        await asyncio.sleep(10 * IDLE)
+        out = server.ping_times, conn.closed
         await conn.close()
-        srv.close()
         return out
 
-    pings, closed, elapsed = asyncio.run(main())
+    times, closed = _run(main, monkeypatch)
     assert not closed
-    # one per 0.3 s of silence (the ack is a frame: the next idle period starts from it)
-    assert 3 <= pings <= elapsed / 0.3 + 1, pings
+    # the first after IDLE of silence; then one per idle period (the ack is a frame: the next
+    # period starts from it), checked every IDLE/3
+    assert IDLE <= times[0] <= IDLE * 4 / 3, times
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    assert len(times) >= 7 and all(IDLE <= g <= IDLE * 4 / 3 for g in gaps), times
 
 
-def test_a_connection_that_hears_frames_sends_no_ping(fast: None) -> None:
+def test_a_connection_that_hears_frames_sends_no_ping(monkeypatch: pytest.MonkeyPatch) -> None:
     async def main() -> tuple[int, bool]:
-        server = _Server(answer=True, chatter_s=0.1)
-        conn, srv = await _connect(server)
-        await asyncio.sleep(1.2)
+        server = _Server(answer=True, chatter_s=IDLE * 0.9)  # a frame just inside every idle period
+        conn = await _connect(server)
+        await asyncio.sleep(10 * IDLE)
         out = server.pings, conn.closed
         await conn.close()
-        srv.close()
         return out
 
-    pings, closed = asyncio.run(main())
-    assert (pings, closed) == (0, False)
+    assert _run(main, monkeypatch) == (0, False)
 
 
-def test_a_silent_peer_is_declared_dead_after_the_ping_timeout(fast: None) -> None:
+def test_a_silent_peer_is_declared_dead_after_the_ping_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
     async def main() -> tuple[float, int]:
         server = _Server(answer=False)
-        conn, srv = await _connect(server)
-        t0 = time.monotonic()
-        await asyncio.wait_for(conn._lost, timeout=5.0)
-        out = time.monotonic() - t0, server.pings
-        srv.close()
-        return out
+        conn = await _connect(server)
+        t0 = asyncio.get_running_loop().time()
+        await asyncio.wait_for(conn._lost, timeout=10 * IDLE)
+        return asyncio.get_running_loop().time() - t0, server.pings
 
-    took, pings = asyncio.run(main())
-    # idle 0.3 s, then the unanswered ping times out 0.3 s later
-    assert 0.5 <= took <= 1.5, took
+    took, pings = _run(main, monkeypatch)
+    # idle IDLE (noticed within IDLE/3), then the unanswered ping times out TIMEOUT later
+    assert IDLE + TIMEOUT <= took <= IDLE * 4 / 3 + TIMEOUT, took
     assert pings == 1
