@@ -12,7 +12,8 @@ and is skipped with the reason otherwise.
 Where the rendering differs on purpose (argument order, `-config=` spelled out, extra env such
 as NFD_HOST_PREFIX, the podresources socket's directory mounted instead of the socket file),
 the fact says `has` (the listed items are there) or `hostpaths`; docs/compatibility.md lists
-each such difference.
+each such difference. The `*.podSecurityContext` facts say `has`: our defaults add
+`seccompProfile: RuntimeDefault`, which Helm merges with the value a user sets.
 """
 
 from __future__ import annotations
