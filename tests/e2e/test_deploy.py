@@ -60,6 +60,8 @@ HELM_VALUES: dict[str, dict[str, Any]] = {
         "gc": {"interval": "30m", "podDisruptionBudget": {"enable": True}},
     },
     "master-only": {"worker": {"enable": False}, "gc": {"enable": False}, "postDeleteCleanup": False},
+    # the GPU Operator preset as shipped (docs/gpu-operator.md)
+    "gpu-operator-preset": yaml.safe_load((DEPLOY_DIR / "helm" / "gpu-operator-values.yaml").read_text()),
 }
 
 
