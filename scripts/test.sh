@@ -16,4 +16,10 @@ python3 -m tests.e2e.tools --if-go
 # cached, printing its set-up time. Only where the machine cannot run containers are the node
 # tests skipped (with the reason).
 python3 -m tests.e2e.node --if-go
-python3 -m pytest -q -rs -p no:cacheprovider tests "$@"
+rc=0
+python3 -m pytest -q -rs -p no:cacheprovider tests "$@" || rc=$?
+# The README's commands in a fresh virtualenv with the newest release of every dependency, and
+# with the lowest releases pyproject.toml allows (uv's lowest-direct resolution): install,
+# `nfd export labels`, the unit tests (a slice of them at the lowest). Prints each step's time.
+python3 -m tests.dependency_envs || rc=$?
+exit $rc
