@@ -22,47 +22,52 @@ def get(port: int, path: str = "/healthz") -> tuple[int, bytes]:
 
 
 def test_answers_while_the_loop_thread_computes_and_fails_when_its_heartbeat_stops() -> None:
-    answers: list[tuple[float, int, bytes]] = []
+    """Ordered by events, not by sleeps, so it holds however loaded the machine is: the loop
+    thread stays blocked until the probe thread's answer has arrived."""
+    answers: dict[str, tuple[int, bytes]] = {}
 
-    async def main() -> tuple[float, float]:
-        hb = Heartbeat(period_s=0.05)
+    def ask_while_blocked(name: str, path: str, *, after_age: float, done: threading.Event) -> None:
+        while hb.age() <= after_age:  # the loop thread is blocked: its heartbeat only ages
+            time.sleep(0.01)
+        answers[name] = get(server.port, path)
+        done.set()
+
+    async def main() -> None:
+        # the loop thread computes (never returns to the loop) until the probe has answered:
+        # /patient (a stale limit far away) answers "ok" meanwhile ...
+        done = threading.Event()
+        threading.Thread(target=ask_while_blocked, args=("busy", "/patient"),
+                         kwargs={"after_age": 0.0, "done": done}).start()
+        n, deadline = 0, time.monotonic() + 60  # a bound only for a probe that never answers
+        while not done.is_set() and time.monotonic() < deadline:
+            n += 1
+        assert done.is_set(), "the probe did not answer while the loop thread computed"
+        # ... and /healthz answers 503 once the loop has not beaten for stale_s
+        done = threading.Event()
+        threading.Thread(target=ask_while_blocked, args=("stale", "/healthz"),
+                         kwargs={"after_age": STALE_S, "done": done}).start()
+        assert done.wait(timeout=60)  # blocks the loop
+        while hb.age() > STALE_S:  # the loop runs again and beats
+            await asyncio.sleep(0.01)
+        answers["again"] = get(server.port)
+        answers["missing"] = get(server.port, "/nope")
+
+    STALE_S = 0.5
+    hb = Heartbeat(period_s=0.05)
+    server = ProbeServer(0, {"/healthz": liveness_route(hb, stale_s=STALE_S),
+                             "/patient": liveness_route(hb, stale_s=3600.0), "/other": httpserver.healthz},
+                         host="127.0.0.1")
+
+    async def run() -> None:
         hb.start()
-        server = ProbeServer(0, {"/healthz": liveness_route(hb, stale_s=0.5), "/other": httpserver.healthz},
-                             host="127.0.0.1")
         try:
-            await asyncio.sleep(0.1)
-
-            def ask() -> None:
-                time.sleep(0.1)
-                code, body = get(server.port)
-                answers.append((time.monotonic(), code, body))
-
-            # the loop thread computes in pure Python for 1 s (it never returns to the loop):
-            # the probe is answered meanwhile, "ok" at first (the last beat is recent) ...
-            t = threading.Thread(target=ask)
-            t.start()
-            end = time.monotonic() + 1.0
-            n = 0
-            while time.monotonic() < end:
-                n += 1
-            busy_end = time.monotonic()
-            t.join()
-            # ... and 503 once the loop has not beaten for stale_s: asked after 0.8 s of a block
-            t = threading.Thread(target=lambda: (time.sleep(0.8), answers.append((0.0, *get(server.port)))))
-            t.start()
-            time.sleep(1.2)  # blocks the loop
-            t.join()
-            await asyncio.sleep(0.2)  # the loop runs again and beats
-            answers.append((0.0, *get(server.port)))
-            answers.append((0.0, *get(server.port, "/nope")))
-            return busy_end, 0.0
+            await main()
         finally:
             hb.stop()
             server.close()
 
-    busy_end, _ = asyncio.run(main())
-    (t_ok, code, body), (_, stale_code, stale_body), (_, again, _), (_, missing, _) = answers
-    assert code == 200 and body == b"ok" and t_ok < busy_end  # answered before the loop was free
-    assert stale_code == 503 and b"event loop stalled for" in stale_body
-    assert again == 200
-    assert missing == 404
+    asyncio.run(run())
+    assert answers["busy"] == (200, b"ok")  # answered while the loop thread was busy
+    assert answers["stale"][0] == 503 and b"event loop stalled for" in answers["stale"][1]
+    assert answers["again"][0] == 200
+    assert answers["missing"][0] == 404
