@@ -11,7 +11,8 @@ failure, with the step named):
   runtime dependency at the lowest release pyproject.toml allows (pip has no such resolution;
   uv, installed from PyPI, is the well-kept tool that has), then `nfd export labels` and the
   unit tests that exercise each runtime dependency, with pytest, pytest-timeout, aiohttp and
-  grpcio also at their lowest allowed releases and the runtime releases held where they are.
+  grpcio also at their lowest allowed releases and the runtime releases held where they are;
+  `ruff check nfd` and `mypy nfd` with ruff and mypy at theirs.
   Left out there: tests/unit/lang/cel (cel-python, the reference interpreter, needs
   pyyaml>=6.0.2, above our lowest), and the two corpus tests that compare thousands of cases
   (run in the newest environment and the main suite).
@@ -44,7 +45,7 @@ def _dist(requirement: str) -> str:
 
 RUNTIME_DISTS = tuple(_dist(r) for r in PYPROJECT["project"]["dependencies"])
 # the test tools the lowest slice needs, at the bounds pyproject.toml's `test` extra gives them
-LOWEST_TEST_TOOLS = ("pytest", "pytest-timeout", "aiohttp", "grpcio")
+LOWEST_TEST_TOOLS = ("pytest", "pytest-timeout", "aiohttp", "grpcio", "ruff", "mypy", "types-pyyaml")
 LOWEST_SLICE_LEFT_OUT = ["--ignore=tests/unit/lang/cel",
                          "--ignore=tests/unit/lang/goregex/test_goregex_conformance.py",
                          "--deselect=tests/unit/sources/nvml/test_gfd_corpus.py::test_gfd_corpus_identical"]
@@ -133,6 +134,8 @@ def lowest(tmp: Path, pytest_args: list[str]) -> None:
     _step("lowest: test tools at their lowest",
           [uv, "pip", "install", "-q", "--python", py, "--resolution", "lowest-direct", "-c", pins,
            *extra_requirements(LOWEST_TEST_TOOLS)], env=env)
+    _step("lowest: ruff", [py, "-m", "ruff", "check", "nfd"], env=env)
+    _step("lowest: mypy", [py, "-m", "mypy", "nfd"], env=env)
     _step("lowest: unit tests",
           [py, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/unit", *LOWEST_SLICE_LEFT_OUT, *pytest_args],
           env=env)
