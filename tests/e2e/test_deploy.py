@@ -37,6 +37,8 @@ NS = "node-feature-discovery"
 OVERLAYS = sorted(str(p.parent.relative_to(DEPLOY_DIR / "overlays"))
                   for p in (DEPLOY_DIR / "overlays").rglob("kustomization.yaml"))
 WORKLOAD_KINDS = {"Deployment", "DaemonSet", "Job"}
+# every *.podSecurityContext default, merged by Helm with what a user sets (test_deploy_hardening.py)
+RUNTIME_DEFAULT = {"seccompProfile": {"type": "RuntimeDefault"}}
 
 # Value sets a user would write: defaults, everything on, and a minimal one.
 HELM_VALUES: dict[str, dict[str, Any]] = {
@@ -395,9 +397,9 @@ def test_per_component_helm_values_take_effect(helm_bin: Path, tmp_path: Path, i
     assert master["metadata"]["annotations"] == {"dep/a": "m"} and master["spec"]["revisionHistoryLimit"] == 3
     assert worker["metadata"]["annotations"] == {"ds/a": "w"} and worker["spec"]["revisionHistoryLimit"] == 4
     assert worker["spec"]["template"]["metadata"]["annotations"]["pod/a"] == "w"
-    assert wp["containers"][0]["readinessProbe"]["failureThreshold"] == 20 and wp["securityContext"] == {"fsGroup": 3000}
+    assert wp["containers"][0]["readinessProbe"]["failureThreshold"] == 20 and wp["securityContext"] == {"fsGroup": 3000, **RUNTIME_DEFAULT}
     assert "-list-size=100" in gp["containers"][0]["args"] and gp["containers"][0]["env"][1:] == env
-    assert gp["securityContext"] == {"runAsUser": 1234} and gc["metadata"]["annotations"] == {"dep/a": "g"}
+    assert gp["securityContext"] == {"runAsUser": 1234, **RUNTIME_DEFAULT} and gc["metadata"]["annotations"] == {"dep/a": "g"}
     assert gp["containers"][0]["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert {"name": "EXTRA", "value": "1"} in tp["containers"][0]["env"]
     assert tp["containers"][0]["livenessProbe"]["timeoutSeconds"] == 9
