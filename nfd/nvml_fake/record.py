@@ -93,7 +93,7 @@ def record(nvml: Any, host: Any, *, name: str = "recorded") -> dict[str, Any]:
         info = nvml.c_nvmlGpuFabricInfoV_t()
         if _try(nvml.nvmlDeviceGetGpuFabricInfoV, h, ctypes.byref(info)) is not None:
             fabric = {
-                "clusterUuid": str(uuidlib.UUID(bytes=bytes(bytearray(info.clusterUuid)))),
+                "clusterUuid": str(uuidlib.UUID(bytes=nv.field_bytes(info, "clusterUuid")[:16])),
                 "cliqueId": int(info.cliqueId),
                 "state": int(info.state),
                 "status": int(info.status),

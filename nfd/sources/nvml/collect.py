@@ -262,7 +262,7 @@ class _Collector:
                 if code is None:
                     raise
                 raise CollectError(call, e, device=index) from e
-            raw = bytes(bytearray(info.clusterUuid))
+            raw = nv.field_bytes(info, "clusterUuid")
             return Fabric(
                 state=int(info.state),
                 status=int(info.status),

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ctypes
+from typing import Any
+
 import pynvml
 import pytest
 from nvml_help import make_fake, snap_of
@@ -240,3 +243,19 @@ def test_features_shape_for_rules() -> None:
     from nfd.api.features import Features
 
     assert Features.from_json(f.to_json()) == f
+
+
+@pytest.mark.parametrize("element", [ctypes.c_char, ctypes.c_ubyte], ids=["c_char", "c_ubyte"])
+def test_cluster_uuid_bytes_whatever_pynvml_declares(element: Any) -> None:
+    """nvidia-ml-py 12.570-12.575 declare the fabric clusterUuid as c_char[16] (reading the field
+    gives bytes cut at the first NUL), 13.580+ as c_ubyte[16]: the UUID is read whole either way."""
+    from nfd.sources.nvml import backend as nv
+
+    class Info(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint), ("clusterUuid", element * 16), ("status", ctypes.c_uint)]
+
+    raw = bytes(range(16))  # a NUL first: c_char would read it as b""
+    info = Info()
+    nv.set_field_bytes(info, "clusterUuid", raw)
+    info.status = 7
+    assert nv.field_bytes(info, "clusterUuid") == raw and info.status == 7
