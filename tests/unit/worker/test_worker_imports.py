@@ -78,8 +78,10 @@ def _hits(mods: set[str], prefixes: tuple[str, ...]) -> list[str]:
 
 def _third_party(mods: set[str]) -> set[str]:
     tops = {m.split(".")[0] for m in mods} - set(sys.stdlib_module_names) - {"nfd", "__main__"}
-    # Cython's per-version runtime shims, registered by a compiled extension (_yaml, re2's)
-    return {m for m in tops if not m.startswith("_cython_") and m != "cython_runtime"}
+    # Cython's per-version runtime shims, registered by a compiled extension (_yaml, re2's), and
+    # the standard library's platform-named sysconfig data (imported with sysconfig, which some
+    # dependency releases do: seen with the lowest ones pyproject.toml allows)
+    return {m for m in tops if not m.startswith(("_cython_", "_sysconfigdata_")) and m != "cython_runtime"}
 
 
 def _unreachable_kubeconfig(tmp_path: Path) -> Path:
