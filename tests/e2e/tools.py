@@ -10,7 +10,10 @@ hash of the module's files and the Go version:
 - tests/tools/scheduler: kube-scheduler from the k8s.io/kubernetes version and replace
   lines of tests/apiserver/go.mod, so the build cache is shared with the control plane;
 - tests/tools/registry: CNCF distribution's OCI registry (image compatibility tests);
-- tests/tools/celk8s: Kubernetes' CEL environment as an expression evaluator (CEL library tests).
+- tests/tools/celk8s: Kubernetes' CEL environment as an expression evaluator (CEL library tests);
+- tests/tools/schedplugins: kube-scheduler with kubernetes-sigs/scheduler-plugins'
+  NodeResourceTopologyMatch (v0.34.7, on Kubernetes 1.34 modules): the topology-aware
+  scheduler that reads nfd-topology-updater's NodeResourceTopology (test_topology_scheduler).
 
 `python -m tests.e2e.tools [--if-go]` builds everything missing and prints the paths and build
 times. Tests get the binaries from the fixtures below; they skip only when Go is missing.
@@ -24,6 +27,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -58,6 +62,8 @@ class Module:
     def ldflags(self) -> str:
         if self.name == "scheduler":
             return _ldflags(kubernetes_version())  # version stamped like the apiserver's
+        if self.name == "schedplugins":
+            return _ldflags(module_requirement(self.dir, "k8s.io/kubernetes"))
         return "-s -w"
 
 
@@ -67,8 +73,19 @@ MODULES = (
     Module("registry", {"registry": "github.com/distribution/distribution/v3/cmd/registry"}),
     Module("celk8s", {"celk8s": "."}),
     Module("gostd", {"gostd-oracle": "."}),  # Go's strconv/netip/url/time for tests/unit/lang/gostd
+    Module("schedplugins", {"kube-scheduler-nrt": "."}),
 )
 TOOL_MODULE = {tool: m for m in MODULES for tool in m.packages}
+
+
+def module_requirement(module_dir: Path, path: str) -> str:
+    """The version of `path` that the module's go.mod replaces it with (else requires)."""
+    text = (module_dir / "go.mod").read_text()
+    for pattern in (rf"^\s*{re.escape(path)}\s*=>\s*\S+\s+(v\S+)", rf"^\s*{re.escape(path)}\s+(v\S+)"):
+        m = re.search(pattern, text, re.MULTILINE)
+        if m:
+            return m.group(1)
+    raise BuildError(f"{module_dir / 'go.mod'}: no {path} requirement")
 
 
 def cache_root() -> Path:
@@ -190,6 +207,7 @@ def _tool_fixture(tool: str) -> Callable[[], Path]:
 helm_bin = _tool_fixture("helm")
 kustomize_bin = _tool_fixture("kustomize")
 kube_scheduler_bin = _tool_fixture("kube-scheduler")
+kube_scheduler_nrt_bin = _tool_fixture("kube-scheduler-nrt")
 
 
 # ---- a control plane with an audit log --------------------------------------------------------
@@ -278,6 +296,29 @@ WORKER_CONF = "core:\n  sleepInterval: 1s\n  featureSources: [all, -nvml]\n  lab
 RBAC_KINDS = frozenset({"ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"})
 
 
+def make_ready_node(kube: KubeCluster, prefix: str, *, allocatable: dict[str, str] | None = None,
+                    labels: dict[str, str] | None = None) -> str:
+    """A Node made schedulable as a kubelet (and the node lifecycle controller) would: Ready,
+    with capacity and allocatable, without the not-ready taint. Returns its (unique) name."""
+    name = kube.unique_name(prefix)
+    res = allocatable or {"cpu": "4", "memory": "8Gi", "pods": "110"}
+    kube.create_node(name, labels={"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", **(labels or {})},
+                     capacity=res)
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    kube.request("PATCH", f"/api/v1/nodes/{name}/status", content_type="application/merge-patch+json",
+                 body={"status": {"conditions": [
+                     {"type": "Ready", "status": "True", "reason": "KubeletReady",
+                      "message": "e2e", "lastHeartbeatTime": now, "lastTransitionTime": now}]}})
+    # The apiserver taints new Nodes node.kubernetes.io/not-ready (TaintNodesByCondition);
+    # the node lifecycle controller lifts it once the node reports Ready. There is no
+    # controller-manager here, so do its part.
+    node = kube.get(f"/api/v1/nodes/{name}")
+    taints = [t for t in node["spec"].get("taints") or [] if t["key"] != "node.kubernetes.io/not-ready"]
+    kube.request("PATCH", f"/api/v1/nodes/{name}", content_type="application/merge-patch+json",
+                 body={"spec": {"taints": taints or None}})
+    return name
+
+
 def service_accounts(objs: list[dict[str, Any]]) -> dict[str, str]:
     """Which ServiceAccount each component's workload runs as, read from the rendering:
     master, worker, gc, topology-updater and prune (the Job running ``nfd-master -prune``)."""
@@ -319,24 +360,7 @@ class Installed:
             self.namespace, self.sa[component], bound_pod=(self.namespace, bound_pod) if bound_pod else None)
 
     def make_node(self, prefix: str, *, allocatable: dict[str, str] | None = None) -> str:
-        """A Node made schedulable as a kubelet (and the node lifecycle controller) would: Ready,
-        with capacity and allocatable, without the not-ready taint."""
-        name = self.kube.unique_name(prefix)
-        res = allocatable or {"cpu": "4", "memory": "8Gi", "pods": "110"}
-        self.kube.create_node(name, labels={"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"},
-                              capacity=res)
-        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        self.kube.request("PATCH", f"/api/v1/nodes/{name}/status", content_type="application/merge-patch+json",
-                          body={"status": {"conditions": [
-                              {"type": "Ready", "status": "True", "reason": "KubeletReady",
-                               "message": "e2e", "lastHeartbeatTime": now, "lastTransitionTime": now}]}})
-        # The apiserver taints new Nodes node.kubernetes.io/not-ready (TaintNodesByCondition);
-        # the node lifecycle controller lifts it once the node reports Ready. There is no
-        # controller-manager here, so do its part.
-        node = self.kube.get(f"/api/v1/nodes/{name}")
-        taints = [t for t in node["spec"].get("taints") or [] if t["key"] != "node.kubernetes.io/not-ready"]
-        self.kube.request("PATCH", f"/api/v1/nodes/{name}", content_type="application/merge-patch+json",
-                          body={"spec": {"taints": taints or None}})
+        name = make_ready_node(self.kube, prefix, allocatable=allocatable)
         self.nodes.append(name)
         return name
 
