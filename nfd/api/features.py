@@ -19,6 +19,7 @@ from nfd.api.errors import ValidationError
 
 @dataclass(slots=True)
 class Features:
+    """A node's features: flags, attributes and instances, each by feature name."""
     flags: dict[str, set[str]] = field(default_factory=dict)
     attributes: dict[str, dict[str, str]] = field(default_factory=dict)
     instances: dict[str, list[dict[str, str]]] = field(default_factory=dict)

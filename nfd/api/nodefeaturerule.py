@@ -17,6 +17,7 @@ from nfd.api.errors import ValidationError, ValidationErrors
 
 @dataclass(slots=True)
 class MatchExpression:
+    """One matchExpressions entry: an operator, its values and the value type."""
     op: str = ""
     value: list[str] = field(default_factory=list)
     type: str = ""
@@ -32,6 +33,7 @@ class MatchExpression:
 
 @dataclass(slots=True)
 class FeatureMatcherTerm:
+    """One matchFeatures term: a feature and its expressions on element names or values."""
     feature: str
     match_expressions: dict[str, MatchExpression] | None = None
     match_name: MatchExpression | None = None
@@ -47,6 +49,7 @@ class FeatureMatcherTerm:
 
 @dataclass(slots=True)
 class MatchAnyElem:
+    """One matchAny alternative: matchFeatures terms that must all match."""
     match_features: list[FeatureMatcherTerm] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -55,6 +58,7 @@ class MatchAnyElem:
 
 @dataclass(slots=True)
 class Taint:
+    """A taint a rule puts on the node (key, effect, value)."""
     key: str
     effect: str = ""
     value: str = ""
@@ -110,6 +114,7 @@ class Rule:
 
 @dataclass(slots=True)
 class NodeFeatureRule:
+    """A NodeFeatureRule object: its name, rules and metadata."""
     name: str
     rules: list[Rule] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)

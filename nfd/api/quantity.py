@@ -43,6 +43,7 @@ def _fast_path(num: str, denom: str, base: int, exp: int) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Quantity:
+    """A Kubernetes resource.Quantity: exact amount, format and canonical text."""
     amount: Decimal  # exact value
     format: str  # "DecimalSI" | "BinarySI" | "DecimalExponent"
     text: str

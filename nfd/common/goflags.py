@@ -127,6 +127,7 @@ def _format_float(v: float) -> str:
 
 @dataclass
 class Flag:
+    """One command-line flag as Go's flag package defines it."""
     name: str
     usage: str
     type_name: str  # what PrintDefaults writes after the name ("" for a boolean)

@@ -47,6 +47,7 @@ _GO_SPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006
 
 @dataclass(slots=True)
 class RuleOutput:
+    """What rules produce: labels, annotations, vars, taints and extended resources."""
     labels: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
     vars: dict[str, str] = field(default_factory=dict)
@@ -65,6 +66,7 @@ class RuleOutput:
 
 @dataclass(slots=True)
 class RuleResult:
+    """One rule's evaluation: whether it matched, its output, and why not."""
     name: str
     matched: bool
     output: RuleOutput
@@ -390,6 +392,7 @@ class CompiledRuleSet:
 
 @dataclass(slots=True)
 class ProcessResult:
+    """The result of evaluating a set of rules against the features."""
     output: RuleOutput  # raw combined output: unprefixed names, '@' values unresolved
     results: list[RuleResult]
     errors: list[tuple[str, str]]  # (rule name, message)
@@ -588,6 +591,7 @@ def _combine(out: RuleOutput, master: RuleOutput, o: RuleOutput, prefixed: _Pref
 
 @dataclass(slots=True)
 class _MemoEntry:
+    """A memoised rule evaluation, reused while its inputs are unchanged."""
     rule: CompiledRule  # held so that its id() is not reused while the entry lives
     backrefs: dict[str, str] | None  # rule.matched as the rule saw it, when it reads it
     result: RuleResult
@@ -619,6 +623,7 @@ class RuleMemo:
 
 @dataclass(slots=True)
 class _SetEntry:
+    """A memoised rule-set evaluation, reused while its inputs are unchanged."""
     rule_set: CompiledRuleSet  # the same compiled object (the rulebook keeps unchanged ones)
     backrefs: dict[str, str] | None  # rule.matched on entry, when a rule of the set reads it
     results: list[RuleResult]

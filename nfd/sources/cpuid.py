@@ -202,6 +202,7 @@ _LEVELS = [
 
 @dataclass
 class X86Info:
+    """What CPUID says about an x86 CPU: flags, vendor and model."""
     flags: set[str]
     vendor: str
     vendor_string: str

@@ -58,6 +58,7 @@ def config_for(configs: dict[str, dict[str, Any]], name: str) -> dict[str, Any]:
 
 @dataclass
 class DiscoveryResult:
+    """One discovery pass: features by source and the sources that failed."""
     #: every source that ran and succeeded (or kept its last good result), by name
     by_source: dict[str, Features] = field(default_factory=dict)
     #: sources that failed this pass: name -> one-line error

@@ -41,6 +41,7 @@ def parse_duration(value: Any, *, path: str) -> float:
 
 @dataclass
 class WorkerConfig:
+    """nfd-worker's configuration file (core and sources), parsed and validated."""
     sleep_interval: float = 60.0
     feature_sources: list[str] = field(default_factory=lambda: ["all"])
     label_sources: list[str] = field(default_factory=lambda: ["all"])

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
 @dataclass
 class Flags:
+    """nfd-worker's command-line flags, parsed."""
     config: str
     options: str | None
     kubeconfig: str | None

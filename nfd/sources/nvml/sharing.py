@@ -17,6 +17,7 @@ MIG_STRATEGIES = ("none", "single", "mixed")
 
 @dataclass(frozen=True, slots=True)
 class Replicated:
+    """A device plugin sharing mode (time-slicing or MPS): resources and replicas."""
     rename_by_default: bool = False
     #: resource name -> replicas (>= 2)
     resources: tuple[tuple[str, int], ...] = ()
@@ -34,6 +35,7 @@ class Replicated:
 
 @dataclass(frozen=True, slots=True)
 class Sharing:
+    """The device plugin's sharing settings: time-slicing and MPS."""
     time_slicing: Replicated = Replicated()
     mps: Replicated | None = None
 
@@ -53,6 +55,7 @@ class Sharing:
 
 @dataclass(frozen=True, slots=True)
 class DevicePluginConfig:
+    """What nvml reads from the GPU device plugin's config: MIG strategy, sharing."""
     mig_strategy: str = ""
     sharing: Sharing = Sharing()
 
