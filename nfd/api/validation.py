@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import re
 
-from nfd.api.quantity import QuantityError, parse_quantity
 from nfd.lang.gostd.strconv import quote as _q  # Go's %q
 
 ERR_NS_NOT_ALLOWED = "namespace is not allowed"
@@ -174,6 +173,9 @@ def validate_extended_resource(key: str, value: str) -> str | None:
         return ERR_UNPREFIXED
     if _denied_kubernetes_ns(ns, (FEATURE_NS,)):
         return ERR_NS_NOT_ALLOWED
+    # decimal and fractions are loaded only where an extended resource is validated
+    from nfd.api.quantity import QuantityError, parse_quantity
+
     try:
         parse_quantity(value)
     except QuantityError as e:

@@ -8,8 +8,6 @@ names (the names are the library's identifiers, the bits come from the Intel/AMD
 
 from __future__ import annotations
 
-import ctypes
-import mmap
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +26,9 @@ class NativeCpuid:
     """Runs CPUID/XGETBV on this CPU. Raises OSError where executable memory is not allowed."""
 
     def __init__(self) -> None:
+        import ctypes  # only where CPUID really runs (not on Arm, nor with a cpuid.json fixture)
+        import mmap
+
         code = _CPUID_CODE + b"\x90" * (32 - len(_CPUID_CODE)) + _XGETBV_CODE
         self._mem = mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
         self._mem.write(code)

@@ -16,14 +16,16 @@ import logging
 import os
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nfd.api.errors import ValidationError
 from nfd.api.features import Features
 from nfd.sources.base import DiscoveryContext, FeatureSource
 from nfd.sources.nvml import backend as nv
 from nfd.sources.nvml.naming import SYSTEM
-from nfd.sources.nvml.sharing import MIG_STRATEGIES, DevicePluginConfig, parse_device_plugin_config
+
+if TYPE_CHECKING:  # the device plugin's config is read only where a GPU node sets configFile
+    from nfd.sources.nvml.sharing import DevicePluginConfig
 
 log = logging.getLogger("nfd.sources.nvml")
 
@@ -77,6 +79,8 @@ class NvmlSource(FeatureSource):
 
     def parse_config(self, raw: Any, *, path: str) -> dict[str, Any]:
         cfg = super().parse_config(raw, path=path)
+        from nfd.sources.nvml.sharing import MIG_STRATEGIES
+
         if cfg["migStrategy"] not in ("", *MIG_STRATEGIES):
             raise ValidationError(
                 f"{path}.migStrategy", f"must be one of none, single, mixed; got {cfg['migStrategy']!r}"
@@ -85,6 +89,8 @@ class NvmlSource(FeatureSource):
 
     def device_plugin_config(self, config: dict[str, Any], ctx: DiscoveryContext) -> DevicePluginConfig:
         """The configFile's contents; on a bad file, warn and keep the last good one."""
+        from nfd.sources.nvml.sharing import DevicePluginConfig, parse_device_plugin_config
+
         path = config.get("configFile") or ""
         if not path:
             return DevicePluginConfig()
