@@ -429,8 +429,10 @@ def main(argv: list[str] | None = None) -> int:
     start = time.monotonic()
     try:
         for m in MODULES:
+            t0 = time.monotonic()
             for tool, path in build_module(m, log=lambda s: print(s, file=sys.stderr, flush=True)).items():
                 print(f"{tool}: {path}")
+            print(f"tests/tools/{m.name} set up in {time.monotonic() - t0:.1f}s")
     except BuildError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
