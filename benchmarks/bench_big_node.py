@@ -108,7 +108,8 @@ async def bench_updater(args: argparse.Namespace, tmp: str) -> None:
         common = [f"-kubeconfig={kube.kubeconfig}", f"-kubelet-config-uri={uri}", f"-api-auth-token-file={token_file}",
                   f"-podresources-socket={sock}", "-kubelet-state-dir=", f"-sleep-interval={args.interval}s"]
         env = dict(os.environ, NODE_NAME=btu.NODE, KUBERNETES_NAMESPACE="nfd", POD_NAMESPACE="nfd")
-        ours = [sys.executable, "-m", "nfd.topology_updater", *common, "-port=0", "-config="]
+        prof = ["-m", "cProfile", "-o", args.profile] if args.profile else []
+        ours = [sys.executable, *prof, "-m", "nfd.topology_updater", *common, "-port=0", "-config="]
         candidates = [("nfd", ours, dict(env, PYTHONPATH=str(ROOT), NFD_HOST_ROOT=str(GB200)), str(ROOT))]
         upstream = os.environ.get("UPSTREAM_NFD_TOPOLOGY_UPDATER")
         why = hostroot.why_not()
@@ -128,7 +129,6 @@ async def bench_updater(args: argparse.Namespace, tmp: str) -> None:
                 kubelet.add_pod(victim)
 
         args.smaps = False
-        args.profile = None
         runs = await btu.run_candidates(candidates, args=args, kube=kube, tmp=tmp, node=btu.NODE,
                                         cycles_now=lambda: kubelet.calls["List"],
                                         churn_step=churn_step if args.churn else None)
@@ -136,15 +136,49 @@ async def bench_updater(args: argparse.Namespace, tmp: str) -> None:
         kubelet.stop()
         kube.close()
     nrt = runs["nfd"][-1]["nrt"] or {}
-    zones = nrt.get("zones") or []
-    btu.report(runs, header=(
-        f"nfd-topology-updater on the GB200 tree ({len(zones)} zones published), {args.pods} pods "
-        f"({N_GUARANTEED} Guaranteed), -sleep-interval={args.interval:g}s, /configz over HTTPS"
-        f"{', a pod leaving and returning every 4 s' if args.churn else ', nothing changing'}; "
-        f"{args.runs} run(s) each, interleaved; {bw.load_note()}; commit {commit()}"))
+    print(f"nfd-topology-updater on the GB200 tree, {args.pods} pods ({N_GUARANTEED} Guaranteed), "
+          f"-sleep-interval={args.interval:g}s, /configz over HTTPS"
+          f"{', a pod leaving and returning every 4 s' if args.churn else ', nothing changing'}; "
+          f"{args.runs} run(s) each, interleaved; {bw.load_note()}; commit {commit()}")
+    for name, rs in runs.items():
+        for r in rs:
+            print(f"  {name:9s} RSS steady {r['rss']:5.1f} MiB (peak {r['peak']:5.1f})   cycles {r['cycles']:3d} in "
+                  f"{r['wall']:4.1f}s   CPU per cycle {r['cpu_ms']:5.2f} ms")
+    if "upstream" in runs:
+        med = {n: {k: statistics.median(r[k] for r in rs) for k in ("rss", "cpu_ms")} for n, rs in runs.items()}
+        print(f"  ratio nfd/upstream (medians): RSS {med['nfd']['rss'] / med['upstream']['rss']:.2f}x, "
+              f"CPU per cycle {med['nfd']['cpu_ms'] / med['upstream']['cpu_ms']:.2f}x")
+    print("  ours: " + zone_summary(nrt))
+    if "upstream" in runs:
+        theirs = runs["upstream"][-1]["nrt"] or {}
+        print("  upstream's: " + zone_summary(theirs))
+        print("  zones whose resources differ: " + (zone_diff(nrt, theirs) or "none"))
     peak = max(r["peak"] for r in runs["nfd"])
     print(f"  chart limit 60Mi: nfd-topology-updater peak RSS {peak:.1f} MiB "
           f"({'within' if peak < 60 else 'OVER'}, {60 - peak:+.1f} MiB headroom)")
+
+
+def zone_summary(nrt: dict) -> str:
+    """The zones in a line: how many, and those with resources other than zero."""
+    zones = nrt.get("zones") or []
+    busy = [f"{z['name']}: " + ", ".join(f"{r['name']} {r['available']}/{r['allocatable']}/{r['capacity']}"
+                                         for r in z.get("resources") or [] if r.get("capacity") not in ("0", None))
+            for z in zones if any(r.get("capacity") not in ("0", None) for r in z.get("resources") or [])]
+    return f"{len(zones)} zones; with resources (available/allocatable/capacity): " + "; ".join(busy)
+
+
+def zone_diff(a: dict, b: dict) -> str:
+    za = {z["name"]: z for z in a.get("zones") or []}
+    zb = {z["name"]: z for z in b.get("zones") or []}
+    out = [f"{n} only in ours" for n in sorted(set(za) - set(zb))] + [f"{n} only in upstream's" for n in sorted(set(zb) - set(za))]
+    for n in sorted(set(za) & set(zb), key=lambda x: int(x.rsplit("-", 1)[1])):
+        ra = {r["name"]: r for r in za[n].get("resources") or []}
+        rb = {r["name"]: r for r in zb[n].get("resources") or []}
+        if ra != rb:
+            out.append(f"{n}: ours {sorted(ra.values(), key=str)} upstream's {sorted(rb.values(), key=str)}")
+        if sorted(map(str, za[n].get("costs") or [])) != sorted(map(str, zb[n].get("costs") or [])):
+            out.append(f"{n}: costs differ")
+    return "; ".join(out)
 
 
 # -- worker --------------------------------------------------------------------------------------
@@ -213,6 +247,7 @@ def main() -> int:
     ap.add_argument("--worker-seconds", type=float, default=30.0, help="measured window per worker run")
     ap.add_argument("--pods", type=int, default=250)
     ap.add_argument("--interval", type=float, default=2.0, help="the updater's -sleep-interval, seconds")
+    ap.add_argument("--profile", metavar="FILE", help="run our updater under cProfile, writing FILE")
     ap.add_argument("--churn", action=argparse.BooleanOptionalAction, default=True,
                     help="a pod leaves and comes back every 4 s (default on)")
     args = ap.parse_args()

@@ -7,6 +7,7 @@ them (``4``, ``2k``, ``17179869184``) so our objects are byte-identical to upstr
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,6 +71,13 @@ class CostInfo:
         return {"name": self.name, "value": self.value}
 
 
+@functools.lru_cache(maxsize=256)
+def _costs_json(costs: tuple[CostInfo, ...]) -> list[dict[str, Any]]:
+    """A zone's costs as JSON, once: they are the sysfs distances, the same every cycle (a node
+    with 66 NUMA nodes has 66 x 66 of them). The list is shared: callers must not modify it."""
+    return [c.to_json() for c in costs]
+
+
 @dataclass(frozen=True, slots=True)
 class Zone:
     name: str
@@ -80,7 +88,7 @@ class Zone:
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "type": self.type}
         if self.costs:
-            out["costs"] = [c.to_json() for c in self.costs]
+            out["costs"] = _costs_json(self.costs)
         out["resources"] = [r.to_json() for r in self.resources]
         return out
 

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from nfd import __version__
 from nfd.api.noderesourcetopology import (
@@ -116,7 +117,9 @@ def build_nrt(
 
 
 def body_digest(body: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    # orjson: a big node's object (66 zones of 66 costs on a GB200-shaped node) takes ~5 ms
+    # through the json module, every cycle
+    return hashlib.sha256(orjson.dumps(body, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
 class TopologyUpdater:
@@ -140,6 +143,7 @@ class TopologyUpdater:
         self.owner_refs: list[dict[str, Any]] = []
         self.pods: Any = None  # Informer of compact pods
         self.last_digest: str | None = None
+        self.scan_digest: str | None = None  # the digest of the last object publish() was given
         self.last_applied_at = 0.0
         self.last_nrt: NodeResourceTopology | None = None
         self.scans = 0
@@ -322,7 +326,7 @@ class TopologyUpdater:
     async def publish(self, nrt: NodeResourceTopology) -> bool:
         """Server-side apply when the object changed (or the resync period passed)."""
         body = nrt.to_json()
-        digest = body_digest(body)
+        digest = self.scan_digest = body_digest(body)
         now = time.monotonic()
         fresh = self.opts.resync_s <= 0 or now - self.last_applied_at < self.opts.resync_s
         if digest == self.last_digest and fresh:
@@ -413,7 +417,7 @@ class TopologyUpdater:
                 ok = nrt is not None
                 if nrt is not None and not self.opts.no_publish:
                     await self.publish(nrt)
-                    ok = self.last_digest == body_digest(nrt.to_json())
+                    ok = self.last_digest == self.scan_digest
                 if self.opts.oneshot and (ok or not self._missing_since):
                     return 0 if ok else 1
         finally:
