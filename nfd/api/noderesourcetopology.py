@@ -7,7 +7,6 @@ them (``4``, ``2k``, ``17179869184``) so our objects are byte-identical to upstr
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,11 +70,22 @@ class CostInfo:
         return {"name": self.name, "value": self.value}
 
 
-@functools.lru_cache(maxsize=256)
+_COSTS_JSON: dict[int, tuple[tuple[CostInfo, ...], list[dict[str, Any]]]] = {}
+
+
 def _costs_json(costs: tuple[CostInfo, ...]) -> list[dict[str, Any]]:
-    """A zone's costs as JSON, once: they are the sysfs distances, the same every cycle (a node
-    with 66 NUMA nodes has 66 x 66 of them). The list is shared: callers must not modify it."""
-    return [c.to_json() for c in costs]
+    """A zone's costs as JSON, once per costs tuple: the updater builds one tuple per NUMA node
+    (its sysfs distances: 66 x 66 of them on a node with 66 NUMA nodes) and reuses it every
+    cycle. Looked up by identity (hashing 66 dataclasses costs as much as the JSON); the list is
+    shared: callers must not modify it."""
+    hit = _COSTS_JSON.get(id(costs))
+    if hit is not None and hit[0] is costs:
+        return hit[1]
+    out = [c.to_json() for c in costs]
+    if len(_COSTS_JSON) >= 1024:
+        _COSTS_JSON.clear()
+    _COSTS_JSON[id(costs)] = (costs, out)  # holding the tuple keeps its id from being reused
+    return out
 
 
 @dataclass(frozen=True, slots=True)

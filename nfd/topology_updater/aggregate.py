@@ -20,6 +20,7 @@ gives an equal object and unchanged state causes no write.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -163,6 +164,12 @@ def _take_memory(per_numa: dict[int, dict[str, _Amounts]], use: ResourceUse) -> 
         log.debug("%s request not fully satisfied by its NUMA nodes", use.name)
 
 
+@functools.lru_cache(maxsize=1024)
+def _costs(distances: tuple[int, ...]) -> tuple[CostInfo, ...]:
+    """A NUMA node's costs: the same tuple every cycle (its JSON is then reused too)."""
+    return tuple(CostInfo(f"node-{j}", d) for j, d in enumerate(distances))
+
+
 def zones(nr: NodeResources, pods: Iterable[PodUse], exclude: frozenset[str] = frozenset()) -> list[Zone]:
     per_numa = _initial(nr, exclude)
     for pod in pods:
@@ -181,7 +188,7 @@ def zones(nr: NodeResources, pods: Iterable[PodUse], exclude: frozenset[str] = f
             Zone(
                 name=f"node-{n.id}",
                 type="Node",
-                costs=tuple(CostInfo(f"node-{j}", d) for j, d in enumerate(n.distances)),
+                costs=_costs(tuple(n.distances)),
                 resources=tuple(
                     ResourceInfo(name, a.capacity, a.allocatable, a.available)
                     for name, a in sorted(res.items())
