@@ -42,7 +42,7 @@ from nfd.common import jsoncodec  # noqa: E402
 from nfd.master import bookkeeping as bk  # noqa: E402
 from nfd.master.config import MasterConfig  # noqa: E402
 from nfd.master.core import MasterCore, MasterOptions  # noqa: E402
-from nfd.master.nodeupdate import slim_node  # noqa: E402
+from nfd.master.nodeplan import slim_node  # noqa: E402
 from nfd.master.pipeline import RuleBook  # noqa: E402
 
 

@@ -51,7 +51,7 @@ def _rss_kib() -> int:
 async def host(spec_path: str, status_path: str) -> None:
     from nfd.k8s.client import ApiClient
     from nfd.master import master as _master  # noqa: F401  (imports counted in the baseline)
-    from nfd.worker.nodeupdate import NodeUpdater
+    from nfd.worker.masterless import NodeUpdater
 
     spec = json.loads(Path(spec_path).read_text())
     import gc
@@ -231,7 +231,7 @@ def offline(reps: int) -> None:
     from nfd.common import jsoncodec
     from nfd.master.config import MasterConfig
     from nfd.master.core import MasterCore, MasterOptions
-    from nfd.master.nodeupdate import NodeState, ops_to_strategic, plan_node_update, slim_node
+    from nfd.master.nodeplan import NodeState, ops_to_strategic, plan_node_update, slim_node
     from nfd.rules.nodefeatures import compact_nodefeature
 
     class _NoApi:  # the informers are fed by hand here; nothing is sent

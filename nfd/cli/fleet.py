@@ -113,7 +113,7 @@ def plan_fleet(
 ) -> FleetReport:
     """Evaluate and plan every node as nfd-master would; count the changes per item."""
     from nfd.master.bookkeeping import Taint
-    from nfd.master.nodeupdate import NodeState, plan_node_update
+    from nfd.master.nodeplan import NodeState, plan_node_update
     from nfd.master.pipeline import compute_desired_steps
     from nfd.rules.engine import EvalBudget, run_to_end
     from nfd.rules.nodefeatures import compact_nodefeature, merge_node_features, node_name_of

@@ -31,7 +31,7 @@ from nfd.k8s.resources import (
 from nfd.k8s.watching import Informer
 from nfd.master.config import selector_matches
 from nfd.master.nodefeatures import publish_metadata_changed, spec_changed
-from nfd.master.nodeupdate import slim_node
+from nfd.master.nodeplan import slim_node
 from nfd.rules.nodefeatures import compact_nodefeature, node_name_of
 
 if TYPE_CHECKING:

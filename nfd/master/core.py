@@ -1,11 +1,11 @@
 """The node pipeline that nfd-master and masterless mode share.
 
 ``MasterCore`` composes the caches (nfd.master.controller), the node updater
-(nfd.master.updater) and its worker pool (nfd.master.workers) over one config, rule book,
+(nfd.master.nodeupdater) and its worker pool (nfd.master.workers) over one config, rule book,
 evidence record and node queue, and owns what moves work through them: queueing every node,
 a config reload, the resync period. It neither elects a leader, nor posts Events, nor keeps
 NodeFeatureGroups: nfd-master (nfd.master.master.NfdMaster) adds those, and a masterless
-worker (nfd.worker.nodeupdate) runs the core alone, its caches narrowed to its own node.
+worker (nfd.worker.masterless) runs the core alone, its caches narrowed to its own node.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from nfd.master.config import MasterConfig
 from nfd.master.controller import Controller
 from nfd.master.evidence import Evidence
 from nfd.master.metrics import MasterMetrics
-from nfd.master.updater import NodeUpdater
+from nfd.master.nodeupdater import NodeUpdater
 from nfd.master.workers import WorkerPool
 from nfd.master.workqueue import WorkQueue
 

@@ -16,7 +16,7 @@ from typing import Any
 from nfd.api.features import Features
 from nfd.master.bookkeeping import Taint
 from nfd.master.config import MasterConfig
-from nfd.master.nodeupdate import Desired
+from nfd.master.nodeplan import Desired
 from nfd.rules.nodefeatures import MergedNodeFeatures
 
 log = logging.getLogger(__name__)

@@ -12,7 +12,7 @@ from nfd.k8s.patching import escape_json_pointer, patch
 from nfd.k8s.resources import NODES
 from nfd.master.bookkeeping import instance_annotation
 from nfd.master.config import MasterConfig
-from nfd.master.nodeupdate import Desired, NodeState, plan_node_update
+from nfd.master.nodeplan import Desired, NodeState, plan_node_update
 
 log = logging.getLogger("nfd.master")
 

@@ -95,7 +95,7 @@ class Worker:
         self._banner_logged = False
         self._features_d_sig: Any = None
         self._dirty = True  # content not yet published
-        self.node_updater: Any = None  # nfd.worker.nodeupdate.NodeUpdater in masterless mode
+        self.node_updater: Any = None  # nfd.worker.masterless.NodeUpdater in masterless mode
         self._node_update_error: str | None = None
         self._check_node_update_flags()
 
@@ -125,7 +125,7 @@ class Worker:
     def _check_node_update_flags(self) -> None:
         """-instance is read only in masterless mode, but checked at start (-feature-gates: by the
         flag parser)."""
-        # the shared flag check only: nodeupdate and the master load when masterless mode starts
+        # the shared flag check only: the masterless module and the master load when masterless mode starts
         from nfd.common.masterflags import INSTANCE_RE
 
         f = self.flags
@@ -151,7 +151,7 @@ class Worker:
             self.node_updater.spread_s = self.cfg.node_update_spread
             self.node_updater.reload_config()
             return
-        from nfd.worker.nodeupdate import NodeUpdateConfigError, NodeUpdater
+        from nfd.worker.masterless import NodeUpdateConfigError, NodeUpdater
 
         try:
             await self._ensure_publisher()

@@ -672,7 +672,7 @@ def test_the_echo_of_a_workers_own_write_is_not_decoded(env: MasterlessEnv) -> N
     import asyncio
 
     from nfd.k8s.client import ApiClient
-    from nfd.worker.nodeupdate import NodeUpdater
+    from nfd.worker.masterless import NodeUpdater
 
     (node,) = setup_world(env, 1)
 

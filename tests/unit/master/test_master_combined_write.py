@@ -1,4 +1,4 @@
-from nfd.master.updater import _metadata_applied
+from nfd.master.nodeupdater import _metadata_applied
 
 
 def test_metadata_applied_checks_every_label_and_annotation_op() -> None:

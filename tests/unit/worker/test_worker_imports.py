@@ -28,7 +28,7 @@ NEVER = (
 # ... and, where nothing talks to the API, none of these either.
 OFFLINE_NEVER = (
     "nfd.k8s", "aiohttp", "httpx", "h2", "hpack", "urllib3", "requests", "asyncio", "ssl", "yaml",
-    "nfd.worker.publish", "nfd.worker.nodeupdate", "nfd.common.httpserver", "concurrent.futures",
+    "nfd.worker.publish", "nfd.worker.masterless", "nfd.common.httpserver", "concurrent.futures",
 )
 # Third-party packages (not the standard library) each mode may load with the default config (RE2
 # only loads for a regexp: labelWhiteList, a custom rule's InRegexp).
@@ -140,7 +140,7 @@ def daemon(bare, tmp_path_factory) -> set[str]:
 
 def test_default_daemon_imports(daemon):
     mods = daemon
-    never = NEVER + ("nfd.worker.nodeupdate", "httpx") + (() if _gpu_driver() else ("pynvml",))
+    never = NEVER + ("nfd.worker.masterless", "httpx") + (() if _gpu_driver() else ("pynvml",))
     assert _hits(mods, never) == []
     allowed = DAEMON_THIRD_PARTY | ({"pynvml"} if _gpu_driver() else set())
     assert _third_party(mods) - allowed == set()
@@ -158,6 +158,6 @@ def test_masterless_daemon_runs_the_core_without_the_masters_own_parts(tmp_path)
     mods = _modules("daemon", "-kubeconfig", str(kubeconfig), "-config", str(tmp_path / "none.conf"),
                     "-master-config", str(tmp_path / "none-master.conf"), "-enable-node-update",
                     "-port", "0", stop_after_s=3.0)
-    assert "nfd.worker.nodeupdate" in mods and "nfd.master.core" in mods
+    assert "nfd.worker.masterless" in mods and "nfd.master.core" in mods
     assert _hits(mods, ("nfd.master.master", "nfd.master.leadership", "nfd.master.groups", "nfd.master.daemon",
                         "nfd.master.prune", "nfd.k8s.lease")) == []

@@ -438,7 +438,7 @@ def _ops_to_merge(ops: list[dict[str, Any]]) -> dict[str, Any]:
 def ops_to_strategic(ops: list[dict[str, Any]]) -> dict[str, Any]:
     """A plan's map operations (``/metadata/labels/<key>``, ``/status/capacity``...) as one strategic
     merge patch body, each map's changes as ``_ops_to_merge`` gives them; ``test`` guards are
-    dropped (a merge needs none: see NodeUpdater._execute in nfd/master/updater.py)."""
+    dropped (a merge needs none: see NodeUpdater._execute in nfd/master/nodeupdater.py)."""
     body: dict[str, Any] = {}
     for op in ops:
         if op["op"] == "test":

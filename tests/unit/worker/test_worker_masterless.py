@@ -9,7 +9,7 @@ import pytest
 from nfd.worker.config import build_config
 from nfd.worker.daemon import Worker
 from nfd.worker.flags import parse_flags
-from nfd.worker.nodeupdate import NodeUpdateConfigError, load_master_config
+from nfd.worker.masterless import NodeUpdateConfigError, load_master_config
 
 
 def test_flag_and_config_key() -> None:
@@ -78,7 +78,7 @@ def test_spread_reaches_the_node_updater_and_follows_a_reload(tmp_path: Path, mo
     import asyncio
     from types import SimpleNamespace
 
-    from nfd.worker.nodeupdate import NodeUpdater
+    from nfd.worker.masterless import NodeUpdater
 
     class _NoApi:
         limiter = None

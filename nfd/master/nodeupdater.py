@@ -3,7 +3,7 @@
 The desired state is computed from the node's merged NodeFeatures and the rules, and cached
 while its inputs are unchanged; rule errors and rejected outputs are logged once per rule and
 message, not once per node. Processing plans the patches against the cached Node
-(nfd.master.nodeupdate) and writes only when the plan is not empty; the writes' answers go into
+(nfd.master.nodeplan) and writes only when the plan is not empty; the writes' answers go into
 the controller's Node cache so their echoes re-queue nothing. Rule objects over their budget are
 deferred (nfd.master.fairness) and run in the background lane, one node at a time.
 """
@@ -23,7 +23,7 @@ from nfd.k8s.patching import patch
 from nfd.k8s.resources import NODES
 from nfd.master import bookkeeping as bk
 from nfd.master.evidence import skip_removal
-from nfd.master.nodeupdate import Desired, NodePlan, NodeState, ops_to_strategic, plan_node_update
+from nfd.master.nodeplan import Desired, NodePlan, NodeState, ops_to_strategic, plan_node_update
 from nfd.master.sharing import SharedValues
 from nfd.master.workqueue import ShutDown, WorkQueue
 from nfd.rules.nodefeatures import MergedNodeFeatures, merge_node_features

@@ -7,7 +7,7 @@ from typing import Any
 from _master_fakeapi import merge_patch
 
 from nfd.master import bookkeeping as bk
-from nfd.master.nodeupdate import Desired, NodeState, plan_node_update
+from nfd.master.nodeplan import Desired, NodeState, plan_node_update
 
 NS = "feature.node.kubernetes.io"
 
@@ -261,7 +261,7 @@ def test_label_keys_are_json_pointer_escaped():
 
 
 def test_plan_ops_as_one_strategic_merge_body() -> None:
-    from nfd.master.nodeupdate import ops_to_strategic
+    from nfd.master.nodeplan import ops_to_strategic
 
     ops = [{"op": "test", "path": "/metadata/resourceVersion", "value": "5"},
            {"op": "add", "path": "/metadata/labels", "value": {"a/b": "1"}},
