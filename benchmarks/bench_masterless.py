@@ -51,7 +51,7 @@ def _rss_kib() -> int:
 async def host(spec_path: str, status_path: str) -> None:
     from nfd.k8s.client import ApiClient
     from nfd.master import master as _master  # noqa: F401  (imports counted in the baseline)
-    from nfd.worker.masterless import NodeUpdater
+    from nfd.worker.masterless import MasterlessNode
 
     spec = json.loads(Path(spec_path).read_text())
     import gc
@@ -102,7 +102,7 @@ async def host(spec_path: str, status_path: str) -> None:
     for w in spec["workers"]:
         api = await ApiClient.from_kubeconfig(w["kubeconfig"], user_agent="nfd-worker", http2=spec.get("http2", True))
         _count_requests(api, w["node"], kinds, node_writes)
-        u = NodeUpdater(api, node_name=w["node"], namespace=NS, master_config_path=spec["config"],
+        u = MasterlessNode(api, node_name=w["node"], namespace=NS, master_config_path=spec["config"],
                         **({"spread_s": spec["spread"]} if spec.get("spread") is not None else {}))
         u.start()
         updaters.append(u)
@@ -413,7 +413,7 @@ def main() -> int:
     ap.add_argument("--profile-phase", choices=("rule", "steady"), default="rule",
                     help="what --profile covers: the rule change (default) or the steady state")
     ap.add_argument("--spread", type=float, metavar="S", help="the workers' write spread after a rule change, "
-                    "seconds (default: NodeUpdater's; 0: all at once, as before it had one)")
+                    "seconds (default: MasterlessNode's; 0: all at once, as before it had one)")
     ap.add_argument("--http1", action="store_true", help="the workers' clients on HTTP/1.1 (aiohttp), as before "
                     "they spoke HTTP/2: four connections per worker")
     ap.add_argument("--no-flow-control", action="store_true", help="without the component's FlowSchema and "

@@ -95,7 +95,7 @@ class Worker:
         self._banner_logged = False
         self._features_d_sig: Any = None
         self._dirty = True  # content not yet published
-        self.node_updater: Any = None  # nfd.worker.masterless.NodeUpdater in masterless mode
+        self.node_updater: Any = None  # nfd.worker.masterless.MasterlessNode in masterless mode
         self._node_update_error: str | None = None
         self._check_node_update_flags()
 
@@ -151,11 +151,11 @@ class Worker:
             self.node_updater.spread_s = self.cfg.node_update_spread
             self.node_updater.reload_config()
             return
-        from nfd.worker.masterless import NodeUpdateConfigError, NodeUpdater
+        from nfd.worker.masterless import NodeUpdateConfigError, MasterlessNode
 
         try:
             await self._ensure_publisher()
-            self.node_updater = NodeUpdater(
+            self.node_updater = MasterlessNode(
                 self.api,
                 node_name=self.node_name,
                 namespace=self.publisher.namespace,

@@ -42,7 +42,7 @@ def load_master_config(path: str) -> tuple[Any, str | None]:
     return cfg, text
 
 
-class NodeUpdater:
+class MasterlessNode:
     """Runs the node pipeline for one node inside the worker's event loop."""
 
     def __init__(

@@ -672,13 +672,13 @@ def test_the_echo_of_a_workers_own_write_is_not_decoded(env: MasterlessEnv) -> N
     import asyncio
 
     from nfd.k8s.client import ApiClient
-    from nfd.worker.masterless import NodeUpdater
+    from nfd.worker.masterless import MasterlessNode
 
     (node,) = setup_world(env, 1)
 
     async def run() -> tuple[int, str, str, dict[str, str], str]:
         api = await ApiClient.from_kubeconfig(env.kube.kubeconfig)
-        up = NodeUpdater(api, node_name=node, namespace=NS, master_config_path=str(env.config))
+        up = MasterlessNode(api, node_name=node, namespace=NS, master_config_path=str(env.config))
         m = up.core
         undecided: list[bytes] = []  # lines the peek left to be decoded, for the failure message
         inner = m.controller.node_informer.peek

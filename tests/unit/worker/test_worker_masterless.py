@@ -78,7 +78,7 @@ def test_spread_reaches_the_node_updater_and_follows_a_reload(tmp_path: Path, mo
     import asyncio
     from types import SimpleNamespace
 
-    from nfd.worker.masterless import NodeUpdater
+    from nfd.worker.masterless import MasterlessNode
 
     class _NoApi:
         limiter = None
@@ -86,7 +86,7 @@ def test_spread_reaches_the_node_updater_and_follows_a_reload(tmp_path: Path, mo
     async def no_publisher() -> None:
         return None
 
-    monkeypatch.setattr(NodeUpdater, "start", lambda self: None)  # no API here: built, not run
+    monkeypatch.setattr(MasterlessNode, "start", lambda self: None)  # no API here: built, not run
     conf = tmp_path / "nfd-worker.conf"
     conf.write_text("core:\n  enableNodeUpdate: true\n  nodeUpdateSpread: 30s\n")
     w = Worker(parse_flags([f"-config={conf}", f"-master-config={tmp_path}/none"]), env={"NODE_NAME": "n"})
@@ -95,7 +95,7 @@ def test_spread_reaches_the_node_updater_and_follows_a_reload(tmp_path: Path, mo
     w.publisher = SimpleNamespace(namespace="nfd")
     monkeypatch.setattr(w, "_ensure_publisher", no_publisher)
     asyncio.run(w.sync_node_updater())
-    assert isinstance(w.node_updater, NodeUpdater) and w.node_updater.core.opts.spread_s == 30.0
+    assert isinstance(w.node_updater, MasterlessNode) and w.node_updater.core.opts.spread_s == 30.0
     conf.write_text("core:\n  enableNodeUpdate: true\n  nodeUpdateSpread: 2m\n")
     w.reload_config()
     asyncio.run(w.sync_node_updater())
