@@ -41,9 +41,9 @@ from bench_master_scale import NS, PROFILES, make_rules, nodefeature  # noqa: E4
 from nfd.common import jsoncodec  # noqa: E402
 from nfd.master import bookkeeping as bk  # noqa: E402
 from nfd.master.config import MasterConfig  # noqa: E402
-from nfd.master.core import MasterCore, MasterOptions  # noqa: E402
+from nfd.master.core import MasterCore  # noqa: E402
 from nfd.master.nodeplan import slim_node  # noqa: E402
-from nfd.master.pipeline import RuleBook  # noqa: E402
+from nfd.master.options import MasterOptions  # noqa: E402
 
 
 class _NoApi:
@@ -89,7 +89,6 @@ async def measure(nodes: int, *, taints: str) -> dict[str, float]:
     out: dict[str, float] = {}
 
     t0 = _traced()
-    core.rulebook = RuleBook()
     for o in make_rules("v1", taints=taints):
         ctl.on_nfr_event("ADDED", ctl.nfr_informer.transform(o), None)  # type: ignore[misc]
     t1 = _traced()

@@ -230,8 +230,9 @@ def offline(reps: int) -> None:
 
     from nfd.common import jsoncodec
     from nfd.master.config import MasterConfig
-    from nfd.master.core import MasterCore, MasterOptions
+    from nfd.master.core import MasterCore
     from nfd.master.nodeplan import NodeState, ops_to_strategic, plan_node_update, slim_node
+    from nfd.master.options import MasterOptions
     from nfd.rules.nodefeatures import compact_nodefeature
 
     class _NoApi:  # the informers are fed by hand here; nothing is sent

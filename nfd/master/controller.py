@@ -1,9 +1,9 @@
 """nfd-master's controller: the informers and their event handlers, and the own-write echo filter.
 
-Caches of NodeFeatures (compressed), NodeFeatureRules (compiled by the master's rule book),
+Caches of NodeFeatures (compressed), NodeFeatureRules (compiled into the rule book it is given),
 NodeFeatureGroups, Nodes (slim), ResourceSlices and, with a namespace selector, Namespaces;
-each change becomes queued work on the master (a node, a group, every node). The watch events
-of the master's own Node writes are recognised (``own_echo``), most without being decoded
+each change becomes queued work (a node, a group, every node) on the queues it is given. The
+watch events of its own Node writes are recognised (``own_echo``), most without being decoded
 (``peek_node_line``), and queue nothing. As upstream's nfdController, it runs on every
 replica, leader or not, so a standby takes over with warm caches.
 """
@@ -14,11 +14,12 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection, MutableMapping
 from typing import TYPE_CHECKING, Any
 
 from nfd.api import NODE_NAME_LABEL
 from nfd.common.logsetup import GoDuration, klogger, kobj
+from nfd.k8s import errors as kerr
 from nfd.k8s.client import ApiClient
 from nfd.k8s.resources import (
     NAMESPACES,
@@ -30,12 +31,17 @@ from nfd.k8s.resources import (
 )
 from nfd.k8s.watching import Informer
 from nfd.master.config import selector_matches
+from nfd.master.events import EventSink, Spawn
 from nfd.master.nodefeatures import publish_metadata_changed, spec_changed
 from nfd.master.nodeplan import slim_node
+from nfd.master.options import LiveConfig, MasterOptions, spread_delay
+from nfd.master.workqueue import WorkQueue
 from nfd.rules.nodefeatures import compact_nodefeature, node_name_of
 
 if TYPE_CHECKING:
-    from nfd.master.core import MasterCore
+    from nfd.master.evidence import Evidence
+    from nfd.master.fairness import CostLedger
+    from nfd.master.pipeline import RuleBook
 
 log = logging.getLogger("nfd.master")
 klog = klogger("nfd.master")
@@ -66,12 +72,43 @@ def _slim_ns(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 class Controller:
-    """The master's caches and what their events queue; ``master`` is the core whose work
-    queues, rule book and evidence the events feed. ``groups``: cache NodeFeatureGroups too."""
+    """The caches and what their events queue (a node, a group, every node), built from what it
+    reads and feeds, as Kubernetes' controllers are: the read client ``api``, the config in
+    force (``live``) and the process ``opts``, the ``rulebook`` the rule events compile into,
+    the per-node state dropped with a node (``evidence``, ``desired_cache``), the rule objects'
+    cost ``ledger``, the work queues, the ``events`` sink, ``spawn`` for background work and
+    ``ready()``: whether events queue work now (the updaters run). ``groups``: cache
+    NodeFeatureGroups too."""
 
-    def __init__(self, master: MasterCore, api: ApiClient, *, groups: bool = False) -> None:
-        self.m = master
+    def __init__(
+        self,
+        api: ApiClient,
+        *,
+        live: LiveConfig,
+        opts: MasterOptions,
+        rulebook: RuleBook,
+        evidence: Evidence,
+        ledger: CostLedger,
+        node_queue: WorkQueue[str],
+        group_queue: WorkQueue[str],
+        desired_cache: MutableMapping[str, Any],
+        events: EventSink,
+        spawn: Spawn,
+        ready: Callable[[], bool],
+        groups: bool = False,
+    ) -> None:
         self.api = api
+        self.live = live
+        self.opts = opts
+        self.rulebook = rulebook
+        self.evidence = evidence
+        self.ledger = ledger
+        self.node_queue = node_queue
+        self.group_queue = group_queue
+        self.desired_cache = desired_cache
+        self.events = events
+        self.spawn = spawn
+        self.ready = ready
         self.nf_index: dict[str, set[tuple[str, str]]] = {}  # node -> its NodeFeatures' keys
         self.ns_selector_gen = 0
         self.recent_deletes: dict[str, dict[tuple[str, str], float]] = {}
@@ -83,9 +120,8 @@ class Controller:
         # Decided when the processing ends: most are the echoes of the writes then in flight.
         self.busy: dict[str, int] = {}
         self.nfr_deletes: dict[str, asyncio.TimerHandle] = {}  # masterless: rule deletes in grace
-        page = master.config.informer_page_size
-        options = master.opts
-        only = options.only_node
+        page = live.config.informer_page_size
+        only = opts.only_node
         self.nf_informer = Informer(
             api, NODEFEATURES, page_size=page, transform=compact_nodefeature,
             label_selector=f"{NODE_NAME_LABEL}={only}" if only else None,
@@ -118,13 +154,13 @@ class Controller:
             self.nfg_informer.on_event(self.on_nfg_event)
 
     def ensure_ns_informer(self) -> None:
-        if self.ns_informer is None and self.m.config.restrictions.node_feature_namespace_selector is not None:
+        if self.ns_informer is None and self.live.config.restrictions.node_feature_namespace_selector is not None:
             self.ns_informer = Informer(self.api, NAMESPACES, page_size=500, transform=_slim_ns)
             self.ns_informer.on_event(self.on_ns_event)
 
 
     def namespace_selected(self, ns: str) -> bool:
-        sel = self.m.config.restrictions.node_feature_namespace_selector
+        sel = self.live.config.restrictions.node_feature_namespace_selector
         if sel is None:
             return True
         if self.ns_informer is None:
@@ -140,8 +176,8 @@ class Controller:
         if etype == "MODIFIED" and old is not None and old_labels == (obj.get("metadata") or {}).get("labels"):
             return
         self.ns_selector_gen += 1
-        if self.m.ready:
-            self.m.update_all_nodes("namespace labels changed")
+        if self.ready():
+            self.queue_all_nodes("namespace labels changed")
 
 
     def _index_add(self, node: str | None, key: tuple[str, str]) -> None:
@@ -165,16 +201,16 @@ class Controller:
             self._index_remove(node, key)
             target = node or key[1]
             klog.info_s("NodeFeature deleted", nodefeature=kobj(key[0], key[1]), nodeName=target)
-            if not self.m.ready and self.node_absent(target):
+            if not self.ready() and self.node_absent(target):
                 # A standby, and the Node is gone already (nfd-gc deletes a NodeFeature after
                 # its Node): nothing to remove from it, and no Node delete to come that would
                 # drop the evidence recorded here; a leader's pass drops it (forget_node).
                 self.all_groups()
                 return
-            self.m.evidence.mark_deleted(target)
+            self.evidence.mark_deleted(target)
             self.recent_deletes.setdefault(target, {})[key] = time.monotonic()
-            if self.m.ready:
-                self.m.node_queue.add_after(target, self.m.opts.delete_grace_s)
+            if self.ready():
+                self.node_queue.add_after(target, self.opts.delete_grace_s)
                 self.all_groups()
             return
         if node is None:
@@ -182,37 +218,33 @@ class Controller:
         old_node = node_name_of(old) if old is not None else None
         if old is not None and old_node != node:
             self._index_remove(old_node, key)
-            if old_node and self.m.ready:
-                self.m.evidence.mark_deleted(old_node)
-                self.m.node_queue.add(old_node)
+            if old_node and self.ready():
+                self.evidence.mark_deleted(old_node)
+                self.node_queue.add(old_node)
         self._index_add(node, key)
-        if not self.m.ready or node is None:
+        if not self.ready() or node is None:
             return
         if etype == "ADDED" or old is None:
             klog.info_s("NodeFeature added", v=2, nodefeature=kobj(key[0], key[1]))
             if self.namespace_selected(key[0]):
-                self.m.node_queue.add_after(node, self.m.opts.batch_s)
+                self.node_queue.add_after(node, self.opts.batch_s)
             self.all_groups()
             return
         changed = spec_changed(old, obj)
         klog.info_s("NodeFeature updated", v=2, nodefeature=kobj(key[0], key[1]))
         if changed or publish_metadata_changed(old, obj) or old_node != node:
-            self.m.node_queue.add_after(node, self.m.opts.batch_s)
+            self.node_queue.add_after(node, self.opts.batch_s)
         if changed:
             self.all_groups()
 
 
     def on_nfr_event(self, etype: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         name = (obj.get("metadata") or {}).get("name") or ""
-        if self.m.rulebook is None:
-            from nfd.master.pipeline import RuleBook
-
-            self.m.rulebook = RuleBook()
-        gen = self.m.rulebook.generation
+        gen = self.rulebook.generation
         pending = self.nfr_deletes.pop(name, None)
         if pending is not None:
             pending.cancel()
-        if etype == "DELETED" and self.m.opts.only_node and self.m.opts.delete_grace_s > 0:
+        if etype == "DELETED" and self.opts.only_node and self.opts.delete_grace_s > 0:
             # Masterless: a rule delete takes effect after the grace period unless the rule is
             # back by then (a resumed watch replays delete + re-create within milliseconds, and
             # the node pass must not run between them), as NodeFeature deletes do.
@@ -222,32 +254,32 @@ class Controller:
                 loop = None
             if loop is not None:
                 log.info("NodeFeatureRule %s deleted; acting on it in %gs unless it is re-created",
-                         name, self.m.opts.delete_grace_s)
-                self.nfr_deletes[name] = loop.call_later(self.m.opts.delete_grace_s, self._nfr_delete_due, name)
+                         name, self.opts.delete_grace_s)
+                self.nfr_deletes[name] = loop.call_later(self.opts.delete_grace_s, self._nfr_delete_due, name)
                 return
         if etype == "DELETED":
-            self.m.rulebook.remove(name)
+            self.rulebook.remove(name)
         else:
-            err = self.m.rulebook.upsert(obj)
+            err = self.rulebook.upsert(obj)
             if err:
                 log.error("%s", err)
-                self.m.report_broken_rule(obj, err)
-        entry = self.m.rulebook.sets.get(name)
-        self.m.updater.ledger.revised(name, entry.spec_key if entry is not None else None)
-        if self.m.rulebook.generation != gen and self.m.ready:
+                self.events.rule_broken(obj, err)
+        entry = self.rulebook.sets.get(name)
+        self.ledger.revised(name, entry.spec_key if entry is not None else None)
+        if self.rulebook.generation != gen and self.ready():
             klog.info_s(f"NodeFeatureRule {etype.lower()}", nodefeaturerule=name)
-            self.m.update_all_nodes(f"NodeFeatureRule {name} {etype.lower()}")
+            self.queue_all_nodes(f"NodeFeatureRule {name} {etype.lower()}")
 
 
     def _nfr_delete_due(self, name: str) -> None:
         self.nfr_deletes.pop(name, None)
-        if self.nfr_informer.get(name) is not None or self.m.rulebook is None:
+        if self.nfr_informer.get(name) is not None:
             return  # re-created meanwhile (its events did the rest)
-        gen = self.m.rulebook.generation
-        self.m.rulebook.remove(name)
-        if self.m.rulebook.generation != gen and self.m.ready:
+        gen = self.rulebook.generation
+        self.rulebook.remove(name)
+        if self.rulebook.generation != gen and self.ready():
             log.info("NodeFeatureRule %s deleted (grace period over); re-evaluating the node", name)
-            self.m.update_all_nodes(f"NodeFeatureRule {name} deleted")
+            self.queue_all_nodes(f"NodeFeatureRule {name} deleted")
 
 
     def on_nfg_event(self, etype: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
@@ -258,8 +290,8 @@ class Controller:
             return
         if etype == "MODIFIED" and old is not None and old.get("spec") == obj.get("spec"):
             return
-        if self.m.ready:
-            self.m.group_queue.add(group_key(obj))
+        if self.ready():
+            self.group_queue.add(group_key(obj))
 
 
     def peek_node_line(self, line: bytes) -> dict[str, Any] | None:
@@ -301,12 +333,12 @@ class Controller:
             if name in self.own_slim:
                 self.node_informer.cache[("", name)] = self.own_slim[name]
             return
-        if not self.m.ready:
+        if not self.ready():
             return
         if etype == "ADDED" or old is None:
-            self.m.node_queue.add(name)
+            self.node_queue.add(name)
             return
-        if not self.m.opts.react_to_node_changes:
+        if not self.opts.react_to_node_changes:
             return
         om = old.get("metadata") or {}
         if (
@@ -318,8 +350,55 @@ class Controller:
             if name in self.busy and rv.isdigit():
                 self.busy[name] = max(self.busy[name], int(rv))
             else:
-                self.m.node_queue.add(name)
+                self.node_queue.add(name)
 
+
+    def queue_all_nodes(self, reason: str, *, spread: bool = True) -> None:
+        """Queue every node (a rule, config or namespace change, a resync); nothing while not
+        ``ready()``. Masterless (``only_node``) with ``spread``: after the node's fixed share of
+        ``spread_s``, so a thousand workers' writes do not arrive together."""
+        if not self.ready():
+            return
+        if not self.watch_nodes:
+            # No Node watch allowed (upstream's RBAC): list instead.
+            self.spawn(self._list_and_queue(reason))
+            return
+        klog.info_s("will process all nodes in the cluster", nodeCount=len(self.node_informer.cache), reason=reason)
+        if self.node_informer.synced:
+            self.forget_absent_nodes({name for _, name in self.node_informer.cache})
+        spread_s = self.opts.spread_s if (spread and self.opts.only_node) else 0.0
+        for _, name in list(self.node_informer.cache):
+            if spread_s > 0:
+                self.node_queue.add_after(name, spread_delay(name, spread_s=spread_s))
+            else:
+                self.node_queue.add(name)
+
+    async def _list_and_queue(self, reason: str) -> None:
+        from nfd.k8s.backoff import Backoff
+        from nfd.k8s.fetching import list_objects
+
+        retry = Backoff("listing nodes", log=log)
+        while True:
+            try:
+                items, _ = await list_objects(self.api, NODES, page_size=500, metadata_only=True)
+                retry.ok()
+                break
+            except (kerr.ApiError, kerr.ApiUnavailable) as e:
+                await asyncio.sleep(retry.failed(e))
+        klog.info_s("will process all nodes in the cluster", nodeCount=len(items), reason=reason)
+        names = [(obj.get("metadata") or {}).get("name") or "" for obj in items]
+        self.forget_absent_nodes(set(names))
+        for name in names:
+            self.node_queue.add(name)
+
+    async def node_names(self) -> list[str]:
+        """Every Node's name, sorted: from the cache, or listed where Nodes cannot be watched."""
+        if self.watch_nodes:
+            return sorted(n for _, n in self.node_informer.cache)
+        from nfd.k8s.fetching import list_objects
+
+        items, _ = await list_objects(self.api, NODES, page_size=500, metadata_only=True)
+        return sorted((o.get("metadata") or {}).get("name") or "" for o in items)
 
     def node_absent(self, name: str) -> bool:
         """Whether the Node is known not to exist: the Node cache is watched, synced and lacks it."""
@@ -327,8 +406,8 @@ class Controller:
 
     def forget_node(self, name: str) -> None:
         """The Node is gone: drop everything kept for it, so memory follows the nodes there are."""
-        self.m.evidence.forget(name)
-        self.m.updater.desired_cache.pop(name, None)
+        self.evidence.forget(name)
+        self.desired_cache.pop(name, None)
         self.recent_deletes.pop(name, None)
         self.own_rv.pop(name, None)
         self.own_slim.pop(name, None)
@@ -338,7 +417,7 @@ class Controller:
         list of Nodes) that is not being processed; returns how many. A node deleted while it
         was being processed can have state stored after its delete event was handled (the
         pass's result, the answer of its last write): the next full pass drops it."""
-        kept = [self.m.evidence.nodes(), self.m.updater.desired_cache, self.recent_deletes, self.own_rv, self.own_slim]
+        kept = [self.evidence.nodes(), self.desired_cache, self.recent_deletes, self.own_rv, self.own_slim]
         gone = {n for names in kept for n in names if n not in present and n not in self.busy}
         for name in gone:
             self.forget_node(name)
@@ -352,14 +431,14 @@ class Controller:
             affected = self.dra.remove(name)
         else:
             affected = self.dra.upsert(obj["dra"])
-        if not self.m.ready or not affected:
+        if not self.ready() or not affected:
             return
         if ALL_NODES in affected:
-            self.m.update_all_nodes(f"ResourceSlice {name} {etype.lower()}")
+            self.queue_all_nodes(f"ResourceSlice {name} {etype.lower()}")
         else:
             for node in affected:
                 # drivers write their slices in bursts: one pass per node for the burst
-                self.m.node_queue.add_after(node, self.m.opts.batch_s)
+                self.node_queue.add_after(node, self.opts.batch_s)
         self.all_groups()
 
 
@@ -370,10 +449,10 @@ class Controller:
 
 
     def all_groups(self) -> None:
-        if self.nfg_informer is None or not self.m.ready:
+        if self.nfg_informer is None or not self.ready():
             return
         for ns, name in list(self.nfg_informer.cache):
-            self.m.group_queue.add(f"{ns}/{name}")
+            self.group_queue.add(f"{ns}/{name}")
 
 
     def remember(self, obj: dict[str, Any]) -> None:
@@ -408,12 +487,12 @@ class Controller:
         now = time.monotonic()
         present = self.nf_index.get(name, set())
         for k, t in list(rd.items()):
-            if k in present or now - t >= self.m.opts.delete_grace_s:
+            if k in present or now - t >= self.opts.delete_grace_s:
                 del rd[k]
         if not rd:
             del self.recent_deletes[name]
             return 0.0
-        return min(self.m.opts.delete_grace_s - (now - t) for t in rd.values())
+        return min(self.opts.delete_grace_s - (now - t) for t in rd.values())
 
     @property
     def synced(self) -> bool:

@@ -38,9 +38,9 @@ async def serve(args: argparse.Namespace, cfg: MasterConfig, gates: dict[str, bo
     from nfd.common import httpserver
     from nfd.common.probes import Heartbeat, ProbeServer, liveness_route
     from nfd.k8s.client import ApiClient
-    from nfd.master.core import MasterOptions
     from nfd.master.master import NfdMaster
     from nfd.master.metrics import MasterMetrics
+    from nfd.master.options import MasterOptions
 
     api = await ApiClient.from_kubeconfig(
         args.kubeconfig or None, qps=cfg.kube_api_qps, burst=cfg.kube_api_burst, user_agent=f"nfd-master/{__version__}"
@@ -127,7 +127,9 @@ async def serve(args: argparse.Namespace, cfg: MasterConfig, gates: dict[str, bo
     if args.enable_leader_election:
         from nfd.master.leadership import lease_electors, lease_identity
 
-        elector_factory = lease_electors(master, namespace=ns, identity=lease_identity())
+        elector_factory = lease_electors(master.write_api, namespace=ns, identity=lease_identity(),
+                                         timings=lambda: master.config.leader_election,
+                                         on_started_leading=master.become_leader, on_stopped_leading=master.step_down)
 
     await master.update_own_node()
     cfg_task = asyncio.create_task(watch_config())

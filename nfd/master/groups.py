@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from nfd.k8s import errors as kerr
@@ -24,7 +24,8 @@ from nfd.rules.nodefeatures import MergedNodeFeatures
 
 if TYPE_CHECKING:
     from nfd.k8s.client import ApiClient
-    from nfd.master.master import NfdMaster
+    from nfd.k8s.watching import Informer
+    from nfd.master.metrics import MasterMetrics
 
 log = logging.getLogger(__name__)
 
@@ -167,24 +168,25 @@ async def write_status(
     return True
 
 
-async def process_group(m: NfdMaster, key: str) -> None:
-    """Recompute one group (``namespace/name``) and write its status in its own namespace."""
-    m.metrics.nfg_update_requests.inc()
-    informer = m.controller.nfg_informer
-    assert informer is not None
+async def process_group(
+    key: str,
+    *,
+    groups: Informer,
+    node_names: Callable[[], Awaitable[list[str]]],
+    merged_for: Callable[[str], MergedNodeFeatures],
+    write_api: ApiClient,
+    metrics: MasterMetrics,
+) -> None:
+    """Recompute one group (``namespace/name``, read from the ``groups`` cache) over every
+    node (``node_names()``, each node's features by ``merged_for``) and write its status in its
+    own namespace."""
+    metrics.nfg_update_requests.inc()
     namespace, _, name = key.partition("/")
-    obj = informer.get(name, namespace)
+    obj = groups.get(name, namespace)
     if obj is None:
         forget(key)
         return
-    if m.controller.watch_nodes:
-        nodes = sorted(n for _, n in m.controller.node_informer.cache)
-    else:
-        from nfd.k8s.fetching import list_objects
-        from nfd.k8s.resources import NODES
-
-        items, _ = await list_objects(m.api, NODES, page_size=500, metadata_only=True)
-        nodes = sorted((o.get("metadata") or {}).get("name") or "" for o in items)
-    members = compute_membership(obj, nodes=nodes, merged_for=m.updater.merged_for)
-    if await write_status(m.write_api, obj=obj, members=members):
+    nodes = await node_names()
+    members = compute_membership(obj, nodes=nodes, merged_for=merged_for)
+    if await write_status(write_api, obj=obj, members=members):
         log.info("NodeFeatureGroup %s: %d member nodes (%s)", key, len(members), policy_of(obj))

@@ -14,7 +14,8 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from nfd.master.master import NfdMaster
+    from nfd.k8s.client import ApiClient
+    from nfd.master.config import LeaderElectionConfig
 
 log = logging.getLogger("nfd.master")
 
@@ -60,23 +61,31 @@ def lease_identity() -> str:
     return f"{os.environ.get('NODE_NAME', '') or os.uname().nodename}_{uuid.uuid4()}"
 
 
-def lease_electors(master: NfdMaster, *, namespace: str, identity: str) -> Callable[[], Any]:
-    """A factory of LeaderElectors on upstream's Lease, each with the timings of the master's
-    config at the time (a reload applies from the next election)."""
+def lease_electors(
+    write_api: ApiClient,
+    *,
+    namespace: str,
+    identity: str,
+    timings: Callable[[], LeaderElectionConfig],
+    on_started_leading: Callable[[], Awaitable[None]],
+    on_stopped_leading: Callable[[], Awaitable[None]],
+) -> Callable[[], Any]:
+    """A factory of LeaderElectors on upstream's Lease, each with the ``timings()`` of the
+    config in force at the time (a reload applies from the next election)."""
     from nfd.k8s.lease import LeaderElector
 
     def make() -> Any:
-        le = master.config.leader_election
+        le = timings()
         return LeaderElector(
-            master.write_api,
+            write_api,
             name=LEASE_NAME,
             namespace=namespace,
             identity=identity,
             lease_duration_s=le.lease_duration,
             renew_deadline_s=le.renew_deadline,
             retry_period_s=le.retry_period,
-            on_started_leading=master.become_leader,
-            on_stopped_leading=master.step_down,
+            on_started_leading=on_started_leading,
+            on_stopped_leading=on_stopped_leading,
         )
 
     return make

@@ -25,9 +25,12 @@ from nfd.k8s.patching import patch
 from nfd.k8s.resources import NODES
 from nfd.master import bookkeeping as bk
 from nfd.master.config import MasterConfig
-from nfd.master.core import MasterCore, MasterOptions
+from nfd.master.core import MasterCore
+from nfd.master.events import ApiEvents, NoEvents
 from nfd.master.leadership import elect_until
 from nfd.master.metrics import MasterMetrics
+from nfd.master.options import MasterOptions
+from nfd.master.workers import BackgroundTasks
 
 log = logging.getLogger("nfd.master")
 klog = klogger("nfd.master")  # upstream's structured lines (docs/logging.md)
@@ -43,40 +46,24 @@ class NfdMaster(MasterCore):
         metrics: MasterMetrics | None = None,
         write_api: ApiClient | None = None,
     ) -> None:
-        # groups need every node: only a master that sees the whole cluster keeps them
-        groups = options.node_feature_groups and not options.only_node
-        super().__init__(api, config=config, options=options, metrics=metrics, write_api=write_api,
-                         process_group=self.process_group if groups else None)
         self.is_leader = False
         self._stop = asyncio.Event()
-
-    def report_broken_rule(self, obj: dict[str, Any], msg: str, *, reason: str = "InvalidRule") -> None:
-        """A Warning Event on the rule object, from the leader only."""
-        if not self.is_leader or self.opts.only_node:
-            return
-        from nfd.k8s.events import post_event
-
-        involved = dict(obj)
-        involved.setdefault("apiVersion", "nfd.k8s-sigs.io/v1alpha1")
-        involved.setdefault("kind", "NodeFeatureRule")
-        self.spawn(
-            post_event(
-                self.write_api,
-                # NodeFeatureRules are cluster-scoped: the API server takes their Events in
-                # "default" only ("involvedObject.namespace ... does not match event.namespace")
-                namespace="default",
-                involved=involved,
-                reason=reason,
-                message=msg,
-                component="nfd-master",
-                type_="Warning",
-            )
-        )
+        # groups need every node: only a master that sees the whole cluster keeps them
+        groups = options.node_feature_groups and not options.only_node
+        tasks = BackgroundTasks()
+        # Warning Events on broken rules from the leader only; none at all for one node
+        events = NoEvents() if options.only_node else ApiEvents(write_api or api, spawn=tasks.spawn,
+                                                                leading=lambda: self.is_leader)
+        super().__init__(api, config=config, options=options, metrics=metrics, write_api=write_api,
+                         process_group=self.process_group if groups else None, events=events, tasks=tasks)
 
     async def process_group(self, key: str) -> None:
         from nfd.master.groups import process_group
 
-        await process_group(self, key)
+        informer = self.controller.nfg_informer
+        assert informer is not None
+        await process_group(key, groups=informer, node_names=self.controller.node_names,
+                            merged_for=self.updater.merged_for, write_api=self.write_api, metrics=self.metrics)
 
     # -- leadership and lifecycle ------------------------------------------------------------------
     async def become_leader(self) -> None:
@@ -87,7 +74,7 @@ class NfdMaster(MasterCore):
         self.evidence.reset_processed()
         self.start_updaters("became leader")
         self.controller.all_groups()
-        for name, msg in sorted((self.rulebook.broken if self.rulebook is not None else {}).items()):
+        for name, msg in sorted(self.rulebook.broken.items()):
             log.error("NodeFeatureRule %s is invalid: %s", name, msg)
 
     async def step_down(self) -> None:

@@ -12,24 +12,30 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from nfd.common.logsetup import klogger
 from nfd.k8s import errors as kerr
+from nfd.k8s.client import ApiClient
 from nfd.k8s.fetching import get
 from nfd.k8s.patching import patch
 from nfd.k8s.resources import NODES
 from nfd.master import bookkeeping as bk
-from nfd.master.evidence import skip_removal
+from nfd.master.controller import Controller
+from nfd.master.events import EventSink
+from nfd.master.evidence import Evidence, skip_removal
+from nfd.master.metrics import MasterMetrics
 from nfd.master.nodeplan import Desired, NodePlan, NodeState, ops_to_strategic, plan_node_update
+from nfd.master.options import LiveConfig, MasterOptions
 from nfd.master.sharing import SharedValues
 from nfd.master.workqueue import ShutDown, WorkQueue
 from nfd.rules.nodefeatures import MergedNodeFeatures, merge_node_features
 
 if TYPE_CHECKING:
-    from nfd.master.core import MasterCore
+    from nfd.master.fairness import CostLedger
+    from nfd.master.pipeline import RuleBook
 
 log = logging.getLogger("nfd.master")
 klog = klogger("nfd.master")
@@ -59,28 +65,46 @@ class CachedDesired:
 
 
 class NodeUpdater:
-    """Processes nodes for ``master``: its config, rule book and queues, its controller's caches."""
+    """Processes the nodes of ``node_queue`` and writes them: reads the ``caches`` (the
+    controller's informers, where it also records its writes' answers), the config in force
+    (``live``), the process ``opts`` and the ``rulebook``; keeps each node's desired state in
+    ``desired_cache`` and the removal ``evidence``; charges the rule objects' costs to
+    ``ledger``; writes with ``write_api``; reports to ``events`` and ``metrics``."""
 
-    def __init__(self, master: MasterCore) -> None:
-        self.m = master
-        self.opts = master.opts
-        self.metrics = master.metrics
-        self.write_api = master.write_api
-        self.evidence = master.evidence
-        self.controller = master.controller
-        self.node_queue = master.node_queue
-        self.desired_cache: dict[str, CachedDesired] = {}
+    def __init__(
+        self,
+        caches: Controller,
+        *,
+        live: LiveConfig,
+        opts: MasterOptions,
+        rulebook: RuleBook,
+        evidence: Evidence,
+        ledger: CostLedger,
+        node_queue: WorkQueue[str],
+        desired_cache: MutableMapping[str, CachedDesired],
+        write_api: ApiClient,
+        events: EventSink,
+        metrics: MasterMetrics,
+    ) -> None:
+        self.live = live
+        self.opts = opts
+        self.rulebook = rulebook
+        self.metrics = metrics
+        self.write_api = write_api
+        self.evidence = evidence
+        self.controller = caches
+        self.node_queue = node_queue
+        self.events = events
+        self.desired_cache = desired_cache
         self.counts: dict[str, int] = {"noop": 0, "written": 0, "skipped_removal": 0}
         self._policy: tuple[int, Any] | None = None  # config generation, policy
         self._logged_rule_errors: set[tuple[Any, ...]] = set()
         # Rule evaluation on the loop in shared slices, and the rule objects too costly to
         # evaluate with the others (docs/reliability.md, "One costly rule object").
         from nfd.master.evalsched import EvalSlicer
-        from nfd.master.fairness import CostLedger
 
         self.slicer = EvalSlicer()
-        # A masterless worker has one node: its own failures are all there is to count.
-        self.ledger = CostLedger(threshold=1) if master.opts.only_node else CostLedger()
+        self.ledger = ledger
         # Nodes whose last evaluation deferred a rule object: evaluated in full in the
         # background lane, one at a time, while no other node work waits.
         self.deferred_queue: WorkQueue[str] = WorkQueue()
@@ -94,12 +118,12 @@ class NodeUpdater:
         self.combine_status_writes = True
 
     def policy(self) -> Any:
-        """The label policy of the master's config, built once per config generation."""
-        gen = self.m.config_generation
+        """The label policy of the config in force, built once per config generation."""
+        gen = self.live.generation
         if self._policy is None or self._policy[0] != gen:
             from nfd.master.pipeline import policy_config
 
-            self._policy = (gen, policy_config(self.m.config, disable_auto_prefix=self.opts.disable_auto_prefix))
+            self._policy = (gen, policy_config(self.live.config, disable_auto_prefix=self.opts.disable_auto_prefix))
         return self._policy[1]
 
 
@@ -111,9 +135,9 @@ class NodeUpdater:
             node_name=node,
             master_namespace=self.opts.namespace,
             namespace_selected=self.controller.namespace_selected
-            if self.m.config.restrictions.node_feature_namespace_selector is not None
+            if self.live.config.restrictions.node_feature_namespace_selector is not None
             else None,
-            deny_third_party_labels=self.m.config.restrictions.deny_node_feature_labels,
+            deny_third_party_labels=self.live.config.restrictions.deny_node_feature_labels,
             auto_prefix=not self.opts.disable_auto_prefix,
         )
         for err in merged.errors:
@@ -130,13 +154,12 @@ class NodeUpdater:
     def _desired_key(self, node: str) -> tuple[Any, ...]:
         keys = sorted(self.controller.nf_index.get(node, ()))
         hashes = tuple((k, (self.controller.nf_informer.cache.get(k) or {}).get("specHash")) for k in keys)
-        rg = self.m.rulebook.generation if self.m.rulebook is not None else 0
         dra = self.controller.dra.node_devices(node, self.controller.node_labels(node)).key if self.controller.dra_informer is not None else ()
-        return (hashes, rg, self.m.config_generation, self.controller.ns_selector_gen, dra)
+        return (hashes, self.rulebook.generation, self.live.generation, self.controller.ns_selector_gen, dra)
 
 
     def _desired_key_gen(self) -> tuple[int, int]:
-        return (self.m.rulebook.generation if self.m.rulebook is not None else 0, self.m.config_generation)
+        return (self.rulebook.generation, self.live.generation)
 
 
     async def desired_for(self, node: str, *, background: bool = False) -> CachedDesired:
@@ -158,7 +181,7 @@ class NodeUpdater:
         else:
             merged = self.merged_for(node)
             memo = RuleMemo() if self.opts.only_node else None
-        rule_sets = self.m.rulebook.ordered() if self.m.rulebook is not None else []
+        rule_sets = self.rulebook.ordered()
         deferred = frozenset() if background else self.ledger.deferred()
         steps = compute_desired_steps(
             merged, rule_sets=rule_sets, policy=self.policy(), node_name=node, budget=EvalBudget(),
@@ -212,7 +235,7 @@ class NodeUpdater:
         """The rule objects evaluated on a node so far (CachedDesired.evaluated): those run now
         and those run before that still exist. One shared object per distinct value, not one
         per node (a hundred names are ~5 kB; five thousand nodes hold the same few sets)."""
-        gen = self.m.rulebook.generation if self.m.rulebook is not None else 0
+        gen = self.rulebook.generation
         if self._set_names[0] != gen:
             self._set_names = (gen, frozenset(r.name for r in rule_sets))
         names = self._set_names[1]
@@ -222,10 +245,8 @@ class NodeUpdater:
     def _charge_budgets(self, node: str, over_budget: dict[str, str]) -> None:
         """Count the rule objects that ran out of a budget on ``node`` (nfd.master.fairness);
         one that now has on too many nodes is deferred, with one log line and one Event."""
-        if self.m.rulebook is None:
-            return
         for rule_set, example in over_budget.items():
-            entry = self.m.rulebook.sets.get(rule_set)
+            entry = self.rulebook.sets.get(rule_set)
             if entry is None:
                 continue
             d = self.ledger.record(rule_set=rule_set, revision=entry.spec_key, node=node, example=example)
@@ -235,7 +256,7 @@ class NodeUpdater:
             log.warning("%s", msg)
             obj = self.controller.nfr_informer.get(rule_set)
             if obj is not None:
-                self.m.report_broken_rule(obj, msg, reason="RuleBudgetExceeded")  # not masterless
+                self.events.rule_broken(obj, msg, reason="RuleBudgetExceeded")
 
 
     async def _fresh_node(self, name: str) -> NodeState | None:
@@ -396,7 +417,7 @@ class NodeUpdater:
             skip = True
             log.debug("node %s: deferred rule objects %s not evaluated here yet; not removing anything",
                       name, ", ".join(sorted(cd.unknown)))
-        if self.m.config.no_publish:
+        if self.live.config.no_publish:
             klog.info_s("node update skipped, NoPublish=true", v=1, nodeName=name)
             self.evidence.commit(name, res)
             return
@@ -410,7 +431,7 @@ class NodeUpdater:
                 node,
                 cd.desired,
                 skip_removal=skip,
-                allow_overwrite=self.m.config.restrictions.allow_overwrite,
+                allow_overwrite=self.live.config.restrictions.allow_overwrite,
                 instance=self.opts.instance,
             )
             if plan.noop:
@@ -457,22 +478,8 @@ class NodeUpdater:
 
 
     def _node_event(self, name: str, message: str) -> None:
-        from nfd.k8s.events import post_event
-
-        if self.opts.only_node:
-            return
         cached = self.controller.node_informer.get(name) or {"metadata": {"name": name}}
-        involved = {"apiVersion": "v1", "kind": "Node", "metadata": cached.get("metadata") or {"name": name}}
-        self.m.spawn(
-            post_event(
-                self.write_api,
-                namespace="default",
-                involved=involved,
-                reason="FeaturesUpdated",
-                message=message,
-                component="nfd-master",
-            )
-        )
+        self.events.node_updated(cached.get("metadata") or {"name": name}, message)
 
 
 

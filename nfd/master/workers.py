@@ -99,6 +99,23 @@ class WorkerPool:
         self.tasks.clear()
 
 
+class BackgroundTasks:
+    """Coroutines started and not awaited (Events, a list-and-queue pass, an informer start):
+    held until they end, so that ``cancel_all`` can stop the ones still running."""
+
+    def __init__(self) -> None:
+        self._tasks: list[asyncio.Task[Any]] = []
+
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        t = asyncio.ensure_future(coro)
+        self._tasks.append(t)
+        t.add_done_callback(lambda x: self._tasks.remove(x) if x in self._tasks else None)
+
+    def cancel_all(self) -> None:
+        for t in list(self._tasks):
+            t.cancel()
+
+
 async def _cancel_and_wait(tasks: list[asyncio.Task[None]]) -> None:
     """Cancel every task, then wait for each in order to end (however it ends)."""
     for t in tasks:

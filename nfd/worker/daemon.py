@@ -151,7 +151,7 @@ class Worker:
             self.node_updater.spread_s = self.cfg.node_update_spread
             self.node_updater.reload_config()
             return
-        from nfd.worker.masterless import NodeUpdateConfigError, MasterlessNode
+        from nfd.worker.masterless import MasterlessNode, NodeUpdateConfigError
 
         try:
             await self._ensure_publisher()

@@ -58,7 +58,8 @@ class MasterlessNode:
         batch_s: float = 1.0,
         spread_s: float = 1.0,
     ) -> None:
-        from nfd.master.core import MasterCore, MasterOptions
+        from nfd.master.core import MasterCore
+        from nfd.master.options import MasterOptions
 
         self.path = master_config_path
         cfg, self._text = load_master_config(master_config_path)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from nfd.master.core import MasterOptions
+from nfd.master.options import MasterOptions
 
 
 def test_master_reads_slices_by_default() -> None:

@@ -12,7 +12,7 @@ from _master_fakeapi import FakeApi, wire_event
 
 from nfd.master import bookkeeping as bk
 from nfd.master.config import MasterConfig, Restrictions
-from nfd.master.core import MasterOptions
+from nfd.master.options import MasterOptions
 from nfd.master.master import NfdMaster
 
 NS = "feature.node.kubernetes.io"

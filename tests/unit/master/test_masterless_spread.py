@@ -8,7 +8,8 @@ import asyncio
 from _master_fakeapi import FakeApi
 
 from nfd.master.config import MasterConfig
-from nfd.master.core import MasterCore, MasterOptions, spread_delay
+from nfd.master.core import MasterCore
+from nfd.master.options import MasterOptions, spread_delay
 
 
 def test_spread_delay_is_fixed_per_node_and_within_the_window() -> None:
