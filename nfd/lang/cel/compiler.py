@@ -281,9 +281,9 @@ class Compiler:
             raise CelSyntaxError(n.pos, f"undeclared reference to {what} '{name}'")
         recv = self.compile(n.target) if n.target is not None else None
         args = [self.compile(x) for x in n.args]
-        return self._overload(n, name, overloads, recv, args)
+        return self.overload(n, name, overloads, recv, args)
 
-    def _overload(self, n: Call, name: str, overloads: list[lib.Overload], recv: _C | None,
+    def overload(self, n: Call, name: str, overloads: list[lib.Overload], recv: _C | None,
                   args: list[_C]) -> _C:
         cands = _candidates(name, overloads, recv.t if recv is not None else None, tuple(a.t for a in args))
         all_args = ([recv] if recv is not None else []) + args

@@ -4,17 +4,18 @@ macro, type-parametric signatures (``optional(T)``, ``list(A).indexOf(A)``), com
 checks (constant ``format`` strings, constant ``find`` patterns) and the optional syntax
 (``a.?b``, ``a[?k]``, ``[?x]``, ``{?k: v}``).
 
-``Compiler._call`` asks ``call`` first; None means "an ordinary call".
+``Compiler._call`` asks ``call`` first; None means "an ordinary call". The hooks see the compiler
+as a ``Checker`` (nfd.lang.cel.compiled) and never import it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from nfd.lang.cel import library as lib
 from nfd.lang.cel import runtime as rt
 from nfd.lang.cel import strformat
-from nfd.lang.cel.compiled import _C, VARIABLES
+from nfd.lang.cel.compiled import _C, VARIABLES, Checker
 from nfd.lang.cel.syntax import Call, CelSyntaxError, Ident, Index, ListLit, Lit, MapLit, Node, Select
 from nfd.lang.cel.types import (
     BOOL,
@@ -36,9 +37,6 @@ from nfd.lang.cel.types import (
 )
 from nfd.lang.cel.values import OPTIONAL_NONE, CelError, Optional, UInt, type_name
 
-if TYPE_CHECKING:
-    from nfd.lang.cel.compiler import Compiler
-
 # the method names this module may take over (a cheap first test for every call)
 _HOOKED = frozenset({"bind", "of", "ofNonZeroValue", "none", "unwrap", "contains", "equivalent", "intersects",
                      "isCanonical", "quote", "format", "find", "findAll", "value", "orValue", "or", "hasValue",
@@ -58,7 +56,7 @@ def _no_overload(n: Call, name: str, types: list[Type]) -> CelSyntaxError:
     return CelSyntaxError(n.pos, f"no matching overload for '{name}' applied to ({', '.join(fmt(t) for t in types)})")
 
 
-def namespace_of(c: Compiler, n: Call) -> str | None:
+def namespace_of(c: Checker, n: Call) -> str | None:
     """``sets.contains(...)`` is the function ``sets.contains`` unless ``sets`` is a variable."""
     t = n.target
     if not isinstance(t, Ident):
@@ -69,7 +67,7 @@ def namespace_of(c: Compiler, n: Call) -> str | None:
     return None if t.name in VARIABLES else qualified
 
 
-def call(c: Compiler, n: Call) -> _C | None:
+def call(c: Checker, n: Call) -> _C | None:
     if n.name not in _HOOKED:
         return None
     qualified = namespace_of(c, n)
@@ -100,11 +98,11 @@ def call(c: Compiler, n: Call) -> _C | None:
             arg = c.compile(n.args[0])
             if not _compatible(recv.t[1], arg.t):
                 raise _no_overload(n, n.name, [recv.t, arg.t])
-            return c._overload(n, n.name, lib.FUNCTIONS[n.name], recv, [arg])
+            return c.overload(n, n.name, lib.FUNCTIONS[n.name], recv, [arg])
     return None
 
 
-def _shape(c: Compiler, n: Node) -> strformat.Shape:
+def _shape(c: Checker, n: Node) -> strformat.Shape:
     """What the format checker needs of an argument: its type's kind, and its literal children."""
     if isinstance(n, ListLit) and not n.optional_indices:
         return ("list", [_shape(c, x) for x in n.items])
@@ -115,7 +113,7 @@ def _shape(c: Compiler, n: Node) -> strformat.Shape:
     return ("optional_type" if kind == "optional" else kind, None)
 
 
-def _namespaced(c: Compiler, n: Call, name: str) -> _C:
+def _namespaced(c: Checker, n: Call, name: str) -> _C:
     if name == "cel.bind":
         return _bind(c, n)
     args = [c.compile(x) for x in n.args]
@@ -131,10 +129,10 @@ def _namespaced(c: Compiler, n: Call, name: str) -> _C:
             and not _compatible(ts[0][1], ts[1][1]):
         raise _no_overload(n, name, ts)
     call_node = Call(n.pos, name, None, n.args)
-    return c._overload(call_node, name, overloads, None, args)
+    return c.overload(call_node, name, overloads, None, args)
 
 
-def _bind(c: Compiler, n: Call) -> _C:
+def _bind(c: Checker, n: Call) -> _C:
     """``cel.bind(x, init, body)``: ``init`` evaluated once, visible as ``x`` in ``body``."""
     if len(n.args) != 3:
         raise CelSyntaxError(n.pos, "cel.bind() takes a variable name, an initial value and an expression")
@@ -186,7 +184,7 @@ def _mentions(n: Any, name: str) -> bool:
     return False
 
 
-def _optional_method(c: Compiler, n: Call) -> _C | None:
+def _optional_method(c: Checker, n: Call) -> _C | None:
     assert n.target is not None
     recv = c.compile(n.target)
     if not (is_optional(recv.t) or recv.t == DYN):
@@ -206,10 +204,10 @@ def _optional_method(c: Compiler, n: Call) -> _C | None:
             raise _no_overload(n, n.name, [recv.t, args[0].t])
         overloads = [o._replace(receiver=recv.t, params=(args[0].t,), result=join(recv.t, args[0].t))
                      for o in overloads]
-    return c._overload(n, n.name, overloads, recv, args)
+    return c.overload(n, n.name, overloads, recv, args)
 
 
-def _opt_map(c: Compiler, n: Call) -> _C:
+def _opt_map(c: Checker, n: Call) -> _C:
     """``o.optMap(x, e)``: none stays none, else ``optional.of(e)`` with ``x`` the value;
     ``o.optFlatMap(x, e)``: ``e`` is itself an optional."""
     assert n.target is not None
@@ -274,7 +272,7 @@ def _select_value(v: Any, field: str, optional: bool) -> Any:
     raise CelError(f"no such key: '{field}'")
 
 
-def optional_select(c: Compiler, n: Select, o: _C) -> _C:
+def optional_select(c: Checker, n: Select, o: _C) -> _C:
     """``a.?f`` (an optional: none when ``f`` is absent) and ``a.f`` on an optional ``a``."""
     t = o.t[1] if is_optional(o.t) else o.t
     if is_map(t):
@@ -301,7 +299,7 @@ def optional_select(c: Compiler, n: Select, o: _C) -> _C:
     return _mk(optional_of(vt), select, _py_call(c, select))
 
 
-def _py_call(c: Compiler, fn: Any) -> str:
+def _py_call(c: Checker, fn: Any) -> str:
     return f"{c.k(fn)}(A)"
 
 
@@ -328,7 +326,7 @@ def _index_value(v: Any, key: Any, optional: bool) -> Any:
     raise CelError(f"type '{type_name(v)}' does not support indexing")
 
 
-def optional_index(c: Compiler, n: Index, o: _C) -> _C:
+def optional_index(c: Checker, n: Index, o: _C) -> _C:
     """``a[?k]`` (none when the key or index is absent) and ``a[k]`` on an optional ``a``."""
     k = c.compile(n.index)
     t = o.t[1] if is_optional(o.t) else o.t
@@ -368,7 +366,7 @@ def _optional_elem(n: Node, t: Type) -> Type:
     raise CelSyntaxError(n.pos, f"expected type 'optional_type' but found '{fmt(t)}'")
 
 
-def optional_list(c: Compiler, n: ListLit) -> _C:
+def optional_list(c: Checker, n: ListLit) -> _C:
     """``[a, ?b]``: ``b`` is an optional; its value is an element only when it has one."""
     items = [c.compile(i) for i in n.items]
     marks = set(n.optional_indices)
@@ -394,7 +392,7 @@ def optional_list(c: Compiler, n: ListLit) -> _C:
     return _mk(list_of(t), build, _py_call(c, build))
 
 
-def optional_map(c: Compiler, n: MapLit) -> _C:
+def optional_map(c: Checker, n: MapLit) -> _C:
     """``{?k: v}``: ``v`` is an optional; the entry is there only when it has a value."""
     entries = [(c.compile(k), c.compile(v)) for k, v in n.entries]
     marks = set(n.optional_indices)
