@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# The whole test suite: install, lint, type-check, unit and e2e tests (e2e builds the real
-# kube-apiserver from Go modules on first use; the build is cached outside the repo).
+# The whole test suite: install, lint, type-check, the import layers, unit and e2e tests (e2e builds
+# the real kube-apiserver from Go modules on first use; the build is cached outside the repo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m pip install -q -e '.[test]'
 python3 -m ruff check nfd
 python3 -m mypy nfd
+# The layer contracts of docs/architecture.md ([tool.importlinter] in pyproject.toml): import-linter's
+# `lint-imports`, called through python3 so it is the installation pip just filled
+python3 -c 'from importlinter.cli import lint_imports_command; lint_imports_command()' --no-cache
 # Build (or reuse) the e2e kube-apiserver; prints the build time when it builds. Without Go
 # this only notes it, and pytest reports the e2e tests as skipped.
 python3 -m tests.e2e.build --if-go
