@@ -232,35 +232,10 @@ def plan_node_update(
     a_ers = bk.instance_annotation(bk.EXTENDED_RESOURCES, instance)
     a_taints = bk.TAINTS
 
-    # -- labels ---------------------------------------------------------------------------
-    old_labels = set(bk.decode_names(ann.get(a_labels)))
-    labels = _owned_items(
-        current=node.labels,
-        desired=desired.labels,
-        old_owned=old_labels,
-        allow_overwrite=allow_overwrite,
-        not_taken=ch.not_taken_over,
+    labels, kept_labels, label_ops = _plan_labels(
+        node, desired, old_labels=set(bk.decode_names(ann.get(a_labels))), skip_removal=skip_removal,
+        allow_overwrite=allow_overwrite, ch=ch,
     )
-    label_remove = set() if skip_removal else old_labels
-    kept_labels = {k for k in old_labels if k in node.labels and k not in labels} if skip_removal else set()
-    label_ops = _map_ops(
-        path="/metadata/labels",
-        current=node.labels,
-        want=labels,
-        remove=label_remove,
-        resource_version=node.resource_version,
-    )
-    for op in label_ops:
-        key = _key_of(op)
-        if op["op"] == "add":
-            if key is None:
-                ch.labels_added.extend(op["value"])
-            else:
-                ch.labels_added.append(key)
-        elif op["op"] == "replace" and key:
-            ch.labels_updated.append(key)
-        elif op["op"] == "remove" and key:
-            ch.labels_removed.append(key)
 
     # -- feature annotations --------------------------------------------------------------
     old_annots = set(bk.decode_names(ann.get(a_annots)))
@@ -273,95 +248,10 @@ def plan_node_update(
     )
     kept_annots = {k for k in old_annots if k in ann and k not in feat_annots} if skip_removal else set()
 
-    # -- extended resources (status subresource) ------------------------------------------
-    old_ers = set(bk.decode_names(ann.get(a_ers)))
-    cap = node.capacity or {}
-    alloc = node.allocatable or {}
-    st_ops: list[dict[str, Any]] = []
-    if not skip_removal:
-        for r in sorted(old_ers):
-            if r in cap and r not in desired.extended_resources:
-                st_ops.append({"op": "remove", "path": f"/status/capacity/{_ptr(r)}"})
-                if r in alloc:
-                    st_ops.append({"op": "remove", "path": f"/status/allocatable/{_ptr(r)}"})
-                ch.resources_removed.append(r)
-    kept_ers = {r for r in old_ers if r in cap and r not in desired.extended_resources} if skip_removal else set()
-    new_cap: dict[str, str] = {}
-    new_alloc: dict[str, str] = {}
-    for r in sorted(desired.extended_resources):
-        v = desired.extended_resources[r]
-        if r in cap:
-            if not same_quantity(cap[r], v):
-                st_ops.append({"op": "replace", "path": f"/status/capacity/{_ptr(r)}", "value": v})
-                verb = "replace" if r in alloc else "add"
-                if node.allocatable is not None:
-                    st_ops.append({"op": verb, "path": f"/status/allocatable/{_ptr(r)}", "value": v})
-                else:
-                    new_alloc[r] = v
-                ch.resources_set.append(r)
-            elif r not in alloc:
-                # No kubelet copied it yet (or none runs): make it schedulable as the kubelet would.
-                if node.allocatable is not None:
-                    st_ops.append({"op": "add", "path": f"/status/allocatable/{_ptr(r)}", "value": v})
-                else:
-                    new_alloc[r] = v
-        else:
-            if node.capacity is not None:
-                st_ops.append({"op": "add", "path": f"/status/capacity/{_ptr(r)}", "value": v})
-            else:
-                new_cap[r] = v
-            if node.allocatable is not None:
-                st_ops.append({"op": "add", "path": f"/status/allocatable/{_ptr(r)}", "value": v})
-            else:
-                new_alloc[r] = v
-            ch.resources_set.append(r)
-    if new_cap or new_alloc:
-        guard: list[dict[str, Any]] = [{"op": "test", "path": "/metadata/resourceVersion", "value": node.resource_version}]
-        if new_cap:
-            guard.append({"op": "add", "path": "/status/capacity", "value": new_cap})
-        if new_alloc:
-            guard.append({"op": "add", "path": "/status/allocatable", "value": new_alloc})
-        st_ops = guard + st_ops
-    plan.status_ops = st_ops
-
-    # -- taints -----------------------------------------------------------------------------
-    try:
-        old_taints = bk.decode_taints(ann.get(a_taints))
-    except bk.TaintSpecError as e:
-        log.warning("node %s: ignoring unparsable %s annotation: %s", node.name, a_taints, e)
-        old_taints = []
-    want_ids = {(t.key, t.effect) for t in desired.taints}
-    new_list = [dict(t) for t in node.taints]
-    changed = False
-    if not skip_removal:
-        for t in old_taints:
-            if (t.key, t.effect) in want_ids:
-                continue
-            before = len(new_list)
-            new_list = [x for x in new_list if not (x.get("key") == t.key and x.get("effect") == t.effect)]
-            if len(new_list) != before:
-                changed = True
-                ch.taints_removed.append(t.to_string())
-    for t in desired.taints:
-        idx = next(
-            (i for i, x in enumerate(new_list) if x.get("key") == t.key and x.get("effect") == t.effect), None
-        )
-        if idx is None:
-            new_list.append(t.to_json())
-            changed = True
-            ch.taints_set.append(t.to_string())
-        elif (new_list[idx].get("value") or "") != t.value:
-            new_list[idx] = t.to_json()
-            changed = True
-            ch.taints_set.append(t.to_string())
-    if skip_removal:
-        strs: list[str] = []
-        for s in [t.to_string() for t in old_taints] + [t.to_string() for t in desired.taints]:
-            if s not in strs:
-                strs.append(s)
-        taints_value = ",".join(strs)
-    else:
-        taints_value = bk.encode_taints(desired.taints)
+    plan.status_ops, kept_ers = _plan_extended_resources(
+        node, desired, old_ers=set(bk.decode_names(ann.get(a_ers))), skip_removal=skip_removal, ch=ch,
+    )
+    new_list, changed, taints_value = _plan_taints(node, desired, skip_removal=skip_removal, ch=ch)
 
     # -- bookkeeping + annotation patch -----------------------------------------------------
     want_annots = dict(feat_annots)
@@ -417,6 +307,143 @@ def plan_node_update(
         ann_ops = ann_ops[1:]
     plan.metadata_ops = label_ops + ann_ops
     return plan
+
+
+def _plan_labels(
+    node: NodeState, desired: Desired, *, old_labels: set[str], skip_removal: bool, allow_overwrite: bool,
+    ch: Changes,
+) -> tuple[dict[str, str], set[str], list[dict[str, Any]]]:
+    """The labels nfd writes, the owned ones kept on the node in skip-removal mode, and the
+    JSON patch ops of the label map (recorded in ``ch``)."""
+    labels = _owned_items(
+        current=node.labels,
+        desired=desired.labels,
+        old_owned=old_labels,
+        allow_overwrite=allow_overwrite,
+        not_taken=ch.not_taken_over,
+    )
+    label_remove = set() if skip_removal else old_labels
+    kept_labels = {k for k in old_labels if k in node.labels and k not in labels} if skip_removal else set()
+    label_ops = _map_ops(
+        path="/metadata/labels",
+        current=node.labels,
+        want=labels,
+        remove=label_remove,
+        resource_version=node.resource_version,
+    )
+    for op in label_ops:
+        key = _key_of(op)
+        if op["op"] == "add":
+            if key is None:
+                ch.labels_added.extend(op["value"])
+            else:
+                ch.labels_added.append(key)
+        elif op["op"] == "replace" and key:
+            ch.labels_updated.append(key)
+        elif op["op"] == "remove" and key:
+            ch.labels_removed.append(key)
+    return labels, kept_labels, label_ops
+
+
+def _plan_extended_resources(
+    node: NodeState, desired: Desired, *, old_ers: set[str], skip_removal: bool, ch: Changes,
+) -> tuple[list[dict[str, Any]], set[str]]:
+    """The ``status`` subresource ops for the extended resources in capacity/allocatable, and
+    the owned ones kept in skip-removal mode (recorded in ``ch``)."""
+    cap = node.capacity or {}
+    alloc = node.allocatable or {}
+    st_ops: list[dict[str, Any]] = []
+    if not skip_removal:
+        for r in sorted(old_ers):
+            if r in cap and r not in desired.extended_resources:
+                st_ops.append({"op": "remove", "path": f"/status/capacity/{_ptr(r)}"})
+                if r in alloc:
+                    st_ops.append({"op": "remove", "path": f"/status/allocatable/{_ptr(r)}"})
+                ch.resources_removed.append(r)
+    kept_ers = {r for r in old_ers if r in cap and r not in desired.extended_resources} if skip_removal else set()
+    new_cap: dict[str, str] = {}
+    new_alloc: dict[str, str] = {}
+    for r in sorted(desired.extended_resources):
+        v = desired.extended_resources[r]
+        if r in cap:
+            if not same_quantity(cap[r], v):
+                st_ops.append({"op": "replace", "path": f"/status/capacity/{_ptr(r)}", "value": v})
+                verb = "replace" if r in alloc else "add"
+                if node.allocatable is not None:
+                    st_ops.append({"op": verb, "path": f"/status/allocatable/{_ptr(r)}", "value": v})
+                else:
+                    new_alloc[r] = v
+                ch.resources_set.append(r)
+            elif r not in alloc:
+                # No kubelet copied it yet (or none runs): make it schedulable as the kubelet would.
+                if node.allocatable is not None:
+                    st_ops.append({"op": "add", "path": f"/status/allocatable/{_ptr(r)}", "value": v})
+                else:
+                    new_alloc[r] = v
+        else:
+            if node.capacity is not None:
+                st_ops.append({"op": "add", "path": f"/status/capacity/{_ptr(r)}", "value": v})
+            else:
+                new_cap[r] = v
+            if node.allocatable is not None:
+                st_ops.append({"op": "add", "path": f"/status/allocatable/{_ptr(r)}", "value": v})
+            else:
+                new_alloc[r] = v
+            ch.resources_set.append(r)
+    if new_cap or new_alloc:
+        guard: list[dict[str, Any]] = [{"op": "test", "path": "/metadata/resourceVersion", "value": node.resource_version}]
+        if new_cap:
+            guard.append({"op": "add", "path": "/status/capacity", "value": new_cap})
+        if new_alloc:
+            guard.append({"op": "add", "path": "/status/allocatable", "value": new_alloc})
+        st_ops = guard + st_ops
+    return st_ops, kept_ers
+
+
+def _plan_taints(
+    node: NodeState, desired: Desired, *, skip_removal: bool, ch: Changes,
+) -> tuple[list[dict[str, Any]], bool, str]:
+    """The node's new taint list, whether it changed, and the value of the ``taints``
+    bookkeeping annotation (recorded in ``ch``)."""
+    a_taints = bk.TAINTS
+    try:
+        old_taints = bk.decode_taints(node.annotations.get(a_taints))
+    except bk.TaintSpecError as e:
+        log.warning("node %s: ignoring unparsable %s annotation: %s", node.name, a_taints, e)
+        old_taints = []
+    want_ids = {(t.key, t.effect) for t in desired.taints}
+    new_list = [dict(t) for t in node.taints]
+    changed = False
+    if not skip_removal:
+        for t in old_taints:
+            if (t.key, t.effect) in want_ids:
+                continue
+            before = len(new_list)
+            new_list = [x for x in new_list if not (x.get("key") == t.key and x.get("effect") == t.effect)]
+            if len(new_list) != before:
+                changed = True
+                ch.taints_removed.append(t.to_string())
+    for t in desired.taints:
+        idx = next(
+            (i for i, x in enumerate(new_list) if x.get("key") == t.key and x.get("effect") == t.effect), None
+        )
+        if idx is None:
+            new_list.append(t.to_json())
+            changed = True
+            ch.taints_set.append(t.to_string())
+        elif (new_list[idx].get("value") or "") != t.value:
+            new_list[idx] = t.to_json()
+            changed = True
+            ch.taints_set.append(t.to_string())
+    if skip_removal:
+        strs: list[str] = []
+        for s in [t.to_string() for t in old_taints] + [t.to_string() for t in desired.taints]:
+            if s not in strs:
+                strs.append(s)
+        taints_value = ",".join(strs)
+    else:
+        taints_value = bk.encode_taints(desired.taints)
+    return new_list, changed, taints_value
 
 
 def _ops_to_merge(ops: list[dict[str, Any]]) -> dict[str, Any]:
