@@ -620,6 +620,18 @@ class RuleMemo:
         # per rule for the objects an edit did not touch (99 of 100 in a rule change)
         self.sets: dict[str, _SetEntry] = {}
 
+    def begin(self, features: Features, devices: Sequence[dict[str, Any]], sig: tuple[Any, ...]
+              ) -> tuple[dict[tuple[str, int], _MemoEntry], dict[str, _SetEntry]]:
+        """A new evaluation: hands back the entries of the last one (none when the features,
+        devices or settings differ) and starts empty ones for this evaluation to fill."""
+        if self.features is not features or self.devices is not devices or self.sig != sig:
+            self.entries = {}
+            self.sets = {}
+        hits, self.entries = self.entries, {}
+        set_hits, self.sets = self.sets, {}
+        self.features, self.devices, self.sig = features, devices, sig
+        return hits, set_hits
+
 
 @dataclass(slots=True)
 class _SetEntry:
@@ -673,6 +685,108 @@ def run_to_end(steps: Generator[None, None, T]) -> T:
             return result
 
 
+@dataclass(slots=True)
+class _SetRecording:
+    """A rule set's evaluation as the RuleMemo keeps it (a _SetEntry once all its rules came out
+    without an error): ``backrefs`` is rule.matched on entry when a rule of the set reads it,
+    ``first`` the index of its first result."""
+
+    backrefs: dict[str, str] | None
+    first: int
+    clean: bool = True
+    out: RuleOutput = field(default_factory=RuleOutput)
+    master: RuleOutput = field(default_factory=RuleOutput)
+    fed: dict[str, str] = field(default_factory=dict)
+    entries: list[tuple[tuple[str, int], _MemoEntry]] = field(default_factory=list)
+
+    def add(self, key: tuple[str, int], entry: _MemoEntry | None, res: RuleResult, prefixed: _Prefixed, *,
+            feed_back: bool) -> None:
+        """One rule's result; ``entry`` None: not memoizable (an error kept its previous output)."""
+        if entry is not None:
+            self.entries.append((key, entry))
+        else:
+            self.clean = False
+        if res.matched:
+            _combine(self.out, self.master, res.output, prefixed)
+        if feed_back:
+            self.fed.update(res.output.labels)
+            self.fed.update(res.output.vars)
+
+
+def _keep_previous(rs: CompiledRuleSet, previous: Mapping[tuple[str, str], RuleOutput] | None, *,
+                   results: list[RuleResult], out: RuleOutput, master: RuleOutput, ns: str | None,
+                   backref: BackrefWriter | None) -> None:
+    """A deferred rule set: each rule contributes its ``previous`` output (fed back into
+    rule.matched through ``backref``), without running and without an error."""
+    for rule in rs.rules:
+        kept = previous.get((rs.name, rule.name)) if previous is not None else None
+        results.append(RuleResult(rule.name, kept is not None, kept or RuleOutput(), rule_set=rs.name,
+                                  kept_previous=kept is not None, deferred=True))
+        if kept is not None:
+            _combine(out, master, kept, (add_ns(kept.labels, ns), add_ns(kept.annotations, ns),
+                                         add_ns(kept.extended_resources, ns)))
+            if backref is not None:
+                backref.feed(kept.labels, kept.vars)
+
+
+class _NodeSpending:
+    """What a node's rules have spent of its EvalBudget (time, template steps), and the
+    evaluation of one rule within it (no budget: just the evaluation)."""
+
+    __slots__ = ("budget", "spent", "cpu0", "gc0", "slow", "steps")
+
+    def __init__(self, budget: EvalBudget | None) -> None:
+        self.budget = budget
+        self.spent = 0.0  # the rules' time on this node, as budgeted (see EvalBudget)
+        self.cpu0 = time.thread_time() if budget is not None else 0.0
+        self.gc0 = _GC_S[0]
+        self.slow: list[str] = []
+        # [steps left, the budget]: what the node's templates may still run
+        self.steps = [budget.template_steps, budget.template_steps] if budget is not None else None
+
+    def evaluate(self, rule: Any, rule_set: str, view: Features, *, node_name: str, explain: bool,
+                 devices: Sequence[dict[str, Any]]) -> RuleResult:
+        budget = self.budget
+        if budget is not None and self.spent > budget.node_s:
+            return RuleResult(rule.name, False, RuleOutput(), None,
+                              f"not evaluated: this node's rules used their time budget of {budget.node_s:g}s "
+                              f"(slowest: {', '.join(self.slow[:3])})")
+        steps_box = self.steps
+        t0 = time.perf_counter()
+        g0 = _GC_S[0]
+        steps_before = steps_box[0] if steps_box is not None else 0
+        token = _node_template_steps.set(steps_box)
+        dev_token = NODE_DEVICES.set(devices)
+        try:
+            res = evaluate_rule(rule, view, node_name=node_name, explain=explain)
+        finally:
+            NODE_DEVICES.reset(dev_token)
+            _node_template_steps.reset(token)
+        took = time.perf_counter() - t0 - (_GC_S[0] - g0)
+        if budget is None:
+            self.spent += took
+            return res
+        if took > budget.rule_s:
+            # not over budget if this thread has not even run that long since the node
+            # began: the process was descheduled (a CPU limit, a loaded host)
+            took = min(took, time.thread_time() - self.cpu0 - (_GC_S[0] - self.gc0))
+        spent_before = self.spent
+        self.spent += took
+        if took > budget.rule_s:
+            self.slow.append(f"{rule_set}/{rule.name} {took:.2f}s")
+            if res.error is None:
+                res = RuleResult(rule.name, False, RuleOutput(), None,
+                                 f"took {took:.2f}s on this node, more than the rule time budget of {budget.rule_s:g}s")
+        if (
+            took > budget.rule_s
+            or (res.error is not None and is_budget_error(res.error))
+            or (self.spent > budget.node_s >= spent_before)  # this rule spent the node's time
+            or (steps_box is not None and steps_box[0] <= 0 < steps_before)  # or its steps
+        ):
+            res.over_budget = True
+        return res
+
+
 def iter_process_rule_sets(
     rule_sets: Iterable[CompiledRuleSet],
     features: Features,
@@ -703,13 +817,7 @@ def iter_process_rule_sets(
     hits: dict[tuple[str, int], _MemoEntry] = {}
     set_hits: dict[str, _SetEntry] = {}
     if memo is not None:
-        sig = (node_name, explain, auto_prefix)
-        if memo.features is not features or memo.devices is not devices or memo.sig != sig:
-            memo.entries = {}
-            memo.sets = {}
-        hits, memo.entries = memo.entries, {}
-        set_hits, memo.sets = memo.sets, {}
-        memo.features, memo.devices, memo.sig = features, devices, sig
+        hits, set_hits = memo.begin(features, devices, (node_name, explain, auto_prefix))
     view = features_view(features)
     backref = BackrefWriter(view)
     out = RuleOutput()
@@ -717,29 +825,17 @@ def iter_process_rule_sets(
     ns = DEFAULT_LABEL_NS if auto_prefix else None
     results: list[RuleResult] = []
     errors: list[tuple[str, str]] = []
-    spent = 0.0  # the rules' time on this node, as budgeted (see EvalBudget)
-    cpu0 = time.thread_time() if budget is not None else 0.0
-    gc_node0 = _GC_S[0]
-    slow: list[str] = []
-    # [steps left, the budget]: what the node's templates may still run
-    steps_box = [budget.template_steps, budget.template_steps] if budget is not None else None
+    spending = _NodeSpending(budget)
     skipped: list[str] = []
     for rs in sorted(rule_sets, key=lambda r: r.name):
         if rs.name in deferred:
             skipped.append(rs.name)
-            for rule in rs.rules:
-                kept = previous.get((rs.name, rule.name)) if previous is not None else None
-                res = RuleResult(rule.name, kept is not None, kept or RuleOutput(), rule_set=rs.name,
-                                 kept_previous=kept is not None, deferred=True)
-                results.append(res)
-                if kept is not None:
-                    _combine(out, master, kept, (add_ns(kept.labels, ns), add_ns(kept.annotations, ns),
-                                                 add_ns(kept.extended_resources, ns)))
-                    if feed_back:
-                        backref.feed(kept.labels, kept.vars)
+            _keep_previous(rs, previous, results=results, out=out, master=master, ns=ns,
+                           backref=backref if feed_back else None)
             if memo is not None:
                 set_hits.pop(rs.name, None)
             continue
+        rec: _SetRecording | None = None
         if memo is not None:
             se = set_hits.get(rs.name)
             if se is not None and se.rule_set is rs and (se.backrefs is None or se.backrefs == (backref.cur or {})):
@@ -752,73 +848,32 @@ def iter_process_rule_sets(
                     backref.feed(se.fed, {})
                 continue
             reads = any(isinstance(r, CompiledRule) and r.reads_backrefs for r in rs.rules)
-            set_in = dict(backref.cur or {}) if reads else None
-            set_clean = True
-            set_out = RuleOutput()
-            set_master = RuleOutput()
-            set_fed: dict[str, str] = {}
-            set_entries: list[tuple[tuple[str, int], _MemoEntry]] = []
-            first = len(results)
+            rec = _SetRecording(dict(backref.cur or {}) if reads else None, len(results))
         for rule in rs.rules:
-            if memo is not None and hits:
+            if memo is not None and rec is not None and hits:
                 hit = hits.get((rs.name, id(rule)))
                 if hit is not None and hit.rule is rule and (
                     hit.backrefs is None or hit.backrefs == (backref.cur or {})
                 ):
                     memo.entries[(rs.name, id(rule))] = hit
-                    set_entries.append(((rs.name, id(rule)), hit))
                     results.append(hit.result)
                     if hit.result.matched:
                         _combine(out, master, hit.result.output, hit.prefixed)
-                        _combine(set_out, set_master, hit.result.output, hit.prefixed)
+                    rec.add((rs.name, id(rule)), hit, hit.result, hit.prefixed, feed_back=feed_back)
                     if feed_back:
                         backref.feed(hit.result.output.labels, hit.result.output.vars)
-                        set_fed.update(hit.result.output.labels)
-                        set_fed.update(hit.result.output.vars)
                     continue
             before = (dict(backref.cur or {}) if memo is not None and isinstance(rule, CompiledRule)
                       and rule.reads_backrefs else None)
-            if budget is not None and spent > budget.node_s:
-                res = RuleResult(rule.name, False, RuleOutput(), None,
-                                 f"not evaluated: this node's rules used their time budget of {budget.node_s:g}s "
-                                 f"(slowest: {', '.join(slow[:3])})")
-            else:
-                t0 = time.perf_counter()
-                g0 = _GC_S[0]
-                steps_before = steps_box[0] if steps_box is not None else 0
-                token = _node_template_steps.set(steps_box)
-                dev_token = NODE_DEVICES.set(devices)
-                try:
-                    res = evaluate_rule(rule, view, node_name=node_name, explain=explain)
-                finally:
-                    NODE_DEVICES.reset(dev_token)
-                    _node_template_steps.reset(token)
-                took = time.perf_counter() - t0 - (_GC_S[0] - g0)
-                if budget is not None and took > budget.rule_s:
-                    # not over budget if this thread has not even run that long since the node
-                    # began: the process was descheduled (a CPU limit, a loaded host)
-                    took = min(took, time.thread_time() - cpu0 - (_GC_S[0] - gc_node0))
-                spent_before = spent
-                spent += took
-                if budget is not None and took > budget.rule_s:
-                    slow.append(f"{rs.name}/{rule.name} {took:.2f}s")
-                    if res.error is None:
-                        res = RuleResult(rule.name, False, RuleOutput(), None,
-                                         f"took {took:.2f}s on this node, more than the rule time budget of {budget.rule_s:g}s")
-                if budget is not None and (
-                    took > budget.rule_s
-                    or (res.error is not None and is_budget_error(res.error))
-                    or (spent > budget.node_s >= spent_before)  # this rule spent the node's time
-                    or (steps_box is not None and steps_box[0] <= 0 < steps_before)  # or its steps
-                ):
-                    res.over_budget = True
+            res = spending.evaluate(rule, rs.name, view, node_name=node_name, explain=explain, devices=devices)
             res.rule_set = rs.name
             results.append(res)
             if res.error is not None:
-                set_clean = False
                 errors.append((res.name, res.error))
                 kept = previous.get((rs.name, rule.name)) if previous is not None else None
                 if kept is None:
+                    if rec is not None:
+                        rec.clean = False
                     yield
                     continue
                 res.matched, res.output, res.kept_previous = True, kept, True
@@ -827,22 +882,17 @@ def iter_process_rule_sets(
             if res.matched:
                 prefixed = (add_ns(o.labels, ns), add_ns(o.annotations, ns), add_ns(o.extended_resources, ns))
                 _combine(out, master, o, prefixed)
-            if memo is not None:
+            if memo is not None and rec is not None:
+                entry = None
                 if res.error is None and isinstance(rule, CompiledRule):
                     entry = _MemoEntry(rule, before, res, prefixed)
                     memo.entries[(rs.name, id(rule))] = entry
-                    set_entries.append(((rs.name, id(rule)), entry))
-                else:
-                    set_clean = False
-                if res.matched:
-                    _combine(set_out, set_master, o, prefixed)
-                if feed_back:
-                    set_fed.update(o.labels)
-                    set_fed.update(o.vars)
+                rec.add((rs.name, id(rule)), entry, res, prefixed, feed_back=feed_back)
             if feed_back:
                 backref.feed(o.labels, o.vars)
             yield
-        if memo is not None and set_clean:
-            memo.sets[rs.name] = _SetEntry(rs, set_in, results[first:], set_out, set_master, set_fed, set_entries)
+        if memo is not None and rec is not None and rec.clean:
+            memo.sets[rs.name] = _SetEntry(rs, rec.backrefs, results[rec.first:], rec.out, rec.master, rec.fed,
+                                           rec.entries)
     return ProcessResult(output=out, results=results, errors=errors, features=view, master_output=master,
                          deferred=skipped)
