@@ -9,10 +9,16 @@ import gc
 import logging
 import os
 import signal
+from typing import TYPE_CHECKING
 
 from nfd.common.logsetup import klogger
 from nfd.common.podenv import pod_namespace
 from nfd.master.config import ConfigError, FlagOverrides, MasterConfig, read_config
+
+if TYPE_CHECKING:
+    from nfd.common.probes import Heartbeat, ProbeServer
+    from nfd.master.master import NfdMaster
+    from nfd.master.metrics import MasterMetrics
 
 log = logging.getLogger("nfd.master")
 klog = klogger("nfd.master")
@@ -35,8 +41,6 @@ async def serve(args: argparse.Namespace, cfg: MasterConfig, gates: dict[str, bo
     """Run nfd-master with the parsed flags ``args`` and the config read at start (``cfg``,
     ``cfg_text``) until SIGTERM/SIGINT; ``overrides`` (the flags given) apply to every reload."""
     from nfd import __version__
-    from nfd.common import httpserver
-    from nfd.common.probes import Heartbeat, ProbeServer, liveness_route
     from nfd.k8s.client import ApiClient
     from nfd.master.master import NfdMaster
     from nfd.master.metrics import MasterMetrics
@@ -75,18 +79,7 @@ async def serve(args: argparse.Namespace, cfg: MasterConfig, gates: dict[str, bo
     metrics.bind_api_counts(api.metrics)
     master = NfdMaster(api, config=cfg, options=opts, metrics=metrics)
     master.on_synced = _freeze_heap
-    # Probes and scrapes are answered from a thread of their own (nfd.common.probes): whatever
-    # the loop is evaluating, /healthz answers in milliseconds, and fails once the loop's
-    # heartbeat stops.
-    heartbeat = Heartbeat()
-    heartbeat.start()
-    server = ProbeServer(
-        args.port,
-        {"/healthz": liveness_route(heartbeat), "/metrics": httpserver.metrics_route(metrics.registry)},
-        host=args.bind_address or "0.0.0.0",
-    )
-    port = server.port
-    klog.info_s("http server starting", port=f":{port}")
+    heartbeat, server = _start_probes(args, metrics)
 
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
@@ -97,32 +90,6 @@ async def serve(args: argparse.Namespace, cfg: MasterConfig, gates: dict[str, bo
     # Ours: SIGUSR1 forces a full re-evaluation of every node (what resyncPeriod does).
     loop.add_signal_handler(signal.SIGUSR1, lambda: master.update_all_nodes("forced resync (SIGUSR1)"))
 
-    async def watch_config() -> None:
-        last = cfg_text
-        while True:
-            try:
-                await asyncio.wait_for(reload_now.wait(), timeout=max(0.2, args.config_poll_interval))
-            except TimeoutError:
-                pass
-            reload_now.clear()
-            try:
-                new_cfg, warnings, text = read_config(args.config, args.options, overrides)
-            except ConfigError as e:
-                msg = str(e)
-                if msg != getattr(watch_config, "last_error", None):
-                    log.error("invalid configuration, keeping the previous one: %s", msg)
-                watch_config.last_error = msg  # type: ignore[attr-defined]
-                continue
-            watch_config.last_error = None  # type: ignore[attr-defined]
-            if text == last:
-                continue
-            last = text
-            for w in warnings:
-                log.warning("config: %s", w)
-            if new_cfg != master.config:
-                log_config(args.config, text, new_cfg)
-                master.set_config(new_cfg)
-
     elector_factory = None
     if args.enable_leader_election:
         from nfd.master.leadership import lease_electors, lease_identity
@@ -132,7 +99,7 @@ async def serve(args: argparse.Namespace, cfg: MasterConfig, gates: dict[str, bo
                                          on_started_leading=master.become_leader, on_stopped_leading=master.step_down)
 
     await master.update_own_node()
-    cfg_task = asyncio.create_task(watch_config())
+    cfg_task = asyncio.create_task(watch_config(args, overrides, cfg_text, master, reload_now))
     run_task = asyncio.create_task(master.run(elector_factory=elector_factory))
     stop_task = asyncio.create_task(stop.wait())
     await asyncio.wait({run_task, stop_task}, return_when=asyncio.FIRST_COMPLETED)
@@ -153,6 +120,56 @@ async def serve(args: argparse.Namespace, cfg: MasterConfig, gates: dict[str, bo
     server.close()
     await api.close()
     return rc
+
+
+def _start_probes(args: argparse.Namespace, metrics: MasterMetrics) -> tuple[Heartbeat, ProbeServer]:
+    """/healthz and /metrics, answered from a thread of their own (nfd.common.probes): whatever
+    the loop is evaluating, /healthz answers in milliseconds, and fails once the loop's
+    heartbeat stops."""
+    from nfd.common import httpserver
+    from nfd.common.probes import Heartbeat, ProbeServer, liveness_route
+
+    heartbeat = Heartbeat()
+    heartbeat.start()
+    server = ProbeServer(
+        args.port,
+        {"/healthz": liveness_route(heartbeat), "/metrics": httpserver.metrics_route(metrics.registry)},
+        host=args.bind_address or "0.0.0.0",
+    )
+    klog.info_s("http server starting", port=f":{server.port}")
+    return heartbeat, server
+
+
+async def watch_config(args: argparse.Namespace, overrides: FlagOverrides, cfg_text: str | None, master: NfdMaster,
+                       reload_now: asyncio.Event) -> None:
+    """Re-read the config every ``-config-poll-interval`` (or at once on ``reload_now``, SIGHUP)
+    and hand a changed, valid one to ``master``; an invalid one is logged once and the last
+    good one stays."""
+    last = cfg_text
+    last_error: str | None = None
+    while True:
+        try:
+            await asyncio.wait_for(reload_now.wait(), timeout=max(0.2, args.config_poll_interval))
+        except TimeoutError:
+            pass
+        reload_now.clear()
+        try:
+            new_cfg, warnings, text = read_config(args.config, args.options, overrides)
+        except ConfigError as e:
+            msg = str(e)
+            if msg != last_error:
+                log.error("invalid configuration, keeping the previous one: %s", msg)
+            last_error = msg
+            continue
+        last_error = None
+        if text == last:
+            continue
+        last = text
+        for w in warnings:
+            log.warning("config: %s", w)
+        if new_cfg != master.config:
+            log_config(args.config, text, new_cfg)
+            master.set_config(new_cfg)
 
 
 def _freeze_heap() -> None:
