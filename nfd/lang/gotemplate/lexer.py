@@ -6,6 +6,7 @@ ends the stream, so the parser reports it where Go's parser would.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 from nfd.lang.gostd.strconv import quote as go_quote
@@ -127,15 +128,6 @@ def lex(src: str) -> list[Token]:
     emit = toks.append
     n = len(src)
     pos = 0
-
-    def at_terminator(i: int) -> bool:
-        if i >= n:
-            return True
-        c = src[i]
-        if c in SPACE_CHARS or c in ".,|:)(":
-            return True
-        return src.startswith(RIGHT_DELIM, i)
-
     while True:
         # Text up to the next action.
         x = src.find(LEFT_DELIM, pos)
@@ -153,146 +145,184 @@ def lex(src: str) -> list[Token]:
         pos = x + 2
         after = 2 if _has_left_trim(src, pos) else 0
         if src.startswith(LEFT_COMMENT, pos + after):
-            comment_start = pos + after
-            pos += after + 2
-            y = src.find(RIGHT_COMMENT, pos)
-            if y < 0:
-                emit(Token(ERROR, "unclosed comment", comment_start))
-                return toks
-            pos = y + 2
-            delim, trim = _at_right_delim(src, pos)
-            if not delim:
-                emit(Token(ERROR, "comment ends before closing delimiter", comment_start))
-                return toks
-            pos += (2 if trim else 0) + 2
+            pos = _skip_comment(src, pos + after, emit)
+        else:
+            emit(Token(LDELIM, LEFT_DELIM, x))
+            pos = _lex_action(src, pos + after, emit)
+        if pos < 0:
+            return toks
+
+
+def _at_terminator(src: str, i: int) -> bool:
+    if i >= len(src):
+        return True
+    c = src[i]
+    if c in SPACE_CHARS or c in ".,|:)(":
+        return True
+    return src.startswith(RIGHT_DELIM, i)
+
+
+def _skip_comment(src: str, comment_start: int, emit: Callable[[Token], None]) -> int:
+    """Past a comment action starting at ``comment_start`` (its ``/*``) and its right delimiter;
+    -1 after emitting the error when it is not closed."""
+    pos = src.find(RIGHT_COMMENT, comment_start + 2)
+    if pos < 0:
+        emit(Token(ERROR, "unclosed comment", comment_start))
+        return -1
+    pos += 2
+    delim, trim = _at_right_delim(src, pos)
+    if not delim:
+        emit(Token(ERROR, "comment ends before closing delimiter", comment_start))
+        return -1
+    pos += (2 if trim else 0) + 2
+    if trim:
+        pos += _left_trim_len(src, pos)
+    return pos
+
+
+def _lex_action(src: str, pos: int, emit: Callable[[Token], None]) -> int:
+    """The tokens of one action from ``pos`` (after its left delimiter) through its right
+    delimiter; returns the position after it, or -1 after emitting an ERROR token."""
+    n = len(src)
+    paren = 0
+    while True:
+        delim, trim = _at_right_delim(src, pos)
+        if delim:
+            if paren != 0:
+                emit(Token(ERROR, "unclosed left paren", pos))
+                return -1
+            if trim:
+                pos += 2
+            emit(Token(RDELIM, RIGHT_DELIM, pos))
+            pos += 2
             if trim:
                 pos += _left_trim_len(src, pos)
-            continue
-        emit(Token(LDELIM, LEFT_DELIM, x))
-        pos += after
-        paren = 0
-        # Inside the action.
-        while True:
-            delim, trim = _at_right_delim(src, pos)
-            if delim:
-                if paren != 0:
-                    emit(Token(ERROR, "unclosed left paren", pos))
-                    return toks
-                if trim:
-                    pos += 2
-                emit(Token(RDELIM, RIGHT_DELIM, pos))
-                pos += 2
-                if trim:
-                    pos += _left_trim_len(src, pos)
-                break
-            if pos >= n:
-                emit(Token(ERROR, "unclosed action", pos))
-                return toks
-            start = pos
-            c = src[pos]
-            if c in SPACE_CHARS:
-                j = pos
-                while j < n and src[j] in SPACE_CHARS:
-                    j += 1
-                # A space belonging to a trim-marked right delimiter is not ours.
-                if _has_right_trim(src, j - 1) and src.startswith(RIGHT_DELIM, j + 1):
-                    j -= 1
-                    if j == pos:
-                        continue
-                emit(Token(SPACE, src[pos:j], pos))
-                pos = j
-                continue
-            pos += 1
-            if c == "=":
-                emit(Token(ASSIGN, "=", start))
-            elif c == ":":
-                if pos < n and src[pos] == "=":
-                    pos += 1
-                    emit(Token(DECLARE, ":=", start))
-                else:
-                    emit(Token(ERROR, "expected :=", start))
-                    return toks
-            elif c == "|":
-                emit(Token(PIPE, "|", start))
-            elif c == '"' or c == "'":
-                kind, unterminated = (
-                    (STRING, "unterminated quoted string") if c == '"' else (CHARCONST, "unterminated character constant")
-                )
-                while True:
-                    if pos >= n or src[pos] == "\n":
-                        emit(Token(ERROR, unterminated, start))
-                        return toks
-                    ch = src[pos]
-                    pos += 1
-                    if ch == "\\":
-                        if pos >= n or src[pos] == "\n":
-                            emit(Token(ERROR, unterminated, start))
-                            return toks
-                        pos += 1
-                    elif ch == c:
-                        break
-                emit(Token(kind, src[start:pos], start))
-            elif c == "`":
-                y = src.find("`", pos)
-                if y < 0:
-                    emit(Token(ERROR, "unterminated raw quoted string", start))
-                    return toks
-                pos = y + 1
-                emit(Token(RAWSTRING, src[start:pos], start))
-            elif c == "$" or (c == "." and pos < n and not "0" <= src[pos] <= "9"):
-                if at_terminator(pos):
-                    emit(Token(VARIABLE if c == "$" else DOT, c, start))
+            return pos
+        if pos >= n:
+            emit(Token(ERROR, "unclosed action", pos))
+            return -1
+        start = pos
+        c = src[pos]
+        if c in SPACE_CHARS:
+            j = pos
+            while j < n and src[j] in SPACE_CHARS:
+                j += 1
+            # A space belonging to a trim-marked right delimiter is not ours.
+            if _has_right_trim(src, j - 1) and src.startswith(RIGHT_DELIM, j + 1):
+                j -= 1
+                if j == pos:
                     continue
-                while pos < n and _is_alnum(src[pos]):
-                    pos += 1
-                if not at_terminator(pos):
-                    emit(Token(ERROR, f"bad character {_go_char_desc(src[pos])}", pos))
-                    return toks
-                emit(Token(VARIABLE if c == "$" else FIELD, src[start:pos], start))
-            elif c in "+-." or "0" <= c <= "9":
-                pos = _scan_number(src, start)
-                if pos < 0:
-                    end_bad = -pos
-                    emit(Token(ERROR, f"bad number syntax: {go_quote(src[start:end_bad])}", start))
-                    return toks
-                kind = NUMBER
-                if pos < n and src[pos] in "+-":
-                    # Complex constant 1+2i: no spaces, must end in 'i'.
-                    p2 = _scan_number(src, pos)
-                    end2 = -p2 if p2 < 0 else p2
-                    if p2 < 0 or src[end2 - 1] != "i":
-                        emit(Token(ERROR, f"bad number syntax: {go_quote(src[start:end2])}", start))
-                        return toks
-                    pos, kind = p2, COMPLEX
-                emit(Token(kind, src[start:pos], start))
-            elif _is_alnum(c):
-                while pos < n and _is_alnum(src[pos]):
-                    pos += 1
-                word = src[start:pos]
-                if not at_terminator(pos):
-                    emit(Token(ERROR, f"bad character {_go_char_desc(src[pos])}", pos))
-                    return toks
-                kw = KEYWORDS.get(word)
-                if kw is not None:
-                    emit(Token(kw, word, start))
-                elif word in ("true", "false"):
-                    emit(Token(BOOL, word, start))
-                else:
-                    emit(Token(IDENT, word, start))
-            elif c == "(":
-                paren += 1
-                emit(Token(LPAREN, c, start))
-            elif c == ")":
-                paren -= 1
-                if paren < 0:
-                    emit(Token(ERROR, "unexpected right paren", start))
-                    return toks
-                emit(Token(RPAREN, c, start))
-            elif c.isascii() and c.isprintable():
-                emit(Token(CHAR, c, start))
+            emit(Token(SPACE, src[pos:j], pos))
+            pos = j
+            continue
+        pos += 1
+        if c == "=":
+            emit(Token(ASSIGN, "=", start))
+        elif c == ":":
+            if pos < n and src[pos] == "=":
+                pos += 1
+                emit(Token(DECLARE, ":=", start))
             else:
-                emit(Token(ERROR, f"unrecognized character in action: {_go_char_desc(c)}", start))
-                return toks
+                emit(Token(ERROR, "expected :=", start))
+                return -1
+        elif c == "|":
+            emit(Token(PIPE, "|", start))
+        elif c == '"' or c == "'":
+            kind, unterminated = (
+                (STRING, "unterminated quoted string") if c == '"' else (CHARCONST, "unterminated character constant")
+            )
+            pos = _end_of_quoted(src, pos, c)
+            if pos < 0:
+                emit(Token(ERROR, unterminated, start))
+                return -1
+            emit(Token(kind, src[start:pos], start))
+        elif c == "`":
+            y = src.find("`", pos)
+            if y < 0:
+                emit(Token(ERROR, "unterminated raw quoted string", start))
+                return -1
+            pos = y + 1
+            emit(Token(RAWSTRING, src[start:pos], start))
+        elif c == "$" or (c == "." and pos < n and not "0" <= src[pos] <= "9"):
+            if _at_terminator(src, pos):
+                emit(Token(VARIABLE if c == "$" else DOT, c, start))
+                continue
+            while pos < n and _is_alnum(src[pos]):
+                pos += 1
+            if not _at_terminator(src, pos):
+                emit(Token(ERROR, f"bad character {_go_char_desc(src[pos])}", pos))
+                return -1
+            emit(Token(VARIABLE if c == "$" else FIELD, src[start:pos], start))
+        elif c in "+-." or "0" <= c <= "9":
+            pos = _lex_number(src, start, emit)
+            if pos < 0:
+                return -1
+        elif _is_alnum(c):
+            while pos < n and _is_alnum(src[pos]):
+                pos += 1
+            word = src[start:pos]
+            if not _at_terminator(src, pos):
+                emit(Token(ERROR, f"bad character {_go_char_desc(src[pos])}", pos))
+                return -1
+            kw = KEYWORDS.get(word)
+            if kw is not None:
+                emit(Token(kw, word, start))
+            elif word in ("true", "false"):
+                emit(Token(BOOL, word, start))
+            else:
+                emit(Token(IDENT, word, start))
+        elif c == "(":
+            paren += 1
+            emit(Token(LPAREN, c, start))
+        elif c == ")":
+            paren -= 1
+            if paren < 0:
+                emit(Token(ERROR, "unexpected right paren", start))
+                return -1
+            emit(Token(RPAREN, c, start))
+        elif c.isascii() and c.isprintable():
+            emit(Token(CHAR, c, start))
+        else:
+            emit(Token(ERROR, f"unrecognized character in action: {_go_char_desc(c)}", start))
+            return -1
+
+
+def _end_of_quoted(src: str, pos: int, quote: str) -> int:
+    """The position after the closing ``quote`` of a string or character constant whose body
+    starts at ``pos``; -1 when a newline or the end comes first."""
+    n = len(src)
+    while True:
+        if pos >= n or src[pos] == "\n":
+            return -1
+        ch = src[pos]
+        pos += 1
+        if ch == "\\":
+            if pos >= n or src[pos] == "\n":
+                return -1
+            pos += 1
+        elif ch == quote:
+            return pos
+
+
+def _lex_number(src: str, start: int, emit: Callable[[Token], None]) -> int:
+    """A NUMBER (or a COMPLEX such as 1+2i) from ``start``; -1 after emitting a syntax error."""
+    n = len(src)
+    pos = _scan_number(src, start)
+    if pos < 0:
+        end_bad = -pos
+        emit(Token(ERROR, f"bad number syntax: {go_quote(src[start:end_bad])}", start))
+        return -1
+    kind = NUMBER
+    if pos < n and src[pos] in "+-":
+        # Complex constant 1+2i: no spaces, must end in 'i'.
+        p2 = _scan_number(src, pos)
+        end2 = -p2 if p2 < 0 else p2
+        if p2 < 0 or src[end2 - 1] != "i":
+            emit(Token(ERROR, f"bad number syntax: {go_quote(src[start:end2])}", start))
+            return -1
+        pos, kind = p2, COMPLEX
+    emit(Token(kind, src[start:pos], start))
+    return pos
 
 
 def _scan_number(src: str, i: int) -> int:
