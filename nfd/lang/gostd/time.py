@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import time as _time
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from typing import TypeVar
 
@@ -481,16 +482,72 @@ def _is_leap(y: int) -> bool:
 _DAYS_BEFORE = [0, 31, 59, 90, 120, 151, 181, 212, 243, 273, 304, 334, 365]
 
 
+@dataclass(slots=True)
+class _Elements:
+    """What a value gave for each element of its layout (-1: month, day or year day absent)."""
+
+    year: int = 0
+    month: int = -1
+    day: int = -1
+    yday: int = -1
+    hour: int = 0
+    minute: int = 0
+    second: int = 0
+    nanos: int = 0
+    am: bool = False
+    pm: bool = False
+    utc: bool = False
+    zone_offset: int | None = None
+    zone_name: str = ""
+
+
+def _cannot(layout: str, value: str, elem: str, rest: str) -> TimeParseError:
+    return TimeParseError(f"parsing time {quote(value)} as {quote(layout)}: cannot parse {_qb(rest)} as {_qb(elem)}")
+
+
+def _failed(value: str, msg: str) -> TimeParseError:
+    return TimeParseError(f"parsing time {quote(value)}{msg}")
+
+
 def parse_time(layout: str, value: str, tz: tzinfo, *, cls: type[_T] = Time) -> _T:  # type: ignore[assignment]
     """time.ParseInLocation(layout, value, tz): elements missing from the layout are zero (year
     0) or one (month, day); errors carry Go's ParseError text."""
-    # Go slices the value by bytes: work on a string with one character per byte.
-    def cannot(elem: str, rest: str) -> TimeParseError:
-        return TimeParseError(f"parsing time {quote(value)} as {quote(layout)}: cannot parse {_qb(rest)} as {_qb(elem)}")
+    e = _read_elements(layout, value)
+    hour = e.hour
+    if e.pm and hour < 12:
+        hour += 12
+    elif e.am and hour == 12:
+        hour = 0
+    year, month, day = e.year, e.month, e.day
+    if e.yday >= 0:
+        month, day = _from_year_day(value, year, e.yday, month, day)
+    else:
+        month = 1 if month < 0 else month
+        day = 1 if day < 0 else day
+    if not 1 <= day <= _days_in(month, year):
+        raise _failed(value, ": day out of range")
+    minute, second, nanos, zone_name, zone_offset = e.minute, e.second, e.nanos, e.zone_name, e.zone_offset
+    if e.utc:
+        return cls.civil(year, month, day, hour, minute, second, nanos, UTC)
+    if zone_offset is not None:
+        t = cls.civil(year, month, day, hour, minute, second, nanos, UTC).add_ns(-zone_offset * 10**9)
+        local = t.in_zone(tz)
+        if offset_of(local) == zone_offset and (not zone_name or _zone_name(local) == zone_name):
+            return local
+        return t.in_zone(_fixed_zone(zone_name, zone_offset))
+    if zone_name:
+        t = cls.civil(year, month, day, hour, minute, second, nanos, UTC)
+        local = t.in_zone(tz)
+        if _zone_name(local) == zone_name:  # the local zone's abbreviation at that time
+            return t.add_ns(-offset_of(local) * 10**9).in_zone(tz)
+        offset = _atoi(zone_name[3:]) * 3600 if zone_name.startswith("GMT") and len(zone_name) > 3 else 0
+        return t.in_zone(_fixed_zone(zone_name, offset))  # same instant, shown at the offset
+    return cls.civil(year, month, day, hour, minute, second, nanos, tz)
 
-    def failed(msg: str) -> TimeParseError:
-        return TimeParseError(f"parsing time {quote(value)}{msg}")
 
+def _read_elements(layout: str, value: str) -> _Elements:
+    """Read ``value`` element by element as ``layout`` lays it out (Go slices the value by
+    bytes: both are worked on as strings of one character per byte)."""
     year, month, day, yday = 0, -1, -1, -1
     hour = minute = second = nanos = 0
     am = pm = False
@@ -503,7 +560,7 @@ def parse_time(layout: str, value: str, tz: tzinfo, *, cls: type[_T] = Time) -> 
         if kind == "":
             s, ok = _skip(s, text)
             if not ok:
-                raise cannot(text, s)
+                raise _cannot(layout, value, text, s)
             continue
         hold = s
         range_err = ""
@@ -596,57 +653,36 @@ def parse_time(layout: str, value: str, tz: tzinfo, *, cls: type[_T] = Time) -> 
                 s = s[n:]
         except _Bad:
             if range_err:
-                raise failed(f": {range_err} out of range") from None
-            raise cannot(text, hold) from None
+                raise _failed(value, f": {range_err} out of range") from None
+            raise _cannot(layout, value, text, hold) from None
         if range_err:
-            raise failed(f": {range_err} out of range")
+            raise _failed(value, f": {range_err} out of range")
     if s:
-        raise failed(f": extra text: {_qb(s)}")
-    if pm and hour < 12:
-        hour += 12
-    elif am and hour == 12:
-        hour = 0
-    if yday >= 0:
-        m = d = 0
-        if _is_leap(year):
-            if yday == 60:
-                m, d = 2, 29
-            elif yday > 60:
-                yday -= 1
-        if not 1 <= yday <= 365:
-            raise failed(": day-of-year out of range")
-        if m == 0:
-            m = (yday - 1) // 31 + 1
-            if _DAYS_BEFORE[m] < yday:
-                m += 1
-            d = yday - _DAYS_BEFORE[m - 1]
-        if month >= 0 and month != m:
-            raise failed(": day-of-year does not match month")
-        month = m
-        if day >= 0 and day != d:
-            raise failed(": day-of-year does not match day")
-        day = d
-    else:
-        month = 1 if month < 0 else month
-        day = 1 if day < 0 else day
-    if not 1 <= day <= _days_in(month, year):
-        raise failed(": day out of range")
-    if utc:
-        return cls.civil(year, month, day, hour, minute, second, nanos, UTC)
-    if zone_offset is not None:
-        t = cls.civil(year, month, day, hour, minute, second, nanos, UTC).add_ns(-zone_offset * 10**9)
-        local = t.in_zone(tz)
-        if offset_of(local) == zone_offset and (not zone_name or _zone_name(local) == zone_name):
-            return local
-        return t.in_zone(_fixed_zone(zone_name, zone_offset))
-    if zone_name:
-        t = cls.civil(year, month, day, hour, minute, second, nanos, UTC)
-        local = t.in_zone(tz)
-        if _zone_name(local) == zone_name:  # the local zone's abbreviation at that time
-            return t.add_ns(-offset_of(local) * 10**9).in_zone(tz)
-        offset = _atoi(zone_name[3:]) * 3600 if zone_name.startswith("GMT") and len(zone_name) > 3 else 0
-        return t.in_zone(_fixed_zone(zone_name, offset))  # same instant, shown at the offset
-    return cls.civil(year, month, day, hour, minute, second, nanos, tz)
+        raise _failed(value, f": extra text: {_qb(s)}")
+    return _Elements(year, month, day, yday, hour, minute, second, nanos, am, pm, utc, zone_offset, zone_name)
+
+
+def _from_year_day(value: str, year: int, yday: int, month: int, day: int) -> tuple[int, int]:
+    """The month and day of day ``yday`` of ``year``, checked against a month and day the
+    value also gave (-1: not given)."""
+    m = d = 0
+    if _is_leap(year):
+        if yday == 60:
+            m, d = 2, 29
+        elif yday > 60:
+            yday -= 1
+    if not 1 <= yday <= 365:
+        raise _failed(value, ": day-of-year out of range")
+    if m == 0:
+        m = (yday - 1) // 31 + 1
+        if _DAYS_BEFORE[m] < yday:
+            m += 1
+        d = yday - _DAYS_BEFORE[m - 1]
+    if month >= 0 and month != m:
+        raise _failed(value, ": day-of-year does not match month")
+    if day >= 0 and day != d:
+        raise _failed(value, ": day-of-year does not match day")
+    return m, d
 
 
 def _days_in(month: int, year: int) -> int:
