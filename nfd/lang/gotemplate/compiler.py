@@ -771,132 +771,159 @@ class Compiler:
             assert f.variadic is not None
             return f.variadic
 
-        fn = f.fn
         if name in BUDGETED:
             self.uses_budget = True
-        if name in GUARDED:
-            fn = guarded(name, fn, nin)
-        if f.builtin and name == "call" and args:
-            callee = str(args[0])
-
-            def fn(*a: Any) -> Any:
-                return call_named(callee, *a)
-
-        elif f.builtin and name == "call":  # {{ x | call }}: Go names the callee by reflect.Value.String
-
-            def fn(*a: Any) -> Any:
-                v = a[0] if a else None
-                return call_named(v if isinstance(v, str) else f"<{type_name(v)} Value>", *a)
-
         if f.builtin and name in ("and", "or"):
-            evals = [self.arg(a, K.ANY) for a in args]
-            want = name == "or"
-            # Where Go's executor stands after evaluating each argument (for later errors).
-            arg_at = [_last_visited(a) for a in args]
-
-            def eval_andor(st: State, dot: Value, final: Value = MISSING) -> Value:
-                v: Value = None
-                if not evals:
-                    st.at = ident
-                for e, at in zip(evals, arg_at, strict=True):
-                    v = e(st, dot)
-                    if not isinstance(at, _DynamicAt):
-                        st.at = at
-                    if is_true(v) == want:
-                        return v
-                if final is not MISSING:
-                    v = final
-                return v
-
-            return eval_andor
-        if f.builtin and name == "len":
-            # A missing value (a nil pipeline result) makes Go's len panic inside reflect;
-            # a nil read from the data is reported as a nil pointer.
-            data_arg = bool(args) and isinstance(args[0], (FieldNode, VariableNode, ChainNode))
-            base_len = fn
-
-            def fn(*a: Any) -> Any:
-                if a and a[0] is None and not data_arg:
-                    raise FuncError("reflect: call of reflect.Value.Type on zero Value")
-                return base_len(*a)
-
+            return self._and_or(ident, args, want=name == "or")
+        fn = _call_target(f, name, args, nin)
         evals = [self.arg(a, kind_at(i)) for i, a in enumerate(args)]
-        final_kind = kind_at(nin - 1) if has_final else K.ANY
-        final_at = _last_visited(cmd)
+        fail = _call_failure(cmd, name)
+        if has_final:
+            return _eval_call_final(fn, evals, fail, kind_at(nin - 1), _last_visited(cmd))
+        return _eval_call(fn, evals, fail, eq=f.builtin and name == "eq")
 
-        def fail(e: Exception) -> ExecError:
-            if isinstance(e, ExecError):
-                return e
-            if isinstance(e, RecursionError):
-                return ExecError(cmd, f"error calling {name}: value too deeply nested")
-            # FuncError or any other exception: a Go function "panicked" or returned an error.
-            return ExecError(cmd, f"error calling {name}: {e}")
+    def _and_or(self, ident: IdentifierNode, args: list[Node], *, want: bool) -> Any:
+        """``and``/``or``: the arguments evaluated in order until one is ``want`` (true for or)."""
+        evals = [self.arg(a, K.ANY) for a in args]
+        # Where Go's executor stands after evaluating each argument (for later errors).
+        arg_at = [_last_visited(a) for a in args]
 
-        if not has_final:
+        def eval_andor(st: State, dot: Value, final: Value = MISSING) -> Value:
+            v: Value = None
             if not evals:
+                st.at = ident
+            for e, at in zip(evals, arg_at, strict=True):
+                v = e(st, dot)
+                if not isinstance(at, _DynamicAt):
+                    st.at = at
+                if is_true(v) == want:
+                    return v
+            if final is not MISSING:
+                v = final
+            return v
 
-                def eval_call0(st: State, dot: Value) -> Value:
-                    try:
-                        return fn()
-                    except Exception as e:
-                        raise fail(e) from None
+        return eval_andor
 
-                return eval_call0
-            if len(evals) == 1:
-                e0 = evals[0]
 
-                def eval_call1(st: State, dot: Value) -> Value:
-                    a = e0(st, dot)
-                    try:
-                        return fn(a)
-                    except Exception as e:
-                        raise fail(e) from None
+def _call_target(f: Any, name: str, args: list[Node], nin: int) -> Callable[..., Any]:
+    """The function a call runs: paying for its work when GUARDED, and the builtins ``call``
+    (the callee named as Go names it) and ``len`` (Go's panic on a missing value) adapted."""
+    fn = f.fn
+    if name in GUARDED:
+        fn = guarded(name, fn, nin)
+    if f.builtin and name == "call" and args:
+        callee = str(args[0])
 
-                return eval_call1
-            if len(evals) == 2:
-                e0, e1 = evals
-                if f.builtin and name == "eq":
+        def fn(*a: Any) -> Any:
+            return call_named(callee, *a)
 
-                    def eval_eq2(st: State, dot: Value) -> Value:
-                        a = e0(st, dot)
-                        b = e1(st, dot)
-                        if type(a) is type(b) and type(a) in _BASIC_TYPES:
-                            return a == b
-                        try:
-                            return fn(a, b)
-                        except Exception as e:
-                            raise fail(e) from None
+    elif f.builtin and name == "call":  # {{ x | call }}: Go names the callee by reflect.Value.String
 
-                    return eval_eq2
+        def fn(*a: Any) -> Any:
+            v = a[0] if a else None
+            return call_named(v if isinstance(v, str) else f"<{type_name(v)} Value>", *a)
 
-                def eval_call2(st: State, dot: Value) -> Value:
-                    a = e0(st, dot)
-                    b = e1(st, dot)
-                    try:
-                        return fn(a, b)
-                    except Exception as e:
-                        raise fail(e) from None
+    if f.builtin and name == "len":
+        # A missing value (a nil pipeline result) makes Go's len panic inside reflect;
+        # a nil read from the data is reported as a nil pointer.
+        data_arg = bool(args) and isinstance(args[0], (FieldNode, VariableNode, ChainNode))
+        base_len = fn
 
-                return eval_call2
+        def fn(*a: Any) -> Any:
+            if a and a[0] is None and not data_arg:
+                raise FuncError("reflect: call of reflect.Value.Type on zero Value")
+            return base_len(*a)
 
-            def eval_call(st: State, dot: Value) -> Value:
-                argv = [e(st, dot) for e in evals]
-                try:
-                    return fn(*argv)
-                except Exception as e:
-                    raise fail(e) from None
+    return fn
 
-            return eval_call
 
-        def eval_call_final(st: State, dot: Value, final: Value) -> Value:
-            argv = [e(st, dot) for e in evals]
-            argv.append(final if final_kind == K.ANY else _validate(final, final_kind, _at(st, final_at)))
+def _call_failure(cmd: Node, name: str) -> Callable[[Exception], ExecError]:
+    """How an exception raised by a called function reads as Go's exec error."""
+
+    def fail(e: Exception) -> ExecError:
+        if isinstance(e, ExecError):
+            return e
+        if isinstance(e, RecursionError):
+            return ExecError(cmd, f"error calling {name}: value too deeply nested")
+        # FuncError or any other exception: a Go function "panicked" or returned an error.
+        return ExecError(cmd, f"error calling {name}: {e}")
+
+    return fail
+
+
+def _eval_call(fn: Callable[..., Any], evals: list[Any], fail: Callable[[Exception], ExecError], *,
+               eq: bool) -> Any:
+    """The Eval of a call without a piped value; zero to two arguments get closures of their
+    own (``eq`` on two basic values compares without a call)."""
+    if not evals:
+
+        def eval_call0(st: State, dot: Value) -> Value:
             try:
-                return fn(*argv)
+                return fn()
             except Exception as e:
                 raise fail(e) from None
 
-        return eval_call_final
+        return eval_call0
+    if len(evals) == 1:
+        e0 = evals[0]
+
+        def eval_call1(st: State, dot: Value) -> Value:
+            a = e0(st, dot)
+            try:
+                return fn(a)
+            except Exception as e:
+                raise fail(e) from None
+
+        return eval_call1
+    if len(evals) == 2:
+        e0, e1 = evals
+        if eq:
+
+            def eval_eq2(st: State, dot: Value) -> Value:
+                a = e0(st, dot)
+                b = e1(st, dot)
+                if type(a) is type(b) and type(a) in _BASIC_TYPES:
+                    return a == b
+                try:
+                    return fn(a, b)
+                except Exception as e:
+                    raise fail(e) from None
+
+            return eval_eq2
+
+        def eval_call2(st: State, dot: Value) -> Value:
+            a = e0(st, dot)
+            b = e1(st, dot)
+            try:
+                return fn(a, b)
+            except Exception as e:
+                raise fail(e) from None
+
+        return eval_call2
+
+    def eval_call(st: State, dot: Value) -> Value:
+        argv = [e(st, dot) for e in evals]
+        try:
+            return fn(*argv)
+        except Exception as e:
+            raise fail(e) from None
+
+    return eval_call
+
+
+def _eval_call_final(fn: Callable[..., Any], evals: list[Any], fail: Callable[[Exception], ExecError],
+                     final_kind: str, final_at: Node) -> Any:
+    """The Cmd of a call with a piped (final) value, checked against the parameter's kind."""
+
+    def eval_call_final(st: State, dot: Value, final: Value) -> Value:
+        argv = [e(st, dot) for e in evals]
+        argv.append(final if final_kind == K.ANY else _validate(final, final_kind, _at(st, final_at)))
+        try:
+            return fn(*argv)
+        except Exception as e:
+            raise fail(e) from None
+
+    return eval_call_final
 
 
 _BASIC_TYPES = (str, int, float, bool)
