@@ -59,6 +59,7 @@ class MasterlessNode:
         spread_s: float = 1.0,
     ) -> None:
         from nfd.master.core import MasterCore
+        from nfd.master.events import NoEvents
         from nfd.master.options import MasterOptions
 
         self.path = master_config_path
@@ -75,8 +76,9 @@ class MasterlessNode:
             # a rule change reaches every worker at once: spread their writes (core.nodeUpdateSpread)
             spread_s=spread_s,
         )
-        # nfdApiParallelism: one node needs one updater
-        self.core = MasterCore(api, config=_one_updater(cfg), options=opts)
+        # nfdApiParallelism: one node needs one updater; no Events (thousands of workers would
+        # each post the same one)
+        self.core = MasterCore(api, config=_one_updater(cfg), options=opts, events=NoEvents())
         self._task: asyncio.Task[None] | None = None
 
     @property
