@@ -11,7 +11,7 @@ from typing import Any
 
 import pynvml
 
-from nfd.sources.nvml import backend as nv
+from nfd.sources.nvml.fields import set_field_bytes
 from nfd.sources.nvml.snapshot import Vgpu
 
 # CI profile index by compute slices (NVML_COMPUTE_INSTANCE_PROFILE_*). A model's `ciProfiles`
@@ -421,7 +421,7 @@ class FakeNvml:
             raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
         info = ref._obj if hasattr(ref, "_obj") else ref
         raw = uuidlib.UUID(str(fab.get("clusterUuid", "00000000-0000-0000-0000-000000000000"))).bytes
-        nv.set_field_bytes(info, "clusterUuid", raw)
+        set_field_bytes(info, "clusterUuid", raw)
         info.state = int(fab.get("state", 3))
         info.status = int(fab.get("status", 0))
         info.cliqueId = int(fab.get("cliqueId", 0))

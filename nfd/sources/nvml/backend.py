@@ -7,9 +7,13 @@ pynvml: the real backend is imported only when the source first runs.
 
 from __future__ import annotations
 
-import ctypes
 import os
 from typing import Any, Protocol
+
+# ctypes field access, in a module of its own so that the fake NVML (nfd.nvml_fake), which this
+# module loads under NFD_NVML_PROFILE, can use it without importing this module back
+from nfd.sources.nvml.fields import field_bytes as field_bytes
+from nfd.sources.nvml.fields import set_field_bytes as set_field_bytes
 
 # NVML return codes (nvml.h); kept here so pure code needs no pynvml import
 UNINITIALIZED = 1
@@ -64,20 +68,6 @@ class NvmlBackend(Protocol):
     ) -> Any: ...
     def nvmlDeviceGetGpuFabricInfoV(self, handle: Any, info: Any) -> int: ...
     def nvmlDeviceGetGpuFabricInfo(self, handle: Any, info: Any) -> int: ...
-
-
-def field_bytes(struct: Any, name: str) -> bytes:
-    """A ctypes structure field's raw bytes, whatever pynvml declares its elements as: the fabric
-    info's ``clusterUuid`` is ``c_char * 16`` up to nvidia-ml-py 12.575 (read as ``bytes`` cut at
-    the first NUL) and ``c_ubyte * 16`` from 13.580."""
-    f = getattr(type(struct), name)
-    return ctypes.string_at(ctypes.addressof(struct) + f.offset, f.size)
-
-
-def set_field_bytes(struct: Any, name: str, data: bytes) -> None:
-    """Write ``data`` into a ctypes structure field's storage (the fake NVML's side of ``field_bytes``)."""
-    f = getattr(type(struct), name)
-    ctypes.memmove(ctypes.addressof(struct) + f.offset, data, min(len(data), f.size))
 
 
 def nvml_code(exc: BaseException) -> int | None:
