@@ -25,7 +25,7 @@ host paths, so they run in a private mount namespace where the tree's sys/, etc/
   ours reads the tree's ``cpuid.json`` (an Arm CPU's HWCAPs): the label counts are printed.
 
 Prints figures and ratios (ours / upstream's); asserts nothing. Run it under
-``flock /tmp/nfd-heavy.lock`` on a shared machine.
+an exclusive lock (``flock``) on a shared machine, so no other benchmark runs beside it.
 """
 
 from __future__ import annotations
