@@ -59,14 +59,17 @@ class FileError(Exception):
 
 
 def _documents(path: str, what: str) -> list[Any]:
-    from nfd.cli.rules import InputError, load_documents
+    from nfd.rules.files import InputError, load_documents
 
+    dups: list[Any] = []
     try:
-        docs = load_documents(path)
+        docs = load_documents(path, duplicates=dups)
     except InputError as e:
         msg = str(e)
         verb = "reading" if "cannot read" in msg else "parsing"
         raise FileError(f"error {verb} {what} file: {msg}") from None
+    if dups:  # kubectl refuses the file; PyYAML would keep the last value in silence
+        raise FileError(f"error parsing {what} file: {path}: " + "; ".join(str(d) for d in dups))
     if not docs:
         raise FileError(f"error reading {what} file: {path}: no {what} object found (the file is empty)")
     return docs
@@ -127,22 +130,30 @@ def _features_of_nodefeature(path: str) -> Any:
 
 
 def validate_file(path: str) -> tuple[list[str], list[str]]:
-    """(errors, warnings) of every NodeFeatureRule in ``path``: nfd.rules.lint.check_object,
-    the validation of ``nfd rules validate``, so both find the same problems (upstream's plugin
-    checks names and values only). Prints upstream's ``Validating rule:`` lines."""
-    from nfd.rules.lint import check_object, warning_lines
+    """(errors, warnings) of every NodeFeatureRule and NodeFeatureGroup in ``path``:
+    nfd.rules.lint.check_file, the validation of ``nfd rules validate``, so both find the same
+    problems (upstream's plugin checks names and values only). Prints upstream's
+    ``Validating rule:`` lines."""
+    from nfd.rules.files import InputError
+    from nfd.rules.lint import check_files, warning_lines
 
-    docs = _documents(path, "NodeFeatureRule")
-    errs: list[str] = []
+    try:
+        rep = check_files([path])
+    except InputError as e:
+        msg = str(e)
+        verb = "reading" if "cannot read" in msg else "parsing"
+        raise FileError(f"error {verb} NodeFeatureRule file: {msg}") from None
+    fc = rep.files[0]
+    errs = [str(d) for d in fc.duplicates]
     warns: list[str] = []
-    for doc in docs:
-        check = check_object(doc, kinds=("NodeFeatureRule",))
+    for check in fc.objects:
         if check.rule_set is not None:
             for r in check.rule_set.rules:
                 print("Validating rule: ", "" if r.name.startswith("#") else r.name)
-        head = f"NodeFeatureRule {check.name!r}: " if len(docs) > 1 else ""
+        head = f"{check.kind} {check.name!r}: " if len(fc.objects) > 1 else ""
         errs.extend(f"{head}{p}: {m}" if p else f"{head}{m}" for p, m in check.problems)
         warns.extend(head + w for w in warning_lines(check))
+    warns.extend(f"conflict: where both rules match, {c.message()}" for c in rep.conflicts)
     return errs, warns
 
 

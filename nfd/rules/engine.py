@@ -228,7 +228,9 @@ class CompiledRule:
         out = []
         for i, t in enumerate(terms):
             tp = f"{path}[{i}]"
-            if len(t.feature.split(".")) != 2:
+            if not t.feature:
+                self.problems.append((f"{tp}.feature", "required"))
+            elif len(t.feature.split(".")) != 2:
                 self.problems.append(
                     (f"{tp}.feature", f"invalid feature name {go_quote(t.feature)} (not <domain>.<feature>)")
                 )
