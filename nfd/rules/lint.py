@@ -161,12 +161,13 @@ def _rule_problems(
     return problems, _notes(compiled), compiled if isinstance(r, BrokenRule) else None
 
 
-_PATH_PART = re.compile(r"\[(\d+)\]|\.?([^.\[]+)")
+_RULE_INDEX = re.compile(r"spec\.\w+\[(\d+)\]")
 
 
-def _path_key(p: str) -> tuple[tuple[int, int, str], ...]:
-    """Field paths in document order: ``spec.rules[2]`` before ``spec.rules[10]``."""
-    return tuple((1, int(i), "") if i else (0, 0, n) for i, n in _PATH_PART.findall(p))
+def _rule_index(p: str) -> int:
+    """Problems in document order: the object's own first, then rule by rule (stable within)."""
+    m = _RULE_INDEX.match(p)
+    return int(m.group(1)) if m else -1
 
 
 def _covered(path: str, by: set[str]) -> bool:
@@ -251,13 +252,17 @@ def check_object(
             engine.extend(problems)
             out.notes.extend(notes)
         out.notes.extend(duplicate_rule_names(rs, list_field=LIST_FIELD[kind]))
-    merged = schema + [pm for pm in engine if not _covered(pm[0], said)]
+    # One message per field: the engine's where both speak of the same field (the words the
+    # master and dryrun use), the schema's where it refused a field above (a wrong type).
+    engine = [pm for pm in engine if pm[0] in said or not _covered(pm[0], said)]
+    spoken = {p for p, _ in engine}
+    merged = engine + [pm for pm in schema if pm[0] not in spoken]
     seen: set[tuple[str, str]] = set()
-    for pm in sorted(merged, key=lambda x: _path_key(x[0])):
+    for pm in sorted(merged, key=lambda x: _rule_index(x[0])):
         if pm not in seen:
             seen.add(pm)
             out.problems.append(pm)
-    out.notes.sort(key=lambda x: _path_key(x[0]))
+    out.notes.sort(key=lambda x: _rule_index(x[0]))
     return out
 
 
@@ -295,17 +300,13 @@ class ValidationReport:
 
 
 def check_file(path: str, *, auto_prefix: bool = True) -> FileCheck:
-    """Every problem of every NodeFeatureRule/NodeFeatureGroup document of ``path``. Raises
-    InputError for a file that cannot be read, is not YAML, holds another kind or no object."""
+    """Every problem of every document of ``path`` (each must be a NodeFeatureRule or a
+    NodeFeatureGroup). Raises InputError for a file that cannot be read, is not YAML or is empty."""
     dups: list[DuplicateKey] = []
     docs = load_documents(path, duplicates=dups)
-    for i, d in enumerate(docs):
-        kind = d.get("kind") if isinstance(d, dict) else None
-        if kind not in RULE_KINDS:
-            raise InputError(f"{path}: document {i + 1} is not a NodeFeatureRule or NodeFeatureGroup "
-                             f"object (kind: {kind!r})")
     if not docs:
-        raise InputError(f"{path}: no NodeFeatureRule or NodeFeatureGroup object found")
+        raise InputError(f"{path}: no NodeFeatureRule or NodeFeatureGroup object found (the file is empty)")
+    # a document of another kind is a problem of that document (``kind: must be ...``)
     return FileCheck(path, dups, [check_object(d, auto_prefix=auto_prefix) for d in docs])
 
 
