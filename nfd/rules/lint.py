@@ -315,7 +315,7 @@ def check_files(paths: list[str], *, auto_prefix: bool = True) -> ValidationRepo
     they were applied together. Raises InputError as check_file."""
     rep = ValidationReport([check_file(p, auto_prefix=auto_prefix) for p in paths])
     rep.conflicts = static_conflicts(
-        [o.rule_set for f in rep.files for o in f.objects if o.rule_set is not None and not o.problems],
+        [o.rule_set for f in rep.files for o in f.objects if o.rule_set is not None],
         auto_prefix=auto_prefix,
     )
     return rep
