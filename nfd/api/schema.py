@@ -48,7 +48,7 @@ class SchemaUnavailable(Exception):
 
 
 def type_word(v: Any) -> str:
-    """The JSON type of a decoded YAML value, as the server names it."""
+    """The JSON type of a decoded YAML value (the server's names, a list as a list)."""
     if v is None:
         return "null"
     if isinstance(v, bool):
@@ -62,11 +62,13 @@ def type_word(v: Any) -> str:
     if isinstance(v, dict):
         return "object"
     if isinstance(v, list):
-        return "array"
+        return "list"  # JSON's array, named as the rest of nfd's messages name it
     return type(v).__name__
 
 
 def _type_ok(want: str, v: Any) -> bool:
+    if want == "array":
+        return isinstance(v, list)
     got = type_word(v)
     if want == "number":
         return got in ("number", "integer")

@@ -202,8 +202,9 @@ def _schema_problems(obj: dict[str, Any], kind: str, out: ObjectCheck) -> list[t
         return []
     if has_cel_rules(schema):
         out.notes.append(("", "the CRD's x-kubernetes-validations (CEL) rules are not checked offline"))
-    # apiVersion, kind and metadata are checked below, with their own words
-    return [(p, m) for p, m in schema_problems(obj, schema) if p.split(".")[0] not in ("apiVersion", "kind")]
+    # apiVersion, kind and metadata are checked by check_object, with their own words
+    return [(p, m) for p, m in schema_problems(obj, schema)
+            if p.split(".")[0] not in ("apiVersion", "kind", "metadata")]
 
 
 def check_object(
@@ -257,7 +258,7 @@ def check_object(
     engine = [pm for pm in engine if pm[0] in said or not _covered(pm[0], said)]
     spoken = {p for p, _ in engine}
     merged = engine + [pm for pm in schema if pm[0] not in spoken]
-    seen: set[tuple[str, str]] = set()
+    seen: set[tuple[str, str]] = set(out.problems)
     for pm in sorted(merged, key=lambda x: _rule_index(x[0])):
         if pm not in seen:
             seen.add(pm)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+
 import pytest
 
 from nfd.cli.kubectl_nfd import main as kubectl_main
