@@ -65,13 +65,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
-def warnings_of(path: str, obj: dict[str, Any]) -> list[str]:
-    """What validation warns about in an object dryrun evaluates (unknown fields, notes), as
-    ``validate`` words it, headed by the file and object."""
+def checked(path: str, obj: dict[str, Any]) -> tuple[Any, list[str]]:
+    """(the object compiled, or None; what validation warns about in it: unknown fields and
+    notes, worded as ``validate`` words them, headed by the file and object)."""
     from nfd.rules.lint import check_object, warning_lines
 
     check = check_object(obj)
-    return [f"{path}: {check.kind} {check.name!r}: {line}" for line in warning_lines(check)]
+    return check.rule_set, [f"{path}: {check.kind} {check.name!r}: {line}" for line in warning_lines(check)]
 
 
 # -- dryrun --------------------------------------------------------------------------------
@@ -152,11 +152,12 @@ def cmd_dryrun(args: argparse.Namespace) -> int:
     files: dict[str, str] = {}  # rule set name -> file, for messages
     for fname, obj in rule_objs:
         files.setdefault(_obj_name(obj), fname)
-        warnings.extend(warnings_of(fname, obj))
+        rs, warns = checked(fname, obj)  # compiled once, for the warnings and the evaluation
+        warnings.extend(warns)
         group = obj.get("kind") == "NodeFeatureGroup"
         try:
             (groups if group else rule_sets).append(
-                compile_group_rules(obj) if group else compile_nodefeaturerule(obj))
+                rs if rs is not None else compile_group_rules(obj) if group else compile_nodefeaturerule(obj))
         except ValidationError as e:  # malformed spec: the whole object fails, like one bad rule
             name = _obj_name(obj)
             (groups if group else rule_sets).append(CompiledRuleSet(
