@@ -97,10 +97,19 @@ def build_rulebook(cluster_rules: Iterable[dict[str, Any]], file_rules: Iterable
     book = RuleBook()
     for obj in cluster_rules:
         book.upsert(obj)
+    from nfd.api.errors import ValidationError
+    from nfd.rules.conflicts import duplicate_rule_names
+    from nfd.rules.engine import compile_nodefeaturerule
+
     for obj in file_rules:
         msg = book.upsert(obj)
         if msg:
             report.rulebook_messages.append(msg)
+        try:  # two rules of one object with one name: named, as validate names them
+            rs = compile_nodefeaturerule(obj)
+        except ValidationError:
+            continue
+        report.rulebook_messages.extend(f"NodeFeatureRule {rs.name!r}: {p}: {m}" for p, m in duplicate_rule_names(rs))
     return book
 
 

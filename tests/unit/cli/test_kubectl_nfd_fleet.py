@@ -195,3 +195,9 @@ def test_conflicts_between_rules_name_the_rules_the_key_and_the_value_the_master
     assert (f'  label "{fq}/tier" is written with different values by tier-a/gold ("gold"), '
             'tier-b/silver ("silver"); nfd-master applies "silver" from tier-b/silver (NodeFeatureRules by '
             "name, then rules in order; the last one wins): on a\n") in text
+
+
+def test_two_rules_with_one_name_are_named() -> None:
+    twice = nfr("dup", [{"name": "same", "labels": {"a": "1"}}, {"name": "same", "labels": {"b": "1"}}])
+    rep = plan([node("a")], [nf("a", "Intel")], [], [twice])
+    assert "NodeFeatureRule 'dup': spec.rules[1].name: \"same\" is also the name of spec.rules[0]" in rep.rulebook_messages
