@@ -89,7 +89,7 @@ def _first_document(path: str, what: str) -> dict[str, Any]:
 
 def _load_rule_set(path: str) -> Any:
     """The rule file compiled; a structural problem (a wrong type) is a file error as upstream's
-    unmarshalling error is. Unknown fields are printed as warnings."""
+    unmarshalling error is. Unknown fields and notes are printed as warnings."""
     from nfd.api.errors import ValidationError
     from nfd.rules.engine import compile_nodefeaturerule
 
@@ -104,10 +104,11 @@ def _load_rule_set(path: str) -> Any:
 
 
 def _print_warnings(obj: dict[str, Any]) -> None:
-    from nfd.api.nodefeaturerule import unknown_field_message, unknown_fields
+    """What validate warns about (unknown fields, notes such as a NoExecute taint's), on stderr."""
+    from nfd.rules.lint import check_object, warning_lines
 
-    for p in unknown_fields(obj):
-        print(f"Warning: {unknown_field_message(p)}", file=sys.stderr)
+    for line in warning_lines(check_object(obj, kinds=("NodeFeatureRule",))):
+        print(f"Warning: {line}", file=sys.stderr)
 
 
 def _features_of_nodefeature(path: str) -> Any:

@@ -7,8 +7,12 @@
                      [--extra-label-ns NS,...] [--deny-label-ns NS,...] [--label-whitelist RE]
                      [--no-budget]   (default: nfd-master's per-node budgets, EvalBudget)
 
-Exit status: 0 fine; 1 a rule problem (validate) or a rule error (dryrun); 2 a file that cannot be
-read, is not YAML, or does not hold NodeFeatureRule (resp. NodeFeature) objects.
+Thin over nfd.rules.lint.check_files (validate, shared with ``kubectl nfd validate``) and the
+engine, groups and policy (dryrun).
+
+Exit status: 0 fine; 1 a problem (validate) or a rule error (dryrun); 2 a file that cannot be
+read, is not YAML, is empty, repeats a key (dryrun), or holds no rule/group (resp. NodeFeature)
+object.
 """
 
 from __future__ import annotations
