@@ -148,9 +148,8 @@ def validate_file(path: str) -> tuple[list[str], list[str]]:
     errs = [str(d) for d in fc.duplicates]
     warns: list[str] = []
     for check in fc.objects:
-        if check.rule_set is not None:
-            for r in check.rule_set.rules:
-                print("Validating rule: ", "" if r.name.startswith("#") else r.name)
+        for name in check.rule_names:
+            print("Validating rule: ", "" if name.startswith("#") else name)
         head = f"{check.kind} {check.name!r}: " if len(fc.objects) > 1 else ""
         errs.extend(f"{head}{p}: {m}" if p else f"{head}{m}" for p, m in check.problems)
         warns.extend(head + w for w in warning_lines(check))

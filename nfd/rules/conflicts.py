@@ -8,9 +8,9 @@ are appended and then set on the node one by one (``AddOrUpdateTaint``), which m
 key and effect and overwrites its value, so the last one wins there too. Names are compared as
 the master writes them, after auto-prefixing.
 
-``static_conflicts`` reads the rules' literal outputs (``nfd rules validate``: where both rules
-match a node); ``output_conflicts`` reads the outputs of the rules that matched one node
-(``nfd rules dryrun``, ``kubectl nfd test -A``).
+``find_conflicts`` reads rule outputs in the master's order: the rules' literal outputs
+(``nfd rules validate``, nfd.rules.lint: where both rules match a node) or those of the rules
+that matched one node (``result_conflicts``: ``nfd rules dryrun``; ``kubectl nfd test -A``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 
 from nfd.api import DEFAULT_LABEL_NS
 from nfd.lang.gostd.strconv import quote as go_quote
-from nfd.rules.engine import CompiledRule, CompiledRuleSet, add_ns
+from nfd.rules.engine import CompiledRuleSet, add_ns
 
 ORDER = "NodeFeatureRules by name, then rules in order; the last one wins"
 KINDS = ("label", "annotation", "extendedResource", "taint")
@@ -84,17 +84,6 @@ def find_conflicts(outputs: Iterable[RuleOutputs], *, auto_prefix: bool = True) 
     out = [Conflict(kind, key, ws) for (kind, key), ws in seen.items() if len({w.value for w in ws}) > 1]
     out.sort(key=lambda c: (KINDS.index(c.kind), c.key))
     return out
-
-
-def static_conflicts(rule_sets: Iterable[CompiledRuleSet], *, auto_prefix: bool = True) -> list[Conflict]:
-    """Conflicts between the literal outputs (``labels``, ``annotations``, ``extendedResources``,
-    ``taints``; not templates) of NodeFeatureRule objects, should the rules match one node."""
-    ordered = sorted((rs for rs in rule_sets if rs.kind == "NodeFeatureRule"), key=lambda r: r.name)
-    return find_conflicts(
-        ((rs.name, r.name, r.labels, r.annotations, r.extended_resources, r.taints)
-         for rs in ordered for r in rs.rules if isinstance(r, CompiledRule)),
-        auto_prefix=auto_prefix,
-    )
 
 
 def result_conflicts(results: Iterable[Any], *, auto_prefix: bool = True) -> list[Conflict]:

@@ -38,7 +38,7 @@ from nfd.api.validation import (
     validate_taint,
 )
 from nfd.common.safeyaml import DuplicateKey
-from nfd.rules.conflicts import Conflict, duplicate_rule_names, static_conflicts
+from nfd.rules.conflicts import Conflict, RuleOutputs, duplicate_rule_names, find_conflicts
 from nfd.rules.engine import (
     BrokenRule,
     CompiledRule,
@@ -114,8 +114,8 @@ def _every_bad_regexp(rule: Rule, path: str) -> list[tuple[str, str]]:
             if t.match_name is not None:
                 exprs.append((f"{gp}[{ti}].matchName", t.match_name))
             for ep, e in exprs:
-                if e.op != "InRegexp":
-                    continue
+                if e.op != "InRegexp" or len(e.value) < 2:
+                    continue  # the engine names the one bad regexp of a one-value list
                 for vi, v in enumerate(e.value):
                     try:
                         compile_go(v)
@@ -182,7 +182,8 @@ class ObjectCheck:
     """What validation found in one object. ``problems`` are what the API server or nfd-master
     would refuse (field path, message); ``warnings`` the unknown fields (pruned, as kubectl warns);
     ``notes`` what the master takes but the author should know (field path, message).
-    ``rule_set`` is None when the object could not be compiled."""
+    ``rule_set`` is None when the object could not be compiled (and after check_file, which
+    keeps only ``rule_names`` and ``outputs``)."""
 
     kind: str
     name: str
@@ -190,6 +191,9 @@ class ObjectCheck:
     problems: list[tuple[str, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     notes: list[tuple[str, str]] = field(default_factory=list)
+    rule_names: list[str] = field(default_factory=list)
+    # the literal outputs of a NodeFeatureRule's rules, for conflicts (nfd.rules.conflicts)
+    outputs: list[RuleOutputs] = field(default_factory=list)
 
 
 def _schema_problems(obj: dict[str, Any], kind: str, out: ObjectCheck) -> list[tuple[str, str]]:
@@ -242,6 +246,10 @@ def check_object(
         rs = None
     if rs is not None:
         out.rule_set = rs
+        out.rule_names = [r.name for r in rs.rules]
+        if kind == "NodeFeatureRule":
+            out.outputs = [(rs.name, r.name, r.labels, r.annotations, r.extended_resources, r.taints)
+                           for r in rs.rules if isinstance(r, CompiledRule)]
         spec = obj.get("spec")
         raw_rules = spec.get(LIST_FIELD[kind]) if isinstance(spec, dict) else None
         raw_rules = raw_rules if isinstance(raw_rules, list) else []
@@ -308,17 +316,21 @@ def check_file(path: str, *, auto_prefix: bool = True) -> FileCheck:
     if not docs:
         raise InputError(f"{path}: no NodeFeatureRule or NodeFeatureGroup object found (the file is empty)")
     # a document of another kind is a problem of that document (``kind: must be ...``)
-    return FileCheck(path, dups, [check_object(d, auto_prefix=auto_prefix) for d in docs])
+    checks = []
+    for d in docs:
+        c = check_object(d, auto_prefix=auto_prefix)
+        c.rule_set = None  # a file of 40,000 rules: not every compiled rule held to the end
+        checks.append(c)
+    return FileCheck(path, dups, checks)
 
 
 def check_files(paths: list[str], *, auto_prefix: bool = True) -> ValidationReport:
     """check_file for each path, then the conflicts between all their NodeFeatureRules, as if
     they were applied together. Raises InputError as check_file."""
     rep = ValidationReport([check_file(p, auto_prefix=auto_prefix) for p in paths])
-    rep.conflicts = static_conflicts(
-        [o.rule_set for f in rep.files for o in f.objects if o.rule_set is not None],
-        auto_prefix=auto_prefix,
-    )
+    # nfd-master's order: NodeFeatureRules by name, then rules in order
+    objs = sorted((o for f in rep.files for o in f.objects), key=lambda o: o.name)
+    rep.conflicts = find_conflicts((x for o in objs for x in o.outputs), auto_prefix=auto_prefix)
     return rep
 
 
