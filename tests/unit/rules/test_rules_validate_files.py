@@ -305,9 +305,9 @@ spec:
     assert rejected[("label", "example.com/avx")] == (
         "element AVX512F of feature cpu.cpuid is a flag, which has no value: '@' reads attribute features only "
         "(match the flag with {op: Exists} and write a literal value)")
-    assert out["rules"][1] == {"ruleSet": "j", "rule": "avx9", "matched": False,
-                               "reason": 'matchFeatures[0] (cpu.cpuid): expression "AVX9" {op: "Exists"} failed'} \
-        or out["rules"][1]["reason"].startswith("matchFeatures[0]")
+    assert out["rules"][0] == {"ruleSet": "j", "rule": "long", "matched": True}
+    avx9 = out["rules"][1]
+    assert (avx9["rule"], avx9["matched"]) == ("avx9", False) and "AVX9" in avx9["reason"]
     assert out["node"] == "gpu-node-1"
     # the text says the same things
     assert rules_main(["dryrun", "-f", str(p), "--nodefeature", str(nf)]) == 0
