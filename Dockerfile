@@ -21,8 +21,10 @@ RUN python3 -m venv /opt/nfd \
 
 FROM ${BASE}
 COPY --from=build /opt/nfd /opt/nfd
+# the CRD schemas `nfd rules validate` and `kubectl nfd validate` check objects against
+COPY --from=build /src/crds /opt/nfd/crds
 ENV PATH=/opt/nfd/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 NFD_HOST_PREFIX=/host-
+    PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 NFD_HOST_PREFIX=/host- NFD_CRDS_DIR=/opt/nfd/crds
 # Non-root by default; the topology-updater DaemonSet overrides runAsUser to 0 for the kubelet socket.
 USER 65534:65534
 ENTRYPOINT []

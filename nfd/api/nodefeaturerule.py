@@ -225,6 +225,8 @@ def _tname(v: Any) -> str:
         return "object"
     if isinstance(v, list):
         return "list"
+    if isinstance(v, str):
+        return "string"
     return type(v).__name__
 
 

@@ -159,8 +159,13 @@ def validate_taint(key: str, value: str, effect: str) -> str | None:
     if not effect:
         return ERR_EMPTY_TAINT_EFFECT
     if effect not in TAINT_EFFECTS:
-        return ERR_INVALID_TAINT_EFFECT
+        return invalid_taint_effect(effect)
     return None
+
+
+def invalid_taint_effect(effect: str) -> str:
+    """Upstream's ``invalid taint effect``, with the value and the valid effects."""
+    return f"{ERR_INVALID_TAINT_EFFECT} {_q(effect)}: must be one of NoSchedule, PreferNoSchedule, NoExecute"
 
 
 def validate_extended_resource(key: str, value: str) -> str | None:

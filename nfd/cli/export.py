@@ -39,7 +39,12 @@ def main(argv: list[str] | None = None) -> int:
     # warnings at the default verbosity, as upstream's klog: an unknown source, a bad
     # NFD_NVML_PROFILE or a missing --config file must not pass in silence
     level = logging.WARNING if args.verbose == 0 else logging.INFO if args.verbose == 1 else logging.DEBUG
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    # klog's text format, as the daemons write it (docs/logging.md): V(n) records are I lines
+    from nfd.common.logsetup import KlogFormatter
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(KlogFormatter())
+    logging.basicConfig(level=level, handlers=[handler])
 
     from nfd.hostpaths import HostPaths
     from nfd.sources import registry

@@ -61,6 +61,8 @@ class FleetReport:
     rulebook_messages: list[str] = field(default_factory=list)
     merge_errors: list[str] = field(default_factory=list)
     evictions: list[Eviction] = field(default_factory=list)
+    # conflicts between rules (nfd.rules.conflicts), by message: (the conflict, nodes)
+    conflicts: dict[str, tuple[Any, list[str]]] = field(default_factory=dict)
 
     def effect(self, kind: str, key: str) -> ItemEffect:
         got = self.items.get((kind, key))
@@ -77,6 +79,7 @@ class FleetReport:
             "ruleErrors": [{"rule": r, "message": m, "nodes": n} for (r, m), n in sorted(self.rule_errors.items())],
             "ruleObjects": self.rulebook_messages,
             "nodeFeatureErrors": self.merge_errors,
+            "conflicts": [c.to_json() | {"message": m, "nodes": n} for m, (c, n) in sorted(self.conflicts.items())],
         }
 
     def sorted_items(self) -> list[ItemEffect]:
@@ -94,10 +97,19 @@ def build_rulebook(cluster_rules: Iterable[dict[str, Any]], file_rules: Iterable
     book = RuleBook()
     for obj in cluster_rules:
         book.upsert(obj)
+    from nfd.api.errors import ValidationError
+    from nfd.rules.conflicts import duplicate_rule_names
+    from nfd.rules.engine import compile_nodefeaturerule
+
     for obj in file_rules:
         msg = book.upsert(obj)
         if msg:
             report.rulebook_messages.append(msg)
+        try:  # two rules of one object with one name: named, as validate names them
+            rs = compile_nodefeaturerule(obj)
+        except ValidationError:
+            continue
+        report.rulebook_messages.extend(f"NodeFeatureRule {rs.name!r}: {p}: {m}" for p, m in duplicate_rule_names(rs))
     return book
 
 
@@ -115,6 +127,7 @@ def plan_fleet(
     from nfd.master.bookkeeping import Taint
     from nfd.master.nodeplan import NodeState, plan_node_update
     from nfd.master.pipeline import compute_desired_steps
+    from nfd.rules.conflicts import find_conflicts
     from nfd.rules.engine import EvalBudget, run_to_end
     from nfd.rules.nodefeatures import compact_nodefeature, merge_node_features, node_name_of
 
@@ -140,6 +153,11 @@ def plan_fleet(
             merged, rule_sets=rule_sets, policy=policy, node_name=name, budget=EvalBudget()))
         for rule, msg in node_rep.rule_errors:
             rep.rule_errors.setdefault((rule, msg), []).append(name)
+        # the matched rules' outputs, in the master's order
+        outs = [(rs, rule, o.labels, o.annotations, o.extended_resources, o.taints)
+                for (rs, rule), o in node_rep.outputs.items()]
+        for c in find_conflicts(outs, auto_prefix=not policy.disable_auto_prefix):
+            rep.conflicts.setdefault(c.message(), (c, []))[1].append(name)
         # skip_removal=False: a master that has processed the node once removes on evidence.
         ch = plan_node_update(state, desired, skip_removal=False, allow_overwrite=policy.allow_overwrite,
                               instance=instance).changes
@@ -264,6 +282,11 @@ def print_report(report: FleetReport, *, show_nodes: bool, write: Any) -> None:
           f"{len(report.without_nodefeature)}{listed}\n")
     for err in report.merge_errors:
         w(f"warning: {err}\n")
+    if report.conflicts:
+        w("Conflicts between rules:\n")
+        for msg, (_, names) in sorted(report.conflicts.items()):
+            where = ", ".join(names) if show_nodes else f"{len(names)} node(s)"
+            w(f"  {msg}: on {where}\n")
     for (rule, msg), failed in sorted(report.rule_errors.items()):
         where = ", ".join(failed) if show_nodes else f"{len(failed)} node(s)"
         w(f"rule {rule} failed on {where}: {msg}\n")

@@ -59,14 +59,17 @@ class FileError(Exception):
 
 
 def _documents(path: str, what: str) -> list[Any]:
-    from nfd.cli.rules import InputError, load_documents
+    from nfd.rules.files import InputError, load_documents
 
+    dups: list[Any] = []
     try:
-        docs = load_documents(path)
+        docs = load_documents(path, duplicates=dups)
     except InputError as e:
         msg = str(e)
         verb = "reading" if "cannot read" in msg else "parsing"
         raise FileError(f"error {verb} {what} file: {msg}") from None
+    if dups:  # kubectl refuses the file; PyYAML would keep the last value in silence
+        raise FileError(f"error parsing {what} file: {path}: " + "; ".join(str(d) for d in dups))
     if not docs:
         raise FileError(f"error reading {what} file: {path}: no {what} object found (the file is empty)")
     return docs
@@ -86,7 +89,7 @@ def _first_document(path: str, what: str) -> dict[str, Any]:
 
 def _load_rule_set(path: str) -> Any:
     """The rule file compiled; a structural problem (a wrong type) is a file error as upstream's
-    unmarshalling error is. Unknown fields are printed as warnings."""
+    unmarshalling error is. Unknown fields and notes are printed as warnings."""
     from nfd.api.errors import ValidationError
     from nfd.rules.engine import compile_nodefeaturerule
 
@@ -101,10 +104,11 @@ def _load_rule_set(path: str) -> Any:
 
 
 def _print_warnings(obj: dict[str, Any]) -> None:
-    from nfd.api.nodefeaturerule import unknown_field_message, unknown_fields
+    """What validate warns about (unknown fields, notes such as a NoExecute taint's), on stderr."""
+    from nfd.rules.lint import check_object, warning_lines
 
-    for p in unknown_fields(obj):
-        print(f"Warning: {unknown_field_message(p)}", file=sys.stderr)
+    for line in warning_lines(check_object(obj, kinds=("NodeFeatureRule",))):
+        print(f"Warning: {line}", file=sys.stderr)
 
 
 def _features_of_nodefeature(path: str) -> Any:
@@ -127,22 +131,29 @@ def _features_of_nodefeature(path: str) -> Any:
 
 
 def validate_file(path: str) -> tuple[list[str], list[str]]:
-    """(errors, warnings) of every NodeFeatureRule in ``path``: nfd.rules.lint.check_object,
-    the validation of ``nfd rules validate``, so both find the same problems (upstream's plugin
-    checks names and values only). Prints upstream's ``Validating rule:`` lines."""
-    from nfd.rules.lint import check_object, warning_lines
+    """(errors, warnings) of every NodeFeatureRule and NodeFeatureGroup in ``path``:
+    nfd.rules.lint.check_file, the validation of ``nfd rules validate``, so both find the same
+    problems (upstream's plugin checks names and values only). Prints upstream's
+    ``Validating rule:`` lines."""
+    from nfd.rules.files import InputError
+    from nfd.rules.lint import check_files, warning_lines
 
-    docs = _documents(path, "NodeFeatureRule")
-    errs: list[str] = []
+    try:
+        rep = check_files([path])
+    except InputError as e:
+        msg = str(e)
+        verb = "reading" if "cannot read" in msg else "parsing"
+        raise FileError(f"error {verb} NodeFeatureRule file: {msg}") from None
+    fc = rep.files[0]
+    errs = [str(d) for d in fc.duplicates]
     warns: list[str] = []
-    for doc in docs:
-        check = check_object(doc, kinds=("NodeFeatureRule",))
-        if check.rule_set is not None:
-            for r in check.rule_set.rules:
-                print("Validating rule: ", "" if r.name.startswith("#") else r.name)
-        head = f"NodeFeatureRule {check.name!r}: " if len(docs) > 1 else ""
+    for check in fc.objects:
+        for name in check.rule_names:
+            print("Validating rule: ", "" if name.startswith("#") else name)
+        head = f"{check.kind} {check.name!r}: " if len(fc.objects) > 1 else ""
         errs.extend(f"{head}{p}: {m}" if p else f"{head}{m}" for p, m in check.problems)
         warns.extend(head + w for w in warning_lines(check))
+    warns.extend(f"conflict: where both rules match, {c.message()}" for c in rep.conflicts)
     return errs, warns
 
 

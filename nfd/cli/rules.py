@@ -7,8 +7,12 @@
                      [--extra-label-ns NS,...] [--deny-label-ns NS,...] [--label-whitelist RE]
                      [--no-budget]   (default: nfd-master's per-node budgets, EvalBudget)
 
-Exit status: 0 fine; 1 a rule problem (validate) or a rule error (dryrun); 2 a file that cannot be
-read, is not YAML, or does not hold NodeFeatureRule (resp. NodeFeature) objects.
+Thin over nfd.rules.lint.check_files (validate, shared with ``kubectl nfd validate``) and the
+engine, groups and policy (dryrun).
+
+Exit status: 0 fine; 1 a problem (validate) or a rule error (dryrun); 2 a file that cannot be
+read, is not YAML, is empty, repeats a key (dryrun), or holds no rule/group (resp. NodeFeature)
+object.
 """
 
 from __future__ import annotations
@@ -19,132 +23,59 @@ import sys
 from typing import Any
 
 from nfd.api.errors import ValidationError, ValidationErrors
+from nfd.rules.files import InputError, load_documents, objects_of_kinds
+from nfd.rules.files import object_name as _obj_name
+from nfd.rules.files import yaml_loader as _loader
 
-
-class InputError(Exception):
-    """A file-level problem (exit status 2)."""
-
-
-def _loader() -> Any:
-    import yaml
-
-    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-    class Loader(base):  # type: ignore[misc,valid-type]
-        """SafeLoader without the timestamp resolver: dates stay strings, as in Kubernetes."""
-
-    Loader.yaml_implicit_resolvers = {
-        k: [(tag, rx) for tag, rx in v if tag != "tag:yaml.org,2002:timestamp"]
-        for k, v in base.yaml_implicit_resolvers.items()
-    }
-    return Loader
-
-
-def load_documents(path: str) -> list[Any]:
-    """Every non-empty YAML/JSON document in ``path``; ``List`` objects are flattened."""
-    import yaml
-
-    from nfd.common import safeyaml
-    from nfd.common.fileargs import FileArgError, read_text_arg
-
-    try:
-        text = read_text_arg(path)
-    except FileArgError as e:
-        raise InputError(str(e)) from None
-    try:
-        docs = [d for d in safeyaml.safe_load_all(text, source=path, loader=_loader()) if d is not None]
-    except safeyaml.YamlLimitError as e:
-        raise InputError(str(e)) from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
-        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
-        raise InputError(f"{path}: not valid YAML{where}: {problem}") from None
-    out: list[Any] = []
-    for d in docs:
-        if isinstance(d, dict) and isinstance(d.get("kind"), str) and d["kind"].endswith("List"):
-            items = d.get("items") or []
-            if not isinstance(items, list):
-                raise InputError(f"{path}: {d['kind']}.items must be a list")
-            out.extend(items)
-        else:
-            out.append(d)
-    return out
-
-
-_FEATURE_KEYS = frozenset({"flags", "attributes", "instances"})
-
-
-# other NFD kinds that may share a file with the ones a command reads; they are skipped
-_NFD_KINDS = frozenset({"NodeFeature", "NodeFeatureRule", "NodeFeatureGroup"})
+__all__ = ["InputError", "load_documents", "main", "_loader"]
 
 
 def _objects(path: str, kinds: tuple[str, ...], *, skip_other_nfd: bool = False) -> list[dict[str, Any]]:
-    docs = load_documents(path)
-    if kinds == ("NodeFeature",):
-        # also accept bare features (``nfd export features`` output) as an anonymous NodeFeature
-        docs = [
-            {"kind": "NodeFeature", "metadata": {"name": ""}, "spec": {"features": d}}
-            if isinstance(d, dict) and "kind" not in d and d and set(d) <= _FEATURE_KEYS
-            else d
-            for d in docs
-        ]
-    out = []
-    for i, d in enumerate(docs):
-        kind = d.get("kind") if isinstance(d, dict) else None
-        if kind in kinds:
-            out.append(d)
-        elif not (skip_other_nfd and kind in _NFD_KINDS):
-            raise InputError(
-                f"{path}: document {i + 1} is not a {' or '.join(kinds)} object (kind: {kind!r})"
-            )
-    if not out:
-        raise InputError(f"{path}: no {' or '.join(kinds)} object found")
-    return out
-
-
-def _obj_name(obj: dict[str, Any]) -> str:
-    meta = obj.get("metadata")
-    return str(meta.get("name", "")) if isinstance(meta, dict) else ""
+    """The objects of ``kinds`` in ``path``; keys written twice are refused (kubectl refuses
+    them, PyYAML would silently keep the last value)."""
+    dups: list[Any] = []
+    objs = objects_of_kinds(path, kinds, skip_other_nfd=skip_other_nfd, duplicates=dups)
+    if dups:
+        raise InputError(f"{path}: " + "; ".join(str(d) for d in dups))
+    return objs
 
 
 # -- validate --------------------------------------------------------------------------------
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from nfd.rules.lint import check_object, warning_lines
+    from nfd.rules.lint import check_files, warning_lines
 
-    problems = 0
-    checked = 0
-    for path in args.files:
-        try:
-            objs = _objects(path, ("NodeFeatureRule", "NodeFeatureGroup"))
-        except InputError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
-        for obj in objs:
-            checked += 1
-            check = check_object(obj, auto_prefix=not args.disable_auto_prefix)
-            head = f"{path}: {check.kind} {check.name!r}"
+    try:
+        rep = check_files(args.files, auto_prefix=not args.disable_auto_prefix)
+    except InputError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    for f in rep.files:
+        for d in f.duplicates:
+            print(f"{f.path}: {d}")
+        for check in f.objects:
+            head = f"{f.path}: {check.kind} {check.name!r}"
             for line in warning_lines(check):
                 print(f"{head}: warning: {line}")
             for fpath, msg in check.problems:
                 print(f"{head}: {fpath}: {msg}" if fpath else f"{head}: {msg}")
-                problems += 1
-    if problems:
-        print(f"{problems} problem(s) found", file=sys.stderr)
+    for c in rep.conflicts:
+        print(f"warning: conflict: where both rules match, {c.message()}")
+    if rep.problem_count:
+        print(f"{rep.problem_count} problem(s) found", file=sys.stderr)
         return 1
-    print(f"{checked} object(s) valid", file=sys.stderr)
+    print(f"{rep.object_count} object(s) valid", file=sys.stderr)
     return 0
 
 
-def print_warnings(path: str, obj: dict[str, Any]) -> None:
-    """What validation would warn about in a rule object dryrun evaluates (unknown fields), on
-    stderr as ``kubectl apply`` prints its warnings; evaluation goes on."""
-    from nfd.api.nodefeaturerule import unknown_field_message, unknown_fields
+def checked(path: str, obj: dict[str, Any]) -> tuple[Any, list[str]]:
+    """(the object compiled, or None; what validation warns about in it: unknown fields and
+    notes, worded as ``validate`` words them, headed by the file and object)."""
+    from nfd.rules.lint import check_object, warning_lines
 
-    for p in unknown_fields(obj):
-        print(f"Warning: {path}: NodeFeatureRule {_obj_name(obj)!r}: {unknown_field_message(p)}", file=sys.stderr)
+    check = check_object(obj)
+    return check.rule_set, [f"{path}: {check.kind} {check.name!r}: {line}" for line in warning_lines(check)]
 
 
 # -- dryrun --------------------------------------------------------------------------------
@@ -175,19 +106,23 @@ def _policy_config(args: argparse.Namespace) -> Any:
 
 def cmd_dryrun(args: argparse.Namespace) -> int:
     from nfd.api.nodefeature import NodeFeature
+    from nfd.rules.conflicts import result_conflicts
     from nfd.rules.engine import (
         BrokenRule,
         CompiledRuleSet,
         EvalBudget,
+        compile_group_rules,
         compile_nodefeaturerule,
         process_rule_sets,
     )
+    from nfd.rules.groups import evaluate_group, member_name
     from nfd.rules.nodefeatures import merge_node_features
     from nfd.rules.policy import apply_policy
 
     try:
         rule_objs = [
-            (f, o) for f in args.files for o in _objects(f, ("NodeFeatureRule",), skip_other_nfd=True)
+            (f, o) for f in args.files
+            for o in _objects(f, ("NodeFeatureRule", "NodeFeatureGroup"), skip_other_nfd=True)
         ]
         nf_objs = _objects(args.nodefeature, ("NodeFeature",), skip_other_nfd=True)
         config = _policy_config(args)
@@ -203,81 +138,120 @@ def cmd_dryrun(args: argparse.Namespace) -> int:
             return 2
     first = nfs[0]
     node_name = first.node_name or first.name
+    auto_prefix = not config.disable_auto_prefix
     # every object parsed above, so the merge skips none
     merged = merge_node_features(
         nf_objs, node_name=node_name, master_namespace=first.namespace,
-        deny_third_party_labels=config.deny_node_feature_labels, auto_prefix=not config.disable_auto_prefix,
+        deny_third_party_labels=config.deny_node_feature_labels, auto_prefix=auto_prefix,
     )
     features, nf_labels = merged.features, merged.labels
+    # ``nfd export features`` output names no node: the system source's nodename, else the file
+    node_title = (f"Node {node_name!r}" if node_name else
+                  f"Node {member_name(features)!r} (system.name)" if member_name(features) else
+                  f"The features in {args.nodefeature}")
 
+    warnings: list[str] = []
     rule_sets: list[CompiledRuleSet] = []
+    groups: list[CompiledRuleSet] = []
     files: dict[str, str] = {}  # rule set name -> file, for messages
     for fname, obj in rule_objs:
         files.setdefault(_obj_name(obj), fname)
-        print_warnings(fname, obj)
+        rs, warns = checked(fname, obj)  # compiled once, for the warnings and the evaluation
+        warnings.extend(warns)
+        group = obj.get("kind") == "NodeFeatureGroup"
         try:
-            rule_sets.append(compile_nodefeaturerule(obj))
+            (groups if group else rule_sets).append(
+                rs if rs is not None else compile_group_rules(obj) if group else compile_nodefeaturerule(obj))
         except ValidationError as e:  # malformed spec: the whole object fails, like one bad rule
             name = _obj_name(obj)
-            rule_sets.append(CompiledRuleSet(name=name, rules=[BrokenRule(name, str(e), "spec")]))
+            (groups if group else rule_sets).append(CompiledRuleSet(
+                name=name, rules=[BrokenRule(name, str(e), "spec")],
+                kind=str(obj.get("kind")), namespace=str((obj.get("metadata") or {}).get("namespace") or "")))
+    for w in warnings:
+        print(f"Warning: {w}", file=sys.stderr)
     # the master's per-node budgets (EvalBudget's defaults, as nfd-master uses them), so a rule
     # that the master would stop is stopped here too, its error naming the budget
     budget = None if args.no_budget else EvalBudget()
-    res = process_rule_sets(
-        rule_sets, features, node_name=node_name, auto_prefix=not config.disable_auto_prefix, budget=budget
-    )
+    res = process_rule_sets(rule_sets, features, node_name=node_name, auto_prefix=auto_prefix, budget=budget)
     errors = [{"rule": n, "message": m} for n, m in res.errors]
+    out: dict[str, Any] = {"node": node_name or member_name(features)}
     if args.raw:
         o = res.output
-        out = {
+        out.update({
             "labels": dict(sorted(o.labels.items())),
             "annotations": dict(sorted(o.annotations.items())),
             "vars": dict(sorted(o.vars.items())),
             "taints": [dict(t) for t in o.taints],
             "extendedResources": dict(sorted(o.extended_resources.items())),
-            "errors": errors,
-        }
+        })
         rejected: list[Any] = []
     else:
         pol = apply_policy(
             nodefeature_labels=nf_labels, rule_output=res.master_output, features=res.features, config=config
         )
-        out = {
+        out.update({
             "labels": dict(sorted(pol.labels.items())),
             "annotations": dict(sorted(pol.annotations.items())),
             "vars": dict(sorted(res.output.vars.items())),
             "taints": pol.taints,
             "extendedResources": dict(sorted(pol.extended_resources.items())),
-            "errors": errors,
-        }
+        })
         rejected = pol.rejected
+    out["rejected"] = [{"kind": r.kind, "key": r.key, "reason": r.reason} for r in rejected]
+    out["rules"] = [_result_json(r, files) for r in res.results]
+    group_out = []
+    for g in sorted(groups, key=lambda g: (g.namespace, g.name)):
+        results = evaluate_group(g, features, node_name=node_name)
+        for r in results:
+            if r.error is not None:
+                errors.append({"rule": f"{g.name}/{r.name}", "message": r.error})
+        group_out.append({
+            "group": g.name, "namespace": g.namespace,
+            "member": any(r.matched for r in results),
+            "memberName": member_name(features) or node_name,
+            "rules": [_result_json(r, files) for r in results],
+        })
+    out["groups"] = group_out
+    out["conflicts"] = [c.to_json() | {"message": c.message()}
+                        for c in result_conflicts(res.results, auto_prefix=auto_prefix)]
+    out["errors"] = errors
+    out["warnings"] = warnings
     if args.output == "json":
         json.dump(out, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        _print_text(out, res.results, rejected, raw=args.raw, node=node_name, files=files)
+        _print_text(out, rejected, raw=args.raw, title=node_title)
     return 1 if errors else 0
 
 
-def _print_text(
-    out: dict[str, Any],
-    results: list[Any],
-    rejected: list[Any],
-    *,
-    raw: bool,
-    node: str,
-    files: dict[str, str],
-) -> None:
+def _result_json(r: Any, files: dict[str, str]) -> dict[str, Any]:
+    """One rule's outcome: matched, or why not, or its error (and the file of its object)."""
+    j: dict[str, Any] = {"ruleSet": r.rule_set, "rule": r.name, "matched": r.matched}
+    if r.error is not None:
+        j["error"] = r.error
+        j["file"] = files.get(r.rule_set, "?")
+    elif not r.matched:
+        j["reason"] = r.reason or "did not match"
+    return j
+
+
+def _status(j: dict[str, Any]) -> str:
+    if "error" in j:
+        return f"ERROR: {j['error']} (in {j['file']})"
+    return "matched" if j["matched"] else f"not matched: {j['reason']}"
+
+
+def _print_text(out: dict[str, Any], rejected: list[Any], *, raw: bool, title: str) -> None:
     w = sys.stdout.write
-    w(f"Node {node!r}: {'raw rule output (before policy)' if raw else 'what nfd-master would apply'}\n")
-    for title, key in (
+    w(f"{title}: {'raw rule output (before policy)' if raw else 'what nfd-master would apply'}\n")
+    for heading, key in (
         ("Labels", "labels"),
         ("Annotations", "annotations"),
         ("Extended resources", "extendedResources"),
         ("Vars (not published)", "vars"),
     ):
         items = out[key]
-        w(f"{title}:{'' if items else ' (none)'}\n")
+        w(f"{heading}:{'' if items else ' (none)'}\n")
         for k, v in items.items():
             w(f"  {k}={v}\n")
     w(f"Taints:{'' if out['taints'] else ' (none)'}\n")
@@ -287,13 +261,21 @@ def _print_text(
         w("Rejected by policy:\n")
         for r in rejected:
             w(f"  {r.kind} {r.key}: {r.reason}\n")
-    w("Rules:\n")
-    for r in results:
-        if r.error:
-            status = f"ERROR: {r.error} (in {files.get(r.rule_set, '?')})"
-        else:
-            status = "matched" if r.matched else f"not matched: {r.reason}"
-        w(f"  {r.rule_set}/{r.name}: {status}\n")
+    if out["conflicts"]:
+        w("Conflicts between rules:\n")
+        for c in out["conflicts"]:
+            w(f"  {c['message']}\n")
+    w("Rules:" + ("" if out["rules"] else " (none)") + "\n")
+    for j in out["rules"]:
+        w(f"  {j['ruleSet']}/{j['rule']}: {_status(j)}\n")
+    if out["groups"]:
+        w("NodeFeatureGroups:\n")
+        for g in out["groups"]:
+            ref = f"{g['namespace']}/{g['group']}" if g["namespace"] else g["group"]
+            verdict = f"member (as {g['memberName']!r})" if g["member"] else "not a member"
+            w(f"  {ref}: {verdict}\n")
+            for j in g["rules"]:
+                w(f"    {j['rule']}: {_status(j)}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:

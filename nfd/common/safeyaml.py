@@ -33,6 +33,60 @@ class YamlLimitError(ValueError):
     """The document is beyond a limit; the message names the source and the limit."""
 
 
+class DuplicateKey:
+    """A mapping key written twice in one mapping. PyYAML keeps the last value in silence;
+    kubectl (go-yaml) refuses the file, and ``str()`` is its wording:
+    ``line 10: mapping key "example.com/a" already defined at line 9``."""
+
+    __slots__ = ("key", "line", "first_line")
+
+    def __init__(self, key: str, line: int, first_line: int) -> None:
+        self.key, self.line, self.first_line = key, line, first_line
+
+    def __str__(self) -> str:
+        from nfd.lang.gostd.strconv import quote as go_quote
+
+        return f"line {self.line}: mapping key {go_quote(self.key)} already defined at line {self.first_line}"
+
+    def __repr__(self) -> str:
+        return f"DuplicateKey({self.key!r}, {self.line}, {self.first_line})"
+
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def duplicate_keys(text: str, *, loader: Any = None) -> list[DuplicateKey]:
+    """Every key repeated within one mapping of ``text``, in document order (1-based lines).
+
+    Built on PyYAML's composer (its nodes keep their marks); call it after ``check`` or a load
+    within the limits, so the composer's recursion is bounded by MAX_DEPTH."""
+    out: list[DuplicateKey] = []
+    for root in yaml.compose_all(text, Loader=_loader_cls(loader)):
+        stack = [root] if root is not None else []
+        seen_nodes: set[int] = set()  # an alias re-uses a node: walk it once
+        while stack:
+            node = stack.pop()
+            if id(node) in seen_nodes:
+                continue
+            seen_nodes.add(id(node))
+            if isinstance(node, yaml.MappingNode):
+                first: dict[tuple[str, str], int] = {}
+                for k, v in node.value:
+                    if isinstance(k, yaml.ScalarNode) and k.tag != _MERGE_TAG:
+                        line = k.start_mark.line + 1
+                        at = first.get((k.tag, k.value))
+                        if at is None:
+                            first[(k.tag, k.value)] = line
+                        else:
+                            out.append(DuplicateKey(k.value, line, at))
+                    stack.append(v)
+                    stack.append(k)
+            elif isinstance(node, yaml.SequenceNode):
+                stack.extend(node.value)
+    out.sort(key=lambda d: d.line)  # the walk is depth-first from the end: document order
+    return out
+
+
 def _parser_cls() -> Any:
     """libyaml's event parser when PyYAML has it: ``yaml`` does not export ``CParser`` (only the
     loaders), and the pure-Python parser took 80% of validating a 6.5 MB rule file."""
@@ -88,11 +142,12 @@ _STR_TAG = "tag:yaml.org,2002:str"
 _NO_FAST_TAGS = frozenset({"tag:yaml.org,2002:merge", "tag:yaml.org,2002:value"})
 
 
-def _fast_load_all(text: str, *, source: str, loader: Any) -> list[Any] | None:
+def _fast_load_all(text: str, *, source: str, loader: Any, dup: list[bool] | None = None) -> list[Any] | None:
     """Every document built from libyaml's events in one pass, or None to take PyYAML's path.
 
     Depth is checked on the way (YamlLimitError as ``check`` words it); YAML errors are the
-    parser's, as in ``check``.
+    parser's, as in ``check``. ``dup[0]`` is set when a mapping repeats a key (the last value
+    is kept, as PyYAML does).
     """
     cparser = _parser_cls()
     if cparser is None or getattr(loader, "yaml_path_resolvers", None):
@@ -163,6 +218,8 @@ def _fast_load_all(text: str, *, source: str, loader: Any) -> list[Any] | None:
                     return None  # PyYAML's error for an unhashable key
                 top[1] = value
             else:
+                if dup is not None and top[1] in container:
+                    dup[0] = True
                 container[top[1]] = value
                 top[1] = nokey
     except _Fallback:
@@ -189,16 +246,27 @@ def safe_load(text: str, *, source: str, max_bytes: int = MAX_BYTES, loader: Any
         raise YamlLimitError(f"{source}: nesting deeper than {MAX_DEPTH} levels") from None
 
 
-def safe_load_all(text: str, *, source: str, max_bytes: int = MAX_BYTES, loader: Any = None) -> list[Any]:
-    """Every document, within the limits (counted over the whole stream)."""
+def safe_load_all(
+    text: str, *, source: str, max_bytes: int = MAX_BYTES, loader: Any = None,
+    duplicates: list[DuplicateKey] | None = None,
+) -> list[Any]:
+    """Every document, within the limits (counted over the whole stream). ``duplicates``: a
+    list that receives every repeated mapping key (the documents keep the last value, as
+    PyYAML); without it they are not looked for."""
     if len(text) > max_bytes:
         raise YamlLimitError(f"{source}: {len(text)} bytes, more than the limit of {max_bytes}")
-    fast = _fast_load_all(text, source=source, loader=_loader_cls(loader))
+    dup = [False] if duplicates is not None else None
+    fast = _fast_load_all(text, source=source, loader=_loader_cls(loader), dup=dup)
     if fast is not None:
+        if dup and dup[0] and duplicates is not None:
+            duplicates.extend(duplicate_keys(text, loader=loader))
         return fast
     check(text, source=source, max_bytes=max_bytes)
     try:
-        return list(yaml.load_all(text, Loader=_loader_cls(loader)))
+        docs = list(yaml.load_all(text, Loader=_loader_cls(loader)))
+        if duplicates is not None:
+            duplicates.extend(duplicate_keys(text, loader=loader))
+        return docs
     except RecursionError:
         raise YamlLimitError(f"{source}: nesting deeper than {MAX_DEPTH} levels") from None
 

@@ -230,7 +230,9 @@ class CompiledRule:
         out = []
         for i, t in enumerate(terms):
             tp = f"{path}[{i}]"
-            if len(t.feature.split(".")) != 2:
+            if not t.feature:
+                self.problems.append((f"{tp}.feature", "required"))
+            elif len(t.feature.split(".")) != 2:
                 self.problems.append(
                     (f"{tp}.feature", f"invalid feature name {go_quote(t.feature)} (not <domain>.<feature>)")
                 )
@@ -459,7 +461,10 @@ def evaluate_rule(
     except RuleError as e:
         return RuleResult(rule.name, False, RuleOutput(), None, bounded_message(str(e)))
     except Exception as e:  # CelEvalError, or a template engine bug: fail this rule only
-        return RuleResult(rule.name, False, RuleOutput(), None, bounded_message(f"{rule.path}: {e}"))
+        msg = str(e)
+        # a CelEvalError names its field (spec.rules[1].matchCEL[0]): the path once, not twice
+        msg = msg if msg.startswith(f"{rule.path}.") else f"{rule.path}: {msg}"
+        return RuleResult(rule.name, False, RuleOutput(), None, bounded_message(msg))
 
 
 MAX_MESSAGE = 1000  # characters of one rule error (an operand can be megabytes of node data)

@@ -9,8 +9,11 @@ import zlib
 from typing import Any
 
 from nfd.api.features import Features
+from nfd.common.logsetup import klogger
 from nfd.sources.base import DiscoveryContext, FeatureSource
 from nfd.sources.hostfs import exists, go_fields, go_trim_space, read_bytes, read_text, read_value
+
+_log = klogger("nfd.sources.kernel")
 
 _FULL_SANITIZE = re.compile(r"[^-A-Za-z0-9_.]")
 _VERSION = re.compile(r"^(?P<major>\d+)(\.(?P<minor>\d+))?(\.(?P<revision>\d+))?(-.*)?$")
@@ -41,8 +44,14 @@ class KernelSource(FeatureSource):
         kconfig = read_kconfig(ctx, str(config.get("kconfigFile") or ""), osrelease or "")
         if kconfig is not None:
             f.attributes["kernel.config"] = kconfig
-        modules_text = read_text(ctx, ctx.paths.proc("modules"), limit=4 << 20)
+        modules_path = ctx.paths.proc("modules")
+        modules_text = read_text(ctx, modules_path, limit=4 << 20)
         loaded: set[str] | None = None
+        if modules_text is None and not os.path.exists(modules_path):
+            # upstream's line (read_text is quiet about a missing file): kernel.loadedmodule is
+            # gone and kernel.enabledmodule holds the built-in modules only
+            _log.error_s(f"failed to read file {modules_path}: open {modules_path}: no such file or directory",
+                         "failed to get loaded kernel modules")
         if modules_text is not None:
             # upstream: lines split on LF, first whitespace-separated field (its blank-line check
             # is on length; a whitespace-only line would crash it, we skip it)

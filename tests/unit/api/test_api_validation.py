@@ -84,13 +84,14 @@ def test_annotation(key: str, value: str, want: str | None) -> None:
         ("invalid-key", "NoSchedule", ERR_UNPREFIXED),
         ("invalid.kubernetes.io/invalid-key", "NoSchedule", ERR_NS_NOT_ALLOWED),
         ("feature.node.kubernetes.io/taint", "", ERR_EMPTY_TAINT_EFFECT),
-        ("feature.node.kubernetes.io/taint", "invalid-effect", ERR_INVALID_TAINT_EFFECT),
+        ("feature.node.kubernetes.io/taint", "invalid-effect",
+         f'{ERR_INVALID_TAINT_EFFECT} "invalid-effect": must be one of NoSchedule, PreferNoSchedule, NoExecute'),
         # no qualified-name check on taint keys upstream
         ("vendor.io/Not A Name", "NoSchedule", None),
     ],
 )
 def test_taint(key: str, effect: str, want: str | None) -> None:
-    assert validate_taint(key, "true", effect) is want
+    assert validate_taint(key, "true", effect) == want
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ a bad NFD_NVML_PROFILE, an explicitly given config file that does not exist."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -34,7 +35,17 @@ def test_export_names_ignored_inputs_once(argv: list[str], env: dict[str, str], 
     assert r.returncode == 0, r.stderr
     lines = _lines_naming(r.stderr, word)
     assert len(lines) == 1, r.stderr
-    assert lines[0].startswith("WARNING ")
+    assert re.match(r"W\d{4} \d\d:\d\d:\d\d\.\d{6} ", lines[0]), lines[0]  # klog's W line
+
+
+def test_export_verbose_lines_are_klogs() -> None:
+    """``nfd export labels -vv`` writes klog's lines (docs/logging.md): V(n) records are ``I``
+    lines, never Python's ``Level 17`` name."""
+    r = _run("nfd.cli", "export", "labels", "-vv", "--sources", "cpu,kernel")
+    assert r.returncode == 0, r.stderr
+    assert "Level " not in r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if "feature discovery completed" in ln]
+    assert lines and all(re.match(r"I\d{4} \d\d:\d\d:\d\d\.\d{6} +\d+ \S+:\d+\] ", ln) for ln in lines), r.stderr
 
 
 def test_worker_names_ignored_inputs_once() -> None:

@@ -136,7 +136,8 @@ def test_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         "spec.rules[0].labels.kubernetes.io/x: namespace is not allowed",
         'spec.rules[0].extendedResources.example.com/n: invalid value "lots": quantities must match '
         "the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'",
-        "spec.rules[0].taints[0]: invalid taint effect",
+        'spec.rules[0].taints[0]: invalid taint effect "Sometimes": must be one of NoSchedule, '
+        "PreferNoSchedule, NoExecute",
     ]
 
 
@@ -175,9 +176,9 @@ def test_validate_finds_what_nfd_rules_validate_finds(tmp_path: Path, capsys: py
 
 
 @pytest.mark.parametrize("text, msg", [
-    ("", "no NodeFeatureRule object found (the file is empty)"),
+    ("", "no NodeFeatureRule or NodeFeatureGroup object found (the file is empty)"),
     (RULES.replace("nfd.k8s-sigs.io/v1alpha1", "nfd.k8s-sigs.io/v1"), "apiVersion: must be 'nfd.k8s-sigs.io/v1alpha1'"),
-    (RULES.replace("kind: NodeFeatureRule", "kind: NodeFeature"), "kind: must be 'NodeFeatureRule', got 'NodeFeature'"),
+    (RULES.replace("kind: NodeFeatureRule", "kind: NodeFeature"), "kind: must be 'NodeFeatureRule' or 'NodeFeatureGroup', got 'NodeFeature'"),
 ])
 def test_validate_refuses_empty_files_and_wrong_kinds(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                       text: str, msg: str) -> None:

@@ -173,3 +173,31 @@ def test_rule_errors_are_collected_per_rule_with_their_nodes() -> None:
 ])
 def test_toleration_matching(tols: list[dict[str, Any]], want: tuple[bool, int | None]) -> None:
     assert tolerates(tols, key="k", value="v", effect="NoExecute") == want
+
+
+def test_conflicts_between_rules_name_the_rules_the_key_and_the_value_the_master_applies() -> None:
+    """Two objects writing one label with different values: the nodes where both match, and the
+    value of the object that runs last (NodeFeatureRules by name, rules in order)."""
+    fq = "feature.node.kubernetes.io"
+    gold = nfr("tier-a", [{"name": "gold", "labels": {"tier": "gold"}, "matchFeatures": [INTEL]}])
+    silver = nfr("tier-b", [{"name": "silver", "labels": {"tier": "silver"}, "matchFeatures": [GPU]}])
+    rep = plan([node("a"), node("b"), node("c")],
+               [nf("a", "Intel", gpus="1"), nf("b", "Intel"), nf("c", "AMD", gpus="2")], [], [silver, gold])
+    (conflict, nodes), = rep.conflicts.values()
+    assert nodes == ["a"]
+    j = rep.to_json()["conflicts"][0]
+    assert j["key"] == f"{fq}/tier" and j["kind"] == "label"
+    assert j["writers"] == [{"rule": "tier-a/gold", "value": "gold"}, {"rule": "tier-b/silver", "value": "silver"}]
+    assert j["applied"] == {"rule": "tier-b/silver", "value": "silver"}
+    text: list[str] = []
+    from nfd.cli.fleet import print_report
+    print_report(rep, show_nodes=True, write=text.append)
+    assert (f'  label "{fq}/tier" is written with different values by tier-a/gold ("gold"), '
+            'tier-b/silver ("silver"); nfd-master applies "silver" from tier-b/silver (NodeFeatureRules by '
+            "name, then rules in order; the last one wins): on a\n") in text
+
+
+def test_two_rules_with_one_name_are_named() -> None:
+    twice = nfr("dup", [{"name": "same", "labels": {"a": "1"}}, {"name": "same", "labels": {"b": "1"}}])
+    rep = plan([node("a")], [nf("a", "Intel")], [], [twice])
+    assert "NodeFeatureRule 'dup': spec.rules[1].name: \"same\" is also the name of spec.rules[0]" in rep.rulebook_messages

@@ -197,3 +197,23 @@ def test_repeated_short_strings_are_one_object() -> None:
     assert docs[0]["op"] is docs[1]["op"] is docs[2]["op"]
     assert next(iter(docs[0])) is next(iter(docs[2]))  # keys too
     assert docs[0]["v0"] == docs[1]["v1"] and docs[0]["v0"] is not docs[1]["v1"]  # long ones are left alone
+
+
+def test_duplicate_keys_are_found_with_kubectls_wording() -> None:
+    """PyYAML keeps the last value in silence; kubectl refuses the file. Both load paths (the
+    fast one and PyYAML's, taken for anchors) report every repeated key with both lines."""
+    from nfd.common.safeyaml import safe_load_all
+
+    text = "a:\n  x: 1\n  x: 2\nb: {y: 1, y: 2}\n---\nc: 1\nc: 2\n"
+    dups: list[Any] = []
+    docs = safe_load_all(text, source="t", duplicates=dups)
+    assert docs == [{"a": {"x": 2}, "b": {"y": 2}}, {"c": 2}]
+    assert [str(d) for d in dups] == ['line 3: mapping key "x" already defined at line 2',
+                                      'line 4: mapping key "y" already defined at line 4',
+                                      'line 7: mapping key "c" already defined at line 6']
+    anchored: list[Any] = []
+    safe_load_all("a: &k {x: 1, x: 2}\nb: *k\n", source="t", duplicates=anchored)
+    assert [str(d) for d in anchored] == ['line 1: mapping key "x" already defined at line 1']
+    clean: list[Any] = []
+    safe_load_all("a: 1\nb: {a: 1}\n", source="t", duplicates=clean)
+    assert clean == []

@@ -79,6 +79,25 @@ def test_kernel_missing_everything_is_not_fatal(tree):
     assert any("osrelease" in w for w in ctx.warnings)
 
 
+def test_kernel_without_proc_modules_logs_upstreams_line(tree, caplog):
+    """Upstream logs ``"failed to get loaded kernel modules" err=...`` when /proc/modules cannot
+    be read; the loaded-module features are gone, enabledmodule keeps the built-in ones."""
+    root = tree("proc/sys/kernel/osrelease", "6.1.0\n")
+    tree("lib/modules/6.1.0/modules.builtin", "kernel/fs/ext4/ext4.ko\n")
+    with caplog.at_level(logging.INFO):
+        f, _, _ = run("kernel", root)
+    lines = [r.getMessage() for r in caplog.records if "kernel modules" in r.getMessage()]
+    assert lines == ['"failed to get loaded kernel modules" err="failed to read file '
+                     f'{root}/proc/modules: open {root}/proc/modules: no such file or directory"']
+    assert "kernel.loadedmodule" not in f.flags and f.flags["kernel.enabledmodule"] == {"ext4"}
+    tree("proc/modules", "nvidia 1 0 - Live 0x0\n")
+    caplog.clear()
+    with caplog.at_level(logging.INFO):
+        f, _, _ = run("kernel", root)
+    assert not [r for r in caplog.records if "kernel modules" in r.getMessage()]
+    assert f.flags["kernel.loadedmodule"] == {"nvidia"}
+
+
 # --- memory ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("kib,q", [(2048, "2Mi"), (1048576, "1Gi"), (64, "64Ki"), (16777216, "16Gi"), (3000, "3000Ki")])
