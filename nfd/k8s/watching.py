@@ -127,6 +127,7 @@ class Informer:
         self.resource_version = ""
         self.synced = False
         self.healthy = False  # False while the watch is broken (cache may be stale, never emptied)
+        self.forbidden = False  # the last LIST/WATCH was refused with 403 (RBAC)
         self.relists = 0
         self._need_list = True
         self._handlers: list[Handler] = []
@@ -273,12 +274,14 @@ class Informer:
                     self.watch_list = False
                     continue
                 self.healthy = False
+                self.forbidden = isinstance(e, ApiError) and e.status == 403
                 await asyncio.sleep(retry.failed(e, detail=f"; keeping {len(self.cache)} cached objects"))
 
     def _peek(self, line: bytes) -> dict[str, Any] | None:
         return self.peek(line) if self.peek is not None else None  # set or cleared at any time
 
     def _mark_synced(self) -> None:
+        self.forbidden = False
         if not self.synced:
             self.synced = True
             self._synced_event.set()

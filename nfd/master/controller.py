@@ -283,12 +283,13 @@ class Controller:
 
 
     def on_nfg_event(self, etype: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        from nfd.master.groups import forget, group_key  # only nfd-master caches groups
+        from nfd.master.groups import forget, group_key, status_overwritten  # only nfd-master caches groups
 
         if etype == "DELETED":
             forget(group_key(obj))
             return
-        if etype == "MODIFIED" and old is not None and old.get("spec") == obj.get("spec"):
+        if (etype == "MODIFIED" and old is not None and old.get("spec") == obj.get("spec")
+                and not status_overwritten(obj, old)):
             return
         if self.ready():
             self.group_queue.add(group_key(obj))

@@ -44,6 +44,9 @@ _compiled: dict[str, tuple[str, Any]] = {}
 COMPILED_MAX = 1024
 # Groups refused (policy or size) since their last write: logged once, until that changes.
 _refused: dict[str, str] = {}
+# The status each group was last written with: the echo of that write is no reason to recompute;
+# any other status change (someone cleared or overwrote it) is, and the status is written again.
+_written: dict[str, dict[str, Any]] = {}
 
 
 def group_key(obj: dict[str, Any]) -> str:
@@ -124,6 +127,15 @@ def forget(key: str) -> None:
     """The group ``namespace/name`` was deleted: drop its compiled rules and refusal."""
     _compiled.pop(key, None)
     _refused.pop(key, None)
+    _written.pop(key, None)
+
+
+def status_overwritten(obj: dict[str, Any], old: dict[str, Any]) -> bool:
+    """Whether an update of the group changed its status to something this master did not write."""
+    if (obj.get("status") or {}) == (old.get("status") or {}):
+        return False
+    ours = _written.get(group_key(obj))
+    return ours is None or not status_current(obj, ours)
 
 
 async def write_status(
@@ -165,6 +177,9 @@ async def write_status(
             return False
         raise
     _refused.pop(key, None)
+    if key not in _written and len(_written) >= COMPILED_MAX:
+        _written.clear()
+    _written[key] = want
     return True
 
 

@@ -122,6 +122,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except kubeletconfig.KubeletConfigError as e:
         print(e, file=sys.stderr)
         return 1
+    from nfd.topology_updater.kubelet import EndpointError, socket_path
+
+    try:  # a path or a unix:// URL, as upstream (its e2e pods pass the URL)
+        podresources_socket = socket_path(args.podresources_socket)
+    except EndpointError as e:
+        log.error("%s", e)
+        return 1
     try:
         config = load_config(args.config)
     except ConfigError as e:
@@ -130,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     opts = Options(
         node_name=node_name,
         kubelet_config_uri=uri,
-        podresources_socket=args.podresources_socket,
+        podresources_socket=podresources_socket,
         sleep_interval=args.sleep_interval,
         watch_namespace=args.watch_namespace,
         api_auth_token_file=args.api_auth_token_file,

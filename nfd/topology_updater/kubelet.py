@@ -15,6 +15,7 @@ is down fails with a clear ``KubeletUnavailable`` naming the socket and the gRPC
 from __future__ import annotations
 
 import asyncio
+import re
 import struct
 from typing import Any
 from urllib.parse import unquote
@@ -31,6 +32,48 @@ SERVICE = "/v1.PodResourcesLister/"
 CODES = ("OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED", "NOT_FOUND", "ALREADY_EXISTS",
          "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
          "UNIMPLEMENTED", "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED")
+
+
+class EndpointError(ValueError):
+    """``-podresources-socket`` names no unix socket (message names the flag and the value)."""
+
+
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def socket_path(endpoint: str, *, flag: str = "-podresources-socket") -> str:
+    """The unix socket path of a PodResources endpoint, read as the kubelet's own podresources
+    client reads it (k8s.io/cri-client's GetAddressAndDialer, which upstream calls): a
+    ``unix://`` URL, or a bare path taken as ``unix://<path>``; the path is percent-decoded like
+    a URL's. Any other scheme (``tcp://`` included: the kubelet serves the API on a unix socket
+    only) is refused, as upstream refuses it at start.
+
+    Two forms upstream takes and then cannot dial are refused here too, out loud: a ``unix://``
+    URL with a host part (``unix://run/x.sock`` means the socket ``/x.sock`` to Go's URL parser)
+    and an empty path. A bare relative path is a path relative to the working directory.
+    """
+    from urllib.parse import unquote, urlsplit
+
+    m = _SCHEME.match(endpoint)
+    scheme = m.group(0)[:-1].lower() if m else ""
+    if scheme and scheme != "unix":
+        what = "tcp endpoints are not supported" if scheme == "tcp" else f"protocol {scheme!r} not supported"
+        raise EndpointError(f"{flag}={endpoint!r}: {what} (a socket path or a unix:// URL)")
+    if re.search(r"%(?![0-9A-Fa-f]{2})", endpoint):
+        raise EndpointError(f"{flag}={endpoint!r}: invalid URL escape (write a literal % as %25)")
+    if not scheme:
+        path = endpoint
+    else:
+        u = urlsplit(endpoint)
+        if u.netloc or not u.path.startswith("/"):
+            raise EndpointError(
+                f"{flag}={endpoint!r}: a unix:// URL needs an absolute path (unix:///path/to/kubelet.sock)"
+            )
+        path = u.path
+    path = unquote(path)
+    if not path:
+        raise EndpointError(f"{flag}={endpoint!r}: no socket path")
+    return path
 
 
 class KubeletUnavailable(Exception):

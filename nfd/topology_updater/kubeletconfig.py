@@ -52,6 +52,14 @@ def check_uri(uri: str) -> None:
         raise KubeletConfigError(f"-kubelet-config-uri {uri!r}: unsupported URI scheme {u.scheme!r}")
 
 
+def file_path(uri: str) -> str:
+    """The path of a ``file:`` URI, percent-decoded as Go's url.URL.Path is (``file:/p``,
+    ``file:///p`` and ``file://host/p`` all name ``/p``, as upstream reads them)."""
+    from urllib.parse import unquote
+
+    return unquote(urlparse(uri).path)
+
+
 def default_uri(node_address: str | None) -> str:
     """``https://${NODE_ADDRESS}:10250/configz`` (IPv6 bracketed)."""
     if not node_address:
@@ -144,7 +152,7 @@ async def load(uri: str, *, token_file: str, api: Any = None, node_name: str = "
         return await fetch_via_apiserver(api, uri.replace("${NODE_NAME}", node_name))
     u = urlparse(uri)
     if u.scheme == "file":
-        return read_file(u.path)
+        return read_file(file_path(uri))
     if u.scheme == "https":
         return await fetch_configz(uri, token_file)
     raise KubeletConfigError(f"-kubelet-config-uri {uri!r}: unsupported URI scheme {u.scheme!r}")
@@ -170,14 +178,15 @@ class KubeletConfigSource:
         u = urlparse(self.uri)
         if is_apiserver_path(self.uri) or u.scheme != "https":
             if not is_apiserver_path(self.uri) and u.scheme == "file":
+                path = file_path(self.uri)
                 try:
-                    st = os.stat(u.path)
+                    st = os.stat(path)
                 except OSError as e:
-                    raise KubeletConfigError(f"kubelet config file {u.path}: cannot read: {e.strerror or e}") from e
+                    raise KubeletConfigError(f"kubelet config file {path}: cannot read: {e.strerror or e}") from e
                 key = (st.st_mtime_ns, st.st_size, st.st_ino)
                 if key == self._key and self._info is not None:
                     return self._info
-                self._info, self._key = read_file(u.path), key
+                self._info, self._key = read_file(path), key
                 return self._info
             return await load(self.uri, token_file=self.token_file, api=self.api, node_name=self.node_name)
         return await self._configz()

@@ -5,6 +5,11 @@ pods from a node-scoped pod watch cache (``spec.nodeName=<node>``: one LIST + on
 a GET per pod), zones computed by pure functions, and a server-side apply only when the object
 differs from what we last applied.
 
+Its own object is watched by name (nfd.k8s.ownwatch): deleted or overwritten, it is applied
+again at once, so nothing is sent while nothing changes. Where RBAC refuses that watch
+(upstream's ClusterRole grants only create and patch) or the watch is down, the object is
+re-applied on every interval tick, as upstream does every cycle.
+
 Failures never delete anything: a kubelet that is down, restarting or answering garbage, an API
 outage, or a bad kubelet config leaves the last published object in place; the error is
 logged (one line naming the input) and counted in ``nfd_topology_updater_scan_errors_total``.
@@ -44,6 +49,8 @@ INTERVAL = "intervalBased"
 FS_UPDATE = "fsUpdate"
 POD_CACHE = "podCache"
 STARTUP = "startup"
+OWN_OBJECT = "ownObject"  # our NodeResourceTopology was deleted or changed by someone else
+REAPPLY_EVERY_INTERVAL = "re-applying it on every -sleep-interval tick, as upstream does"
 
 
 @dataclass(slots=True)
@@ -146,6 +153,9 @@ class TopologyUpdater:
         self.scan_digest: str | None = None  # the digest of the last object publish() was given
         self.last_applied_at = 0.0
         self.last_nrt: NodeResourceTopology | None = None
+        self.last_body: dict[str, Any] | None = None  # what the last apply sent
+        self._applying: dict[str, Any] | None = None  # the body of an apply in flight
+        self.own: Any = None  # nfd.k8s.ownwatch.OwnObjectWatch on our NodeResourceTopology
         self.scans = 0
         self.publishes = 0
         self._missing_since: dict[tuple[str, str], float] = {}
@@ -170,6 +180,24 @@ class TopologyUpdater:
         while True:
             await asyncio.sleep(self.opts.sleep_interval)
             self.request_scan(INTERVAL)
+
+    def _on_own_change(self, obj: dict[str, Any] | None) -> None:
+        """Our object as the server now has it (None: deleted). The echo of our own apply holds
+        what we sent; anything else means someone deleted or overwrote it: apply again."""
+        from nfd.k8s.ownwatch import contains
+
+        sent = [b for b in (self._applying, self.last_body) if b is not None]
+        if not sent:
+            return  # nothing applied yet: the first publish writes anyway
+        if obj is not None and any(contains(obj, b) for b in sent):
+            return
+        log.info("NodeResourceTopology %s %s by someone else: applying it again", self.opts.node_name,
+                 "deleted" if obj is None else "changed")
+        self.last_digest = None
+        self.request_scan(OWN_OBJECT)
+
+    async def own_watch_usable(self) -> bool:
+        return self.own is not None and bool(await self.own.check(REAPPLY_EVERY_INTERVAL))
 
     def _on_pod_event(self, etype: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         self._pods_generation += 1
@@ -323,19 +351,20 @@ class TopologyUpdater:
         self._retry_handle = None
         self.request_scan(POD_CACHE)
 
-    async def publish(self, nrt: NodeResourceTopology) -> bool:
-        """Server-side apply when the object changed (or the resync period passed)."""
+    async def publish(self, nrt: NodeResourceTopology, *, reapply: bool = False) -> bool:
+        """Server-side apply when the object changed (or the resync period passed, or ``reapply``)."""
         body = nrt.to_json()
         digest = self.scan_digest = body_digest(body)
         now = time.monotonic()
         fresh = self.opts.resync_s <= 0 or now - self.last_applied_at < self.opts.resync_s
-        if digest == self.last_digest and fresh:
+        if digest == self.last_digest and fresh and not reapply:
             log.debug("NodeResourceTopology unchanged, not writing")
             return False
         from nfd.k8s import patching
         from nfd.k8s.errors import ApiError, ApiUnavailable, NotFound
         from nfd.k8s.resources import NODERESOURCETOPOLOGIES
 
+        self._applying = body
         try:
             await patching.patch(
                 self.api,
@@ -358,6 +387,9 @@ class TopologyUpdater:
             log.error("failed to apply NodeResourceTopology %s, will retry: %s", self.opts.node_name, e)
             self.metrics.scan_errors.inc()
             return False
+        finally:
+            self._applying = None
+        self.last_body = body
         self.last_digest = digest
         self.last_applied_at = now
         self.publishes += 1
@@ -399,6 +431,13 @@ class TopologyUpdater:
             watcher.start()
         if self.opts.sleep_interval > 0:
             ticker = asyncio.create_task(self._ticker(), name="topology-updater-ticker")
+        if not self.opts.no_publish and not self.opts.oneshot:
+            from nfd.k8s.ownwatch import OwnObjectWatch
+            from nfd.k8s.resources import NODERESOURCETOPOLOGIES
+
+            self.own = OwnObjectWatch(self.api, NODERESOURCETOPOLOGIES, name=self.opts.node_name,
+                                      on_change=self._on_own_change)
+            await self.own.start()
         await self.refresh_kubelet_config()
         if self.opts.initial_scan:
             self.request_scan(STARTUP)
@@ -416,7 +455,9 @@ class TopologyUpdater:
                     nrt = None
                 ok = nrt is not None
                 if nrt is not None and not self.opts.no_publish:
-                    await self.publish(nrt)
+                    # without a working watch on our object, a deletion shows only this way
+                    reapply = INTERVAL in reasons and not await self.own_watch_usable()
+                    await self.publish(nrt, reapply=reapply)
                     ok = self.last_digest == self.scan_digest
                 if self.opts.oneshot and (ok or not self._missing_since):
                     return 0 if ok else 1
@@ -425,6 +466,8 @@ class TopologyUpdater:
                 ticker.cancel()
             if watcher is not None:
                 watcher.close()
+            if self.own is not None:
+                await self.own.stop()
 
 
 async def wait_for_crd(api: Any, *, stop: asyncio.Event | None = None) -> None:

@@ -4,6 +4,11 @@ on config changes (live reload).
 Robustness rules: a failing source keeps its last good result (and is counted in metrics); an
 invalid config is reported and the previous good one stays in force; a failed publish is retried
 with backoff and never deletes or empties the NodeFeature.
+
+The NodeFeature is watched by name (nfd.k8s.ownwatch): deleted or overwritten by someone else,
+it is written again within a tick, and nothing is sent while nothing changes. Where RBAC refuses
+that watch (upstream's Role grants create, get, update) or it is down, the object is read on
+every sleepInterval, as upstream reads it every cycle, and written when it differs.
 """
 
 from __future__ import annotations
@@ -96,6 +101,7 @@ class Worker:
         self._features_d_sig: Any = None
         self._dirty = True  # content not yet published
         self.node_updater: Any = None  # nfd.worker.masterless.MasterlessNode in masterless mode
+        self.own: Any = None  # nfd.k8s.ownwatch.OwnObjectWatch on the published NodeFeature
         self._node_update_error: str | None = None
         self._check_node_update_flags()
 
@@ -337,6 +343,34 @@ class Worker:
             log.warning("publishing NodeFeature failed, will retry: %s: %s", type(e).__name__, e)
             return False
 
+    def _on_own_change(self, obj: dict[str, Any] | None) -> None:
+        """Our NodeFeature as the server now has it (None: deleted). The echo of our own write
+        holds what we wrote; anything else is someone else's doing: write it again."""
+        from nfd.worker.publish import same_content
+
+        if self.publisher is None or self.cfg.no_publish or self.owner_refs is None:
+            return
+        if obj is not None and same_content(obj, self.desired()):
+            return
+        log.info("NodeFeature %s/%s %s by someone else: writing it again", self.publisher.namespace,
+                 self.node_name, "deleted" if obj is None else "changed")
+        self.publisher.current = obj
+        self._dirty = True
+
+    async def _watch_own(self) -> None:
+        if self.own is not None or self.cfg.no_publish or self.publisher is None:
+            return
+        from nfd.k8s.ownwatch import OwnObjectWatch
+        from nfd.k8s.resources import NODEFEATURES
+
+        self.own = OwnObjectWatch(self.api, NODEFEATURES, name=self.node_name,
+                                  namespace=self.publisher.namespace, on_change=self._on_own_change)
+        await self.own.start()
+
+    async def _own_watch_usable(self) -> bool:
+        return self.own is not None and bool(await self.own.check(
+            "reading it on every sleepInterval, as upstream does"))
+
     # -- main loop ------------------------------------------------------------------------
     def log_start(self) -> None:
         """Upstream's start-up banner, once."""
@@ -385,6 +419,7 @@ class Worker:
             await self.close()
             return 0 if ok else 1
         await self.sync_node_updater()
+        await self._watch_own()
 
         server = await serve_http(self.flags.port, self.metrics.render, host=self.flags.bind_address or "0.0.0.0")
         klog.info_s("http server starting", port=f":{self.flags.port}")
@@ -412,6 +447,11 @@ class Worker:
                 if ran:
                     next_full = time.monotonic() + self.cfg.sleep_interval
                     self._features_d_sig = _dir_signature(self.ctx.paths.features_d())
+                    if self.publisher is not None and not await self._own_watch_usable():
+                        # no watch on our object: a deletion shows only by reading it
+                        self.publisher.current = None
+                        self._dirty = True
+                await self._watch_own()
                 await self.sync_node_updater()
                 if self._dirty and time.monotonic() >= retry_at:
                     if await self.publish():
@@ -441,6 +481,9 @@ class Worker:
         return True
 
     async def close(self) -> None:
+        if self.own is not None:
+            await self.own.stop()
+            self.own = None
         if self.node_updater is not None:
             await self.node_updater.stop()
             self.node_updater = None

@@ -98,11 +98,16 @@ def test_worker_manages_its_nodefeature_but_not_nodes(rbac: KubeCluster, node: s
     # It reads its own pod (owner references) ...
     assert worker.get(f"/api/v1/namespaces/{NS}/pods/{pod}")["spec"]["nodeName"] == node
 
-    # ... but cannot touch Nodes, list NodeFeatures, or write outside its namespace.
+    # ... and lists (watches) its own NodeFeature by name in its namespace (what get already
+    # allows: a deleted or overwritten object is seen at once) ...
+    mine = worker.get(base, fieldSelector=f"metadata.name={node}")["items"]
+    assert [o["metadata"]["name"] for o in mine] == [node]
+    # ... but cannot touch Nodes, list NodeFeatures elsewhere, or write outside its namespace.
     _forbidden(worker.request, "PATCH", f"/api/v1/nodes/{node}", body=_label_patch("a", "b"),
                content_type="application/merge-patch+json")
     _forbidden(worker.get, f"/api/v1/nodes/{node}")
-    _forbidden(worker.get, base)
+    _forbidden(worker.get, f"{NFD}/namespaces/default/nodefeatures")
+    _forbidden(worker.get, f"{NFD}/nodefeatures")
     _forbidden(worker.request, "POST", f"{NFD}/namespaces/default/nodefeatures", body=_nodefeature(node))
     _forbidden(worker.request, "PATCH", f"{base}/{node}", body={"spec": {"labels": {}}},
                content_type="application/merge-patch+json")

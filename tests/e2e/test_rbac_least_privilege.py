@@ -187,13 +187,16 @@ def run_everything(inst: Installed) -> None:
         kcfg = inst.tmp / "kubelet-config.yaml"
         kcfg.write_text("kind: KubeletConfiguration\ntopologyManagerPolicy: none\n")
         (inst.tmp / "kubelet-state").mkdir(exist_ok=True)
+        # a daemon, not -oneshot: it also watches its own object (list, watch)
         tu = kube.start_process(
-            ["nfd-topology-updater", "-oneshot", f"-kubelet-config-uri=file://{kcfg}",
+            ["nfd-topology-updater", f"-kubelet-config-uri=file://{kcfg}",
              f"-podresources-socket={kubelet.socket_path}", f"-kubelet-state-dir={inst.tmp / 'kubelet-state'}",
              f"-port={free_port()}", "-config=/nonexistent"],
             kubeconfig=inst.kubeconfig("topology-updater"),
             env={"NODE_NAME": a, "KUBERNETES_NAMESPACE": ns, "NFD_HOST_ROOT": str(NUMA_TWO)}, name=f"tu-{ns}")
-        assert tu.wait(timeout=120) == 0, tu.logs()
+        # its watch opens before the first scan; the audit log shows it once it ends (stop)
+        _wait(inst, lambda: kube.get_or_none(f"{NRT_API}/{a}"), "topology updater published")
+        tu.stop()
     finally:
         kubelet.stop()
         shutil.rmtree(sockdir, ignore_errors=True)

@@ -51,9 +51,11 @@ class Recorder:
 def _fresh() -> Iterator[None]:
     groups._refused.clear()
     groups._compiled.clear()
+    groups._written.clear()
     yield
     groups._refused.clear()
     groups._compiled.clear()
+    groups._written.clear()
 
 
 def test_desired_status_per_policy() -> None:
@@ -199,3 +201,17 @@ async def test_groups_in_every_namespace_get_their_status() -> None:
         assert obj is not None and [n["name"] for n in obj["status"]["nodes"]] == ["n1", "n2", "n3"]
     finally:
         await m.stop()
+
+
+async def test_a_status_someone_else_wrote_is_a_reason_to_recompute_our_echo_is_not() -> None:
+    api = Recorder()
+    old = group(status={"nodes": []})
+    assert await groups.write_status(api, obj=old, members=["a"])  # type: ignore[arg-type]
+    echo = group(status={"nodes": [{"name": "a"}], "nodeCount": 1})
+    assert not groups.status_overwritten(echo, old)  # the echo of our own write
+    assert not groups.status_overwritten(echo, echo)  # status unchanged (a label edit, say)
+    forged = group(status={"nodes": [{"name": "forged"}], "nodeCount": 1})
+    assert groups.status_overwritten(forged, echo)
+    assert groups.status_overwritten(group(), echo)  # cleared
+    groups.forget(groups.group_key(echo))
+    assert groups.status_overwritten(echo, old)  # never written by us: recompute

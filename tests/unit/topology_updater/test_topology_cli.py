@@ -158,3 +158,64 @@ def test_updater_pod_cache_timeout_is_one_error_line(monkeypatch, tmp_path, capl
     assert asyncio.run(tu_main.run(opts, kubeconfig=str(kc))) == 1
     errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
     assert errors == ['timed out waiting for node-scoped Pod cache sync for node "n1"']
+
+
+@pytest.mark.parametrize(
+    ("value", "path"),
+    [
+        ("/var/lib/kubelet/pod-resources/kubelet.sock", "/var/lib/kubelet/pod-resources/kubelet.sock"),
+        # upstream's e2e pods pass the URL form
+        ("unix:///host-var/lib/kubelet/pod-resources/kubelet.sock", "/host-var/lib/kubelet/pod-resources/kubelet.sock"),
+        ("UNIX:///run/k.sock", "/run/k.sock"),
+        ("unix:/run/k.sock", "/run/k.sock"),
+        ("/run/a%20b.sock", "/run/a b.sock"),  # percent-decoded like a URL's path, as upstream
+        ("kubelet.sock", "kubelet.sock"),  # relative to the working directory
+    ],
+)
+def test_podresources_socket_takes_a_path_or_a_unix_url(value: str, path: str) -> None:
+    from nfd.topology_updater.kubelet import socket_path
+
+    assert socket_path(value) == path
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ("tcp://127.0.0.1:10250", "tcp endpoints are not supported"),
+        ("http://localhost/x.sock", "protocol 'http' not supported"),
+        ("unix://run/k.sock", "absolute path"),
+        ("unix://", "absolute path"),
+        ("", "no socket path"),
+        ("/run/a%zz.sock", "invalid URL escape"),
+    ],
+)
+def test_podresources_socket_other_forms_refused_naming_the_flag(value: str, why: str) -> None:
+    from nfd.topology_updater.kubelet import EndpointError, socket_path
+
+    with pytest.raises(EndpointError) as e:
+        socket_path(value)
+    assert str(e.value).startswith("-podresources-socket=") and why in str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_updater_refuses_a_bad_socket_at_start_in_one_line(monkeypatch, caplog) -> None:
+    monkeypatch.setenv("NODE_NAME", "n1")
+    assert tu_main.main(["-kubelet-config-uri=file:///k.yaml", "-podresources-socket=http://x/y"]) == 1
+    errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert errors == ["-podresources-socket='http://x/y': protocol 'http' not supported (a socket path or a unix:// URL)"]
+
+
+def test_kubelet_config_file_uri_forms_as_upstream(tmp_path) -> None:
+    """file:/p, file:///p and percent escapes name the same file, as Go's url.URL.Path does."""
+    import asyncio
+
+    from nfd.topology_updater import kubeletconfig
+
+    d = tmp_path / "a b"
+    d.mkdir()
+    (d / "k.yaml").write_text("topologyManagerPolicy: single-numa-node\n")
+    for uri in (f"file:{d}/k.yaml".replace(" ", "%20"), f"file://{d}/k.yaml".replace(" ", "%20")):
+        kubeletconfig.check_uri(uri)
+        info = asyncio.run(kubeletconfig.KubeletConfigSource(uri, token_file="/nonexistent").load())
+        assert info.policy == "single-numa-node"
+        assert asyncio.run(kubeletconfig.load(uri, token_file="/nonexistent")).policy == "single-numa-node"

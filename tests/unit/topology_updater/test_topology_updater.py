@@ -413,3 +413,55 @@ def test_podresources_client_names_the_socket_and_the_grpc_status(sock, kubelet)
         await c.close()
 
     asyncio.run(go())
+
+
+class OwnWatch:
+    """Stands in for nfd.k8s.ownwatch.OwnObjectWatch: only .check() is used by the loop."""
+
+    def __init__(self, usable: bool) -> None:
+        self.usable = usable
+
+    async def check(self, fallback: str) -> bool:
+        return self.usable
+
+
+def test_own_object_deleted_or_overwritten_is_applied_again_echo_is_not(tmp_path, sock, kubelet, topo_two) -> None:
+    u, api, _ = make(tmp_path, sock, topo_two)
+    u.own = OwnWatch(usable=True)
+
+    async def go() -> None:
+        await cycle(u)
+        assert len(api.writes()) == 1
+        echo = dict(api.objects["node-a"], metadata={**api.objects["node-a"]["metadata"], "resourceVersion": "7"})
+        u._on_own_change(echo)  # our own apply coming back: nothing to do
+        assert not u._trigger.is_set()
+        await cycle(u)
+        assert len(api.writes()) == 1  # unchanged: no write
+        u._on_own_change(None)  # deleted by someone
+        assert u._trigger.is_set() and "ownObject" in u._reasons
+        await cycle(u, reasons={"ownObject"})
+        assert len(api.writes()) == 2
+        forged = dict(api.objects["node-a"], zones=[])
+        u._on_own_change(forged)  # overwritten by someone
+        await cycle(u, reasons={"ownObject"})
+        assert len(api.writes()) == 3
+        await u.kubelet.close()
+
+    asyncio.run(go())
+
+
+@pytest.mark.parametrize(("usable", "writes"), [(True, 1), (False, 3)])
+def test_interval_reapplies_only_without_a_working_watch(tmp_path, sock, kubelet, topo_two, usable, writes) -> None:
+    """Upstream's RBAC refuses the watch: every interval tick applies, as upstream does."""
+    u, api, _ = make(tmp_path, sock, topo_two)
+    u.own = OwnWatch(usable=usable)
+
+    async def go() -> None:
+        for _ in range(3):
+            nrt = await u.scan_once({INTERVAL})
+            assert nrt is not None
+            await u.publish(nrt, reapply=not await u.own_watch_usable())
+        await u.kubelet.close()
+
+    asyncio.run(go())
+    assert len(api.writes()) == writes

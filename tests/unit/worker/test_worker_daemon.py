@@ -323,3 +323,31 @@ def test_missing_config_file_is_no_change_every_tick(host, tmp_path, monkeypatch
     assert sum('"config file not found, using defaults"' in m for m in msgs) == 1, msgs
     assert sum('"configuration file parsed"' in m for m in msgs) == 1, msgs
     assert sum('"configuration successfully updated"' in m for m in msgs) == 2, msgs
+
+
+def test_own_nodefeature_deleted_or_overwritten_is_written_again_echo_is_not(host, tmp_path):
+    w, api, _ = make_worker(host, tmp_path)
+
+    async def go():
+        w.reload_config()
+        w.run_discovery()
+        assert await w.publish()
+        written = api.objects[NF_PATH]
+        api.calls.clear()
+        w._on_own_change(dict(written, metadata={**written["metadata"], "resourceVersion": "99"}))  # echo
+        assert not w._dirty
+        w._on_own_change(None)  # deleted by someone
+        assert w._dirty and w.publisher.current is None
+        api.objects.pop(NF_PATH)
+        assert await w.publish()
+        assert [m for m, _ in api.calls] == ["GET", "POST"]
+        api.calls.clear()
+        forged = dict(api.objects[NF_PATH], spec={"labels": {"forged": "1"}, "features": {}})
+        api.put_object(NF_PATH, forged)
+        w._on_own_change(api.objects[NF_PATH])  # overwritten by someone
+        assert w._dirty
+        assert await w.publish()
+        assert api.calls == [("PUT", NF_PATH)]
+        assert api.objects[NF_PATH]["spec"]["labels"] == written["spec"]["labels"]
+
+    run(go())

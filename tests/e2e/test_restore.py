@@ -1,0 +1,246 @@
+"""Each daemon restores what it owns when someone deletes or overwrites it, within one interval,
+and sends no write while nothing changes: against the real kube-apiserver, each component a
+process under its ServiceAccount, writes counted from the apiserver's audit log (or, for the
+worker, its own request counter).
+
+- nfd-topology-updater: its NodeResourceTopology (upstream's e2e spec "when kubelet state
+  monitoring disabled should still create or update CRs with periodic updates", with the
+  ``unix://`` socket form upstream's pods pass), with our RBAC (watch: back at once) and with
+  upstream's (no list/watch: re-applied on the next interval tick);
+- nfd-worker: its NodeFeature;
+- nfd-master: its leader-election Lease, a NodeFeatureGroup's status, a node's labels and
+  bookkeeping annotations.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e import tools
+from tests.e2e.harness import REPO_ROOT, KubeCluster
+from tests.e2e.test_master import FEATURE_LABELS, FNS, NFD, Env, converged, setup_world, wait_for
+from tests.e2e.test_topology_updater import NS as TU_NS
+from tests.e2e.test_topology_updater import SA as TU_SA
+from tests.e2e.test_topology_updater import UpdaterEnv, _apply_rbac
+from tests.e2e.test_worker import WorkerEnv
+from tests.e2e.tools import AuditedCluster
+
+pytestmark = pytest.mark.e2e
+
+install_kube = tools.install_kube  # the audited control plane (session fixture)
+
+WRITES = ("create", "update", "patch", "delete")
+LEASE = "/apis/coordination.k8s.io/v1/namespaces/node-feature-discovery/leases/nfd-master.nfd.kubernetes.io"
+
+
+def writes_by(kube: AuditedCluster, user: str, since: int) -> list[str]:
+    return [f"{ev['verb']} {ev.get('requestURI')}" for ev in kube.audit_events(since=since)
+            if ev.get("user", {}).get("username") == user and ev["verb"] in WRITES]
+
+
+def back_within(fn: Any, seconds: float, what: str) -> float:
+    """Seconds until ``fn()`` is true; fails past ``seconds``."""
+    t0 = time.monotonic()
+    wait_for(fn, timeout=seconds, what=what)
+    return time.monotonic() - t0
+
+
+# -- nfd-topology-updater -------------------------------------------------------------------------
+
+INTERVAL_S = 3.0  # upstream's spec: -sleep-interval=3s
+
+
+@pytest.fixture
+def tu_env(install_kube: AuditedCluster, tmp_path: Path) -> Iterator[UpdaterEnv]:
+    _apply_rbac(install_kube)
+    install_kube.wait_crd_established("noderesourcetopologies.topology.node.k8s.io")
+    e = UpdaterEnv(install_kube, tmp_path)
+    e.kubelet.start()
+    yield e
+    e.close()
+    _apply_rbac(install_kube)  # a test that narrowed the ClusterRole leaves ours behind
+
+
+def _start_as_upstream_spec(e: UpdaterEnv) -> None:
+    # upstream's pods: the socket as a unix:// URL, no kubelet state monitoring, 3 s interval
+    e.start(f"-podresources-socket=unix://{e.socket}", "-kubelet-state-dir=", f"-sleep-interval={INTERVAL_S:g}s")
+
+
+def test_topology_updater_restores_its_nrt_at_once_and_writes_nothing_while_idle(tu_env: UpdaterEnv) -> None:
+    e, kube = tu_env, tu_env.kube
+    assert isinstance(kube, AuditedCluster)
+    user = f"system:serviceaccount:{TU_NS}:{TU_SA}"
+    _start_as_upstream_spec(e)
+    wait_for(lambda: e.nrt() is not None, timeout=60, what="NRT created (unix:// socket)")
+    zones = e.nrt()["zones"]  # type: ignore[index]
+
+    mark = kube.audit_mark()
+    time.sleep(3 * INTERVAL_S)  # three interval scans of an unchanged node
+    assert writes_by(kube, user, mark) == []
+
+    kube.request("DELETE", e.path)
+    took = back_within(lambda: e.nrt() is not None, INTERVAL_S, "the deleted NRT is back within one interval")
+    assert e.nrt()["zones"] == zones, took  # type: ignore[index]
+
+    # overwritten: someone empties the zones
+    kube.request("PATCH", e.path, body={"zones": []}, content_type="application/merge-patch+json")
+    back_within(lambda: (e.nrt() or {}).get("zones") == zones, INTERVAL_S, "the overwritten zones are back")
+
+    mark = kube.audit_mark()
+    time.sleep(3 * INTERVAL_S)
+    assert writes_by(kube, user, mark) == []
+    assert e.proc is not None and "Traceback" not in e.proc.logs()
+
+
+def test_topology_updater_under_upstreams_rbac_reapplies_every_interval(tu_env: UpdaterEnv) -> None:
+    """Upstream's ClusterRole grants create and patch only: no watch, so the object is applied
+    on every interval tick (upstream's behaviour), and a deleted one is back within one."""
+    e, kube = tu_env, tu_env.kube
+    role = kube.get("/apis/rbac.authorization.k8s.io/v1/clusterroles/nfd-topology-updater")
+    for rule in role["rules"]:
+        if "noderesourcetopologies" in rule["resources"]:
+            rule["verbs"] = ["create", "patch"]
+    kube.request("PUT", "/apis/rbac.authorization.k8s.io/v1/clusterroles/nfd-topology-updater", body=role)
+    proc = e.start("-kubelet-state-dir=", f"-sleep-interval={INTERVAL_S:g}s")
+    wait_for(lambda: e.nrt() is not None, timeout=60, what="NRT created")
+    proc.wait_log("cannot watch NodeResourceTopology", timeout=30)
+    assert proc.logs().count("cannot watch NodeResourceTopology") == 1
+    kube.request("DELETE", e.path)
+    back_within(lambda: e.nrt() is not None, INTERVAL_S + 1.0, "the deleted NRT is back within one interval")
+
+
+# -- nfd-worker ---------------------------------------------------------------------------------
+
+WORKER_CONF = "core:\n  sleepInterval: 60s\n  featureSources: [all, -nvml]\n  labelSources: [all, -nvml]\n"
+
+
+@pytest.fixture
+def worker_env(kube: KubeCluster, tmp_path: Path) -> Iterator[WorkerEnv]:
+    kube.apply_manifest_dir(REPO_ROOT / "deploy" / "base" / "rbac")
+    e = WorkerEnv(kube, tmp_path)
+    e.conf.write_text(WORKER_CONF)
+    yield e
+    if e.proc is not None and e.proc.running:
+        e.proc.stop()
+    with contextlib.suppress(Exception):
+        kube.request("DELETE", e.path)
+    kube.delete_node(e.node)
+
+
+def test_worker_restores_its_nodefeature_within_a_tick_and_sends_nothing_while_idle(worker_env: WorkerEnv) -> None:
+    """sleepInterval is 60 s: the object comes back from the watch, not from the next pass."""
+    e, kube = worker_env, worker_env.kube
+    e.start()
+    first = kube.wait_until(e.nodefeature, timeout=60, message="NodeFeature created")
+    spec = first["spec"]
+    m1 = e.wait_metrics()
+    time.sleep(3.0)
+    m2 = e.metrics()
+    for verb in ("GET", "UPDATE", "CREATE", "LIST"):
+        k = f'nfd_worker_api_requests_total{{verb="{verb}"}}'
+        assert m2.get(k, 0) == m1.get(k, 0), (verb, m1.get(k), m2.get(k))
+
+    kube.request("DELETE", e.path)
+    back_within(lambda: e.nodefeature() is not None, 5.0, "the deleted NodeFeature is back")
+    assert e.nodefeature()["spec"] == spec  # type: ignore[index]
+
+    kube.request("PATCH", e.path, body={"spec": {"labels": {"forged": "1"}}},
+                 content_type="application/merge-patch+json")
+    back_within(lambda: (e.nodefeature() or {}).get("spec") == spec, 5.0, "the overwritten spec is back")
+
+    m3 = e.metrics()
+    time.sleep(3.0)
+    m4 = e.metrics()
+    for verb in ("GET", "UPDATE", "CREATE", "LIST"):
+        k = f'nfd_worker_api_requests_total{{verb="{verb}"}}'
+        assert m4.get(k, 0) == m3.get(k, 0), (verb, m3.get(k), m4.get(k))
+    assert e.proc is not None and "Traceback" not in e.proc.logs()
+
+
+# -- nfd-master ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def master_env(install_kube: AuditedCluster, tmp_path: Path) -> Iterator[Env]:
+    install_kube.apply_manifest_dir(REPO_ROOT / "deploy" / "base" / "rbac")
+    e = Env(install_kube, tmp_path)
+    try:
+        yield e
+    finally:
+        e.close()
+        with contextlib.suppress(Exception):
+            install_kube.request("DELETE", LEASE)
+
+
+MASTER = "system:serviceaccount:node-feature-discovery:nfd-master"
+
+
+def test_master_restores_its_lease_within_a_retry_period(master_env: Env) -> None:
+    """A Lease is renewed every retryPeriod (2 s) by design: those writes are the election itself,
+    so no idle check here. Deleted, it is created again by the next renewal, same holder."""
+    env = master_env
+    m = env.start_master("-enable-leader-election")
+    m.wait_log("Successfully acquired lease", timeout=60)
+    holder = env.kube.get(LEASE)["spec"]["holderIdentity"]
+    env.kube.request("DELETE", LEASE)
+    back_within(lambda: env.kube.get_or_none(LEASE) is not None, 2.0 + 1.0, "the Lease is back")
+    assert env.kube.get(LEASE)["spec"]["holderIdentity"] == holder
+    assert m.running and m.logs().count("Successfully acquired lease") == 1
+
+
+def test_master_restores_group_status_and_node_bookkeeping_and_writes_nothing_while_idle(master_env: Env) -> None:
+    env = master_env
+    kube = env.kube
+    assert isinstance(kube, AuditedCluster)
+    nodes = setup_world(env, 2)
+    name = f"{env.tag}-avx512"
+    grp = {"apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeatureGroup",
+           "metadata": {"name": name, "namespace": "node-feature-discovery"},
+           "spec": {"featureGroupRules": [{"name": "avx512", "matchFeatures": [
+               {"feature": "e2e.tag", "matchExpressions": {env.tag: {"op": "Exists"}}},
+               {"feature": "cpu.cpuid", "matchExpressions": {"AVX512F": {"op": "Exists"}}}]}]}}
+    path = f"{NFD}/namespaces/node-feature-discovery/nodefeaturegroups/{name}"
+    kube.request("POST", f"{NFD}/namespaces/node-feature-discovery/nodefeaturegroups", body=grp)
+    try:
+        m = env.start_master("-feature-gates=NodeFeatureGroupAPI=true")
+        want = {"nodes": [{"name": n} for n in sorted(nodes)], "nodeCount": 2}
+
+        def status() -> dict[str, Any]:
+            return dict(kube.get(path).get("status") or {})
+
+        wait_for(lambda: status() == want, what="group status")
+        for n in nodes:
+            wait_for(lambda n=n: converged(env, n), what=f"{n} converged")
+
+        mark = kube.audit_mark()
+        time.sleep(5.0)
+        assert writes_by(kube, MASTER, mark) == []
+
+        # someone overwrites the group's status
+        cur = kube.get(path)
+        cur["status"] = {"nodes": [{"name": "forged"}], "nodeCount": 1}
+        kube.request("PUT", f"{path}/status", body=cur)
+        back_within(lambda: status() == want, 5.0, "the group status is back")
+
+        # someone strips a label nfd manages and its bookkeeping annotation from a node
+        node = nodes[0]
+        patch = {"metadata": {"labels": {f"{FNS}/cpu-avx": None},
+                              "annotations": {FEATURE_LABELS: None}}}
+        kube.request("PATCH", f"/api/v1/nodes/{node}", body=patch, content_type="application/merge-patch+json")
+        back_within(lambda: converged(env, node)
+                    and FEATURE_LABELS in (env.get_node(node)["metadata"].get("annotations") or {}),
+                    5.0, "the node's label and bookkeeping annotation are back")
+
+        mark = kube.audit_mark()
+        time.sleep(5.0)
+        assert writes_by(kube, MASTER, mark) == []
+        assert "Traceback" not in m.logs()
+    finally:
+        with contextlib.suppress(Exception):
+            kube.request("DELETE", path)
