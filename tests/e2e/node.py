@@ -2,9 +2,10 @@
 
 The node joins a control plane of its own (a KubeCluster: etcd + kube-apiserver) with the
 kube-controller-manager (DaemonSet, Deployment, garbage-collector, root-CA publisher and node
-lifecycle controllers) and the kube-scheduler. The Kubernetes binaries are built from
-tests/tools/node (the k8s.io/kubernetes version of tests/apiserver) in one `go build`, cached
-like the apiserver; containerd, runc and the CNI plugins come from Debian packages
+lifecycle controllers) and the kube-scheduler. The Kubernetes binaries (and the DRA test
+driver, a kubelet plugin the DRA tests run beside the kubelet) are built from tests/tools/node
+(the k8s.io/kubernetes version of tests/apiserver) in one `go build`, cached like the
+apiserver; containerd, runc and the CNI plugins come from Debian packages
 (tests/e2e/hostpkgs.py). Images are imported into containerd, never pulled: the project's
 image (tests/e2e/image.py) and a pause image holding tests/tools/node/pause.
 
@@ -35,6 +36,7 @@ import sys
 import tarfile
 import tempfile
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,6 +58,8 @@ COMMANDS = {
     "kube-controller-manager": "k8s.io/kubernetes/cmd/kube-controller-manager",
     "kube-scheduler": "k8s.io/kubernetes/cmd/kube-scheduler",
     "pause": "./pause",
+    # the DRA kubelet plugin Kubernetes' own e2e tests use (tests/e2e/test_node_dra.py)
+    "dra-test-driver": "k8s.io/kubernetes/test/e2e/dra/test-driver",
 }
 PACKAGES = ("containerd", "runc", "containernetworking-plugins")
 CNI_BIN_DIR = "/usr/lib/cni"
@@ -94,8 +98,8 @@ def build_key(go: str) -> str:
 
 
 def ensure_binaries(*, log: Callable[[str], None] = print) -> dict[str, Path]:
-    """kubelet, kube-controller-manager, kube-scheduler and pause, built by one `go build` if any
-    is missing (BuildError on failure)."""
+    """kubelet, kube-controller-manager, kube-scheduler, pause and the DRA test driver, built by
+    one `go build` if any is missing (BuildError on failure)."""
     go = find_go()
     if go is None:
         raise BuildError("Go is not installed (no `go` on PATH)")
@@ -121,8 +125,8 @@ def ensure_binaries(*, log: Callable[[str], None] = print) -> dict[str, Path]:
             shutil.rmtree(tmp, ignore_errors=True)
             tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-40:])
             raise BuildError(f"go build failed (exit {proc.returncode}) in {MODULE_DIR}:\n{tail}")
-        for name in COMMANDS:
-            os.replace(tmp / name, paths[name])
+        for name, package in COMMANDS.items():
+            os.replace(tmp / Path(package).name, paths[name])  # go names a binary after its package
         shutil.rmtree(tmp, ignore_errors=True)
         log(f"built the node binaries in {time.monotonic() - start:.1f}s")
     for old in sorted((d for d in cache_root().glob("bin-*") if d != out), key=lambda d: d.stat().st_mtime,
@@ -202,8 +206,9 @@ class Timings:
     start_s: float = 0.0
 
     def line(self) -> str:
-        return (f"real node set-up: image {self.image_s:.1f}s, kubelet/controller-manager/scheduler build "
-                f"{self.binaries_s:.1f}s, node start (containerd, image import, kubelet Ready) {self.start_s:.1f}s")
+        return (f"real node set-up: image {self.image_s:.1f}s, kubelet/controller-manager/scheduler/"
+                f"DRA test driver build {self.binaries_s:.1f}s, node start (containerd, image import, "
+                f"kubelet Ready) {self.start_s:.1f}s")
 
 
 @dataclass
@@ -216,6 +221,7 @@ class RealNode:
     kubelet_port: int = 10250
     timings: Timings = field(default_factory=Timings)
     processes: dict[str, ManagedProcess] = field(default_factory=dict)
+    restarts: int = 0  # of the kubelet (restart_kubelet)
 
     root_dir: Path = KUBELET_ROOT
     pod_logs_dir: Path = POD_LOGS
@@ -369,6 +375,25 @@ state = "{d / 'state'}"
              # the addresses the "cloud" (here: initialize_node) gives its Node.
              "--cloud-provider=external", "--v=1"],
             kubeconfig=self.kube.kubeconfig, name="kubelet")
+
+    def restart_kubelet(self, *, timeout: float = 120) -> None:
+        """Stop the kubelet and start it again with the same arguments, root and pods (a kubelet
+        upgrade or crash): the containers keep running, device plugins must register again."""
+        argv = self.processes["kubelet"].argv
+        self.processes["kubelet"].stop(timeout=30)
+        self.restarts += 1
+        self.processes["kubelet"] = self.kube.start_process(argv, kubeconfig=self.kube.kubeconfig,
+                                                            name=f"kubelet-{self.restarts}")
+        port = yaml.safe_load((self.tmp / "kubelet.yaml").read_text())["healthzPort"]
+        healthz = f"http://127.0.0.1:{port}/healthz"
+
+        def healthy() -> bool:
+            self._check_running()
+            with contextlib.suppress(OSError), urllib.request.urlopen(healthz, timeout=2) as r:
+                return bool(r.status == 200)
+            return False
+
+        self.kube.wait_until(healthy, timeout=timeout, interval=0.5, message="kubelet healthy after its restart")
 
     def close(self) -> None:
         """Stop the kubelet, the pods' containers, the controllers, containerd; unmount what the
@@ -548,7 +573,7 @@ def main(argv: list[str] | None = None) -> int:
         t = time.monotonic()
         for name, path in ensure_binaries(log=log).items():
             print(f"{name}: {path}")
-        print(f"kubelet, kube-controller-manager, kube-scheduler ready in {time.monotonic() - t:.1f}s")
+        print(f"{', '.join(COMMANDS)} ready in {time.monotonic() - t:.1f}s")
     except (BuildError, ImageError, hostpkgs.PackageError, NodeError, RuntimeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -1,6 +1,7 @@
-// Test-only module: builds a real kubelet, kube-controller-manager and kube-scheduler for the
-// e2e real node (tests/e2e/node.py), from the same k8s.io/kubernetes version and replace lines
-// as tests/apiserver/go.mod, so the Go build cache is shared. Nothing built is committed.
+// Test-only module: builds a real kubelet, kube-controller-manager, kube-scheduler and the DRA
+// test driver (test/e2e/dra/test-driver) for the e2e real node (tests/e2e/node.py), from the
+// same k8s.io/kubernetes version and replace lines as tests/apiserver/go.mod, so the Go build
+// cache is shared. Nothing built is committed.
 module nfd.test/tools/node
 
 go 1.25.0
