@@ -57,7 +57,7 @@ WIPE_WITHIN_S = 120
 
 def containerd_version() -> tuple[int, int]:
     out = subprocess.run(["containerd", "--version"], capture_output=True, text=True, check=True).stdout
-    m = re.search(r"\s v?(\d+)\.(\d+)", out)
+    m = re.search(r"\sv?(\d+)\.(\d+)\.", out)
     assert m, out
     return int(m.group(1)), int(m.group(2))
 
