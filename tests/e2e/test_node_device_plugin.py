@@ -139,17 +139,17 @@ class Env:
         began = time.monotonic()
         last: list[Any] = [None, None]
 
-        def agree() -> Amounts | None:
+        def agree() -> tuple[Amounts] | None:
             assert self.updater is not None and self.updater.running, self.updater and self.updater.logs()[-3000:]
             view, _ = podresources_view(self.node)
             got = nrt_view(self.node)
             last[:] = [view, got]
             if got == view and (expect is None or expect(view)):
-                return view
+                return (view,)  # truthy also when the view is empty
             return None
 
         try:
-            view = self.node.kube.wait_until(agree, timeout=timeout, interval=0.25, message=message)
+            (view,) = self.node.kube.wait_until(agree, timeout=timeout, interval=0.25, message=message)
         except TimeoutError:
             raise AssertionError(f"{message}: podresources {last[0]}, NodeResourceTopology {last[1]}\n"
                                  f"updater log:\n{self.updater.logs()[-3000:] if self.updater else ''}") from None
