@@ -517,9 +517,19 @@ def machine_lock(*, log: Callable[[str], None] = print) -> Iterator[None]:
         yield
 
 
+#: the session's node: each test module that imports `real_node` registers a fixture of its
+#: own (pytest keys fixtures by the module that names them), and a second node would wait
+#: forever for the machine lock the first one holds
+_session_node: RealNode | None = None
+
+
 @pytest.fixture(scope="session")
 def real_node(pytestconfig: pytest.Config) -> Iterator[RealNode]:
     """One real node (and its control plane) for the tests marked `node`."""
+    global _session_node
+    if _session_node is not None:
+        yield _session_node  # started for another module's tests; stopped by its fixture
+        return
     reason = cannot_run_containers()
     if reason:
         pytest.skip(f"no real node: {reason}")
@@ -538,9 +548,11 @@ def real_node(pytestconfig: pytest.Config) -> Iterator[RealNode]:
             node = start_node(log=log)
         except (BuildError, ImageError, hostpkgs.PackageError, NodeError, RuntimeError) as e:
             pytest.fail(f"cannot start the real node: {e}", pytrace=False)
+        _session_node = node
         try:
             yield node
         finally:
+            _session_node = None
             stop_node(node)
 
 
