@@ -187,7 +187,7 @@ def test_a_pod_with_a_resource_claim_is_allocated_prepared_and_runs(env: Env) ->
     spec_file = f"{env.cdi_dir}/{DRIVER}-{claim['metadata']['uid']}-dev.json"
     with open(spec_file) as f:
         cdi = f.read()
-    variable = f"claim_{claim['metadata']['name']}_dev"
+    variable = re.sub(r"[^a-zA-Z0-9]", "_", f"claim_{claim['metadata']['name']}_dev")  # as the driver names it
     assert f"{variable}=true" in cdi, cdi
     injected = container_env(env.node, pod).get(variable) == "true"
     version = containerd_version()
