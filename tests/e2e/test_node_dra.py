@@ -81,6 +81,8 @@ class Env:
         return dict(self.node.node()["metadata"].get("labels") or {})
 
     def start_driver(self) -> ManagedProcess:
+        # the driver makes --datadir's parent, not its own socket directory (its README: mkdir -p)
+        (self.node.root_dir / "plugins" / DRIVER).mkdir(parents=True, exist_ok=True)
         p = self.kube.start_process(
             [str(self.node.bins["dra-test-driver"]), "-v=3", "kubelet-plugin", f"--node-name={self.node.name}",
              f"--num-devices={DEVICES}", f"--cdi-dir={self.cdi_dir}"],
