@@ -140,13 +140,13 @@ class NetNamespace:
     def _guard(self) -> None:
         """Nothing leaves through the veth but answers to the test process: the namespace never
         starts a conversation outside itself, and pods cannot reach the test machine."""
+        # postrouting: the interface a packet really leaves by (an output hook still sees the
+        # route picked before kube-proxy's DNAT, e.g. the veth for a Service address); forwarded
+        # packets (the pods') pass here too
         rules = f"""table inet nfd-e2e-guard {{
-  chain leaving {{ type filter hook output priority 0; policy accept;
+  chain leaving {{ type filter hook postrouting priority 0; policy accept;
     oifname "{self.node_if}" ip daddr != {HOST_IP} drop
     oifname "{self.node_if}" ct state established,related accept
-    oifname "{self.node_if}" drop
-  }}
-  chain passing {{ type filter hook forward priority 0; policy accept;
     oifname "{self.node_if}" drop
   }}
 }}
