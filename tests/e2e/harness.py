@@ -503,6 +503,8 @@ class KubeCluster:
             # the node proxy (a kubelet's /configz, logs) as kubeadm sets it up
             f"--kubelet-client-certificate={p / 'kubelet-client.crt'}",
             f"--kubelet-client-key={p / 'kubelet-client.key'}",
+            # the node's address first, as kubeadm: a Hostname would be looked up in DNS
+            "--kubelet-preferred-address-types=InternalIP,Hostname",
             f"--token-auth-file={p / 'tokens.csv'}",
             "--authorization-mode=RBAC",
             f"--service-account-issuer={SA_ISSUER}",

@@ -303,6 +303,9 @@ state = "{d / 'state'}"
   sandbox_image = "{PAUSE_REF}"
   # runc may not lower oom_score_adj in this sandboxed machine (pod sandboxes fail otherwise)
   restrict_oom_score_adj = true
+  # the pods' network namespaces under the state directory: removed with it, never left in
+  # the machine's /run/netns
+  netns_mounts_under_state_dir = true
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "{'native' if fs_type(d) == 'overlay' else 'overlayfs'}"  # no overlay on overlay
     default_runtime_name = "runc"
