@@ -40,6 +40,8 @@ from typing import Any
 
 import yaml
 
+from tests.e2e.netns import KUBERNETES_SERVICE_IP, NODE_IP, NetNamespace
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CRDS_DIR = REPO_ROOT / "crds"
 ADMIN_USER = "e2e-admin"
@@ -174,12 +176,21 @@ def _die_with_parent() -> None:
 
 
 def _popen(argv: list[str], *, log_path: Path, env: dict[str, str] | None = None,
-           cwd: str | None = None) -> subprocess.Popen[bytes]:
+           cwd: str | None = None, netns: NetNamespace | None = None) -> subprocess.Popen[bytes]:
+    """``netns``: the child runs in that network namespace (the real node's cluster)."""
     # PDEATHSIG fires when the spawning *thread* exits, so only use it from the main thread.
-    preexec = _die_with_parent if threading.current_thread() is threading.main_thread() else None
+    die = threading.current_thread() is threading.main_thread()
+
+    def preexec() -> None:
+        if die:
+            _die_with_parent()
+        if netns is not None:
+            netns.preexec()
+
     with open(log_path, "ab") as log:
         return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                env=env, cwd=cwd, start_new_session=True, preexec_fn=preexec)
+                                env=env, cwd=cwd, start_new_session=True,
+                                preexec_fn=preexec if die or netns is not None else None)
 
 
 def _terminate(proc: subprocess.Popen[bytes], *, timeout: float) -> int | None:
@@ -381,8 +392,12 @@ def _apply_order(obj: dict[str, Any]) -> int:
 class KubeCluster:
     """etcd + kube-apiserver started from the harness binary, plus e2e helpers."""
 
-    def __init__(self, *, binary: str | Path, tmpdir: str | Path) -> None:
+    def __init__(self, *, binary: str | Path, tmpdir: str | Path, netns: NetNamespace | None = None) -> None:
         self.binary = str(binary)
+        #: with a network namespace, etcd, the apiserver and every process started here run in
+        #: it, and the apiserver serves on the namespace's node address (NODE_IP)
+        self.netns = netns
+        self.address = NODE_IP if netns is not None else "127.0.0.1"
         self.tmpdir = str(tmpdir)
         self._tmp = Path(tmpdir)
         self.pki = self._tmp / "pki"
@@ -405,11 +420,12 @@ class KubeCluster:
 
     @classmethod
     def start(cls, *, binary: str | Path, crds_dir: str | Path | None = DEFAULT_CRDS_DIR,
-              tmpdir: str | Path | None = None) -> KubeCluster:
-        """Start etcd and the apiserver and install the CRDs; stops everything on failure."""
+              tmpdir: str | Path | None = None, netns: NetNamespace | None = None) -> KubeCluster:
+        """Start etcd and the apiserver and install the CRDs; stops everything on failure.
+        ``netns``: the cluster lives in that network namespace (tests/e2e/netns.py)."""
         began = time.monotonic()
         tmp = Path(tmpdir) if tmpdir else Path(tempfile.mkdtemp(prefix="nfd-e2e-"))
-        cluster = cls(binary=binary, tmpdir=tmp)
+        cluster = cls(binary=binary, tmpdir=tmp, netns=netns)
         try:
             cluster._setup()
             if crds_dir is not None:
@@ -422,8 +438,9 @@ class KubeCluster:
 
     def _setup(self) -> None:
         self.pki.mkdir(parents=True, exist_ok=True)
-        subprocess.run([self.binary, "certs", "--dir", str(self.pki)], check=True,
-                       capture_output=True, timeout=60)
+        extra_ips = [self.address, KUBERNETES_SERVICE_IP] if self.netns is not None else []
+        subprocess.run([self.binary, "certs", "--dir", str(self.pki), *(f"--ip={ip}" for ip in extra_ips)],
+                       check=True, capture_output=True, timeout=60)
         (self.pki / "tokens.csv").write_text(f"{self.admin_token},{ADMIN_USER},{ADMIN_USER},system:masters\n")
         (self._tmp / "etcd").mkdir(exist_ok=True)
         (self._tmp / "logs").mkdir(exist_ok=True)
@@ -441,7 +458,7 @@ class KubeCluster:
                     raise
         for attempt in range(3):
             self.port = free_port()
-            self.server = f"https://127.0.0.1:{self.port}"
+            self.server = f"https://{self.address}:{self.port}"
             try:
                 self.start_apiserver()
                 break
@@ -456,13 +473,13 @@ class KubeCluster:
         log = self._tmp / "logs" / "etcd.log"
         self._etcd = _popen([self.binary, "etcd", "--data-dir", str(self._tmp / "etcd" / "data"),
                              "--client-port", str(self.etcd_port), "--peer-port", str(self.etcd_peer_port)],
-                            log_path=log)
+                            log_path=log, netns=self.netns)
         url = f"http://127.0.0.1:{self.etcd_port}/health"
         deadline = time.monotonic() + 60
         while True:
             if self._etcd.poll() is not None:
                 raise RuntimeError(f"etcd exited ({self._etcd.returncode}):\n{_tail(log)}")
-            with contextlib.suppress(OSError), urllib.request.urlopen(url, timeout=2) as r:
+            with contextlib.suppress(OSError), self._entered(), urllib.request.urlopen(url, timeout=2) as r:
                 if json.loads(r.read()).get("health") == "true":
                     return
             if time.monotonic() > deadline:
@@ -474,13 +491,20 @@ class KubeCluster:
         return [
             self.binary, "kube-apiserver",
             f"--etcd-servers=http://127.0.0.1:{self.etcd_port}",
-            "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1",
+            # in the node's namespace: every address of it (the node's, for the kubernetes
+            # Service's endpoints and the pods; loopback, for the node's own components)
+            f"--bind-address={'0.0.0.0' if self.netns is not None else '127.0.0.1'}",
+            f"--advertise-address={self.address}",
             f"--secure-port={self.port}",
             f"--cert-dir={self._tmp / 'apiserver-certs'}",
             f"--tls-cert-file={p / 'server.crt'}",
             f"--tls-private-key-file={p / 'server.key'}",
             f"--client-ca-file={p / 'ca.crt'}",
+            # the node proxy (a kubelet's /configz, logs) as kubeadm sets it up
+            f"--kubelet-client-certificate={p / 'kubelet-client.crt'}",
+            f"--kubelet-client-key={p / 'kubelet-client.key'}",
+            # the node's address first, as kubeadm: a Hostname would be looked up in DNS
+            "--kubelet-preferred-address-types=InternalIP,Hostname",
             f"--token-auth-file={p / 'tokens.csv'}",
             "--authorization-mode=RBAC",
             f"--service-account-issuer={SA_ISSUER}",
@@ -500,7 +524,7 @@ class KubeCluster:
         if self._apiserver is not None and self._apiserver.poll() is None:
             return
         log = self._tmp / "logs" / "kube-apiserver.log"
-        self._apiserver = _popen(self._apiserver_argv(), log_path=log)
+        self._apiserver = _popen(self._apiserver_argv(), log_path=log, netns=self.netns)
         self._wait_ready(timeout=timeout, log=log)
         self._discovery.clear()
 
@@ -551,6 +575,10 @@ class KubeCluster:
             print(f"nfd e2e: kept {self.tmpdir}", file=sys.__stderr__)
         else:
             shutil.rmtree(self.tmpdir, ignore_errors=True)
+
+    def _entered(self) -> contextlib.AbstractContextManager[None]:
+        """This thread in the cluster's network namespace for the block (loopback there)."""
+        return self.netns.entered() if self.netns is not None else contextlib.nullcontext()
 
     # ---- raw access ------------------------------------------------------------------------
 
@@ -805,7 +833,7 @@ class KubeCluster:
         full_env = dict(os.environ)
         full_env.update({"KUBECONFIG": kubeconfig, "PYTHONUNBUFFERED": "1"})
         full_env.update(env or {})
-        proc = _popen([exe, *argv[1:]], log_path=log, env=full_env, cwd=self.tmpdir)
+        proc = _popen([exe, *argv[1:]], log_path=log, env=full_env, cwd=self.tmpdir, netns=self.netns)
         mp = ManagedProcess(label, [exe, *argv[1:]], log, proc)
         self._processes.append(mp)
         return mp

@@ -1,20 +1,23 @@
 """A real Kubernetes node for the e2e tests: kubelet, containerd and runc on this machine.
 
 The node joins a control plane of its own (a KubeCluster: etcd + kube-apiserver) with the
-kube-controller-manager (DaemonSet, Deployment, garbage-collector, root-CA publisher and node
-lifecycle controllers) and the kube-scheduler. The Kubernetes binaries (and the DRA test
-driver, a kubelet plugin the DRA tests run beside the kubelet) are built from tests/tools/node
-(the k8s.io/kubernetes version of tests/apiserver) in one `go build`, cached like the
-apiserver; containerd, runc and the CNI plugins come from Debian packages
+kube-controller-manager (DaemonSet, Deployment, garbage-collector, root-CA publisher, namespace
+and node lifecycle controllers), the kube-scheduler and kube-proxy. The Kubernetes binaries (and
+the DRA test driver, a kubelet plugin the DRA tests run beside the kubelet) are built from
+tests/tools/node (the k8s.io/kubernetes version of tests/apiserver) in one `go build`, cached
+like the apiserver; containerd, runc, the CNI plugins and nft come from Debian packages
 (tests/e2e/hostpkgs.py). Images are imported into containerd, never pulled: the project's
 image (tests/e2e/image.py) and a pause image holding tests/tools/node/pause.
 
-Every address is loopback: the kubelet serves on 127.0.0.1 (its Node's InternalIP), pods that
-need the API run with host networking and reach the apiserver at 127.0.0.1 (the test overlay
-sets KUBERNETES_SERVICE_HOST/PORT). The kubelet runs the CPU manager's static policy and the
-topology manager, authenticates and authorizes its API through the apiserver (webhook), as a
-production kubelet does. A CNI config (bridge, private subnet) is written only because the
-node does not report Ready without one; host-network pods never call it.
+The cluster is shaped like a kind cluster's node, inside a network namespace the run creates
+and removes (tests/e2e/netns.py): the node's address is NODE_IP (not loopback: the apiserver's
+node proxy reaches the kubelet there, as upstream's e2e suite reads /configz), pods run on a pod
+network (the CNI bridge plugin, POD_CIDR, with portmap for host ports) and reach the API through
+the `kubernetes` Service (10.96.0.1:443, kube-proxy in nftables mode), as in-cluster clients do.
+The kubelet runs the CPU manager's static policy and the topology manager, authenticates and
+authorizes its API through the apiserver (webhook), as a production kubelet does. The tests
+reach the apiserver at NODE_IP through the namespace's veth; nothing in the namespace reaches
+out of it.
 
 `real_node` (session fixture) starts it once for the tests marked `node`; `python -m
 tests.e2e.node` builds (or reuses) everything and prints the set-up times.
@@ -45,7 +48,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.e2e import hostpkgs
+from tests.e2e import hostpkgs, netns
 from tests.e2e.build import BuildError, _ldflags, ensure_built, find_go, kubernetes_version
 from tests.e2e.harness import KubeCluster, ManagedProcess, free_port
 from tests.e2e.image import PACKAGES as IMAGE_PACKAGES
@@ -57,11 +60,14 @@ COMMANDS = {
     "kubelet": "k8s.io/kubernetes/cmd/kubelet",
     "kube-controller-manager": "k8s.io/kubernetes/cmd/kube-controller-manager",
     "kube-scheduler": "k8s.io/kubernetes/cmd/kube-scheduler",
+    "kube-proxy": "k8s.io/kubernetes/cmd/kube-proxy",
+    # upstream's e2e suite runs `kubectl proxy` to read the kubelet's /configz (tests/e2e/upstream.py)
+    "kubectl": "k8s.io/kubernetes/cmd/kubectl",
     "pause": "./pause",
     # the DRA kubelet plugin Kubernetes' own e2e tests use (tests/e2e/test_node_dra.py)
     "dra-test-driver": "k8s.io/kubernetes/test/e2e/dra/test-driver",
 }
-PACKAGES = ("containerd", "runc", "containernetworking-plugins")
+PACKAGES = ("containerd", "runc", "containernetworking-plugins", "nftables")
 CNI_BIN_DIR = "/usr/lib/cni"
 PAUSE_REF = "docker.io/library/nfd-pause:e2e"
 NODE_NAME = "nfd-e2e-node"
@@ -172,6 +178,9 @@ def cannot_run_containers() -> str | None:
         return "no cgroup filesystem at /sys/fs/cgroup"
     if (os.cpu_count() or 1) < 2:
         return "one CPU: the CPU manager's static policy has no CPU to give a Guaranteed pod"
+    reason = netns.unavailable()
+    if reason:
+        return reason
     return hostpkgs.missing_reason((*PACKAGES, *IMAGE_PACKAGES))
 
 
@@ -187,15 +196,6 @@ def fs_type(path: Path) -> str:
     return kind
 
 
-def _port_free(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
 # ---- the node ---------------------------------------------------------------------------------
 
 
@@ -206,9 +206,9 @@ class Timings:
     start_s: float = 0.0
 
     def line(self) -> str:
-        return (f"real node set-up: image {self.image_s:.1f}s, kubelet/controller-manager/scheduler/"
-                f"DRA test driver build {self.binaries_s:.1f}s, node start (containerd, image import, "
-                f"kubelet Ready) {self.start_s:.1f}s")
+        return (f"real node set-up: image {self.image_s:.1f}s, kubelet/controller-manager/scheduler/kube-proxy/"
+                f"DRA test driver build {self.binaries_s:.1f}s, node start (network namespace, containerd, "
+                f"image import, kubelet Ready, kubernetes Service answering) {self.start_s:.1f}s")
 
 
 @dataclass
@@ -241,10 +241,11 @@ class RealNode:
         self._start_controllers()
         self._start_kubelet()
         self.kube.wait_until(self._ready, timeout=180, interval=1, message=f"Node {self.name} Ready")
+        self._start_kube_proxy()
         self.kube.wait_until(lambda: self.kube.get_or_none("/api/v1/namespaces/default/configmaps/kube-root-ca.crt"),
                              timeout=120, interval=1, message="kube-root-ca.crt published")
-        self.timings.start_s = time.monotonic() - began
-        log(f"node {self.name} Ready in {self.timings.start_s:.1f}s")
+        self.timings.start_s += time.monotonic() - began
+        log(f"node {self.name} Ready in {self.timings.start_s:.1f}s (control plane included)")
 
     def _ready(self) -> bool:
         node = self.kube.get_or_none(f"/api/v1/nodes/{self.name}")
@@ -256,14 +257,19 @@ class RealNode:
         taints = [t["key"] for t in node["spec"].get("taints") or []]
         return conds.get("Ready") == "True" and "node.kubernetes.io/not-ready" not in taints
 
+    @property
+    def address(self) -> str:
+        """The node's InternalIP: where the kubelet serves, the hostIP of its pods."""
+        return self.kube.address
+
     def initialize_node(self, node: dict[str, Any]) -> None:
-        """The cloud node controller's part: the Node's InternalIP is 127.0.0.1 (where the
-        kubelet serves, and the hostIP of its pods), and the uninitialized taint goes."""
+        """The node controller's part where the kubelet left it: the Node's InternalIP, and the
+        uninitialized taint gone."""
         addresses = node.get("status", {}).get("addresses") or []
         if not any(a["type"] == "InternalIP" for a in addresses):
             self.kube.request("PATCH", f"/api/v1/nodes/{self.name}/status",
                               content_type="application/merge-patch+json",
-                              body={"status": {"addresses": [{"type": "InternalIP", "address": "127.0.0.1"},
+                              body={"status": {"addresses": [{"type": "InternalIP", "address": self.address},
                                                              {"type": "Hostname", "address": self.name}]}})
         taints = node["spec"].get("taints") or []
         kept = [t for t in taints if t["key"] != "node.cloudprovider.kubernetes.io/uninitialized"]
@@ -280,12 +286,16 @@ class RealNode:
         d = self.tmp / "containerd"
         cni_conf = self.tmp / "cni" / "net.d"
         cni_conf.mkdir(parents=True)
-        # A bridge on a private subnet, only so the runtime reports its network ready.
+        # The pod network: a bridge in the node's namespace, the node its gateway (the pods'
+        # default route: Service addresses, the node's address); portmap for host ports.
         (cni_conf / "10-nfd-e2e.conflist").write_text(json.dumps({
             "cniVersion": "1.0.0", "name": "nfd-e2e",
             "plugins": [{"type": "bridge", "bridge": "nfde2e0", "isGateway": True, "ipMasq": False,
-                         "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.250.0.0/24"}]],
-                                  "dataDir": str(self.tmp / "cni" / "ipam")}}]}))
+                         "hairpinMode": True,
+                         "ipam": {"type": "host-local", "ranges": [[{"subnet": netns.POD_CIDR}]],
+                                  "routes": [{"dst": "0.0.0.0/0"}],
+                                  "dataDir": str(self.tmp / "cni" / "ipam")}},
+                        {"type": "portmap", "capabilities": {"portMappings": True}}]}))
         d.mkdir(parents=True, exist_ok=True)
         config = f"""version = 2
 root = "{d / 'root'}"
@@ -298,6 +308,9 @@ state = "{d / 'state'}"
   sandbox_image = "{PAUSE_REF}"
   # runc may not lower oom_score_adj in this sandboxed machine (pod sandboxes fail otherwise)
   restrict_oom_score_adj = true
+  # the pods' network namespaces under the state directory: removed with it, never left in
+  # the machine's /run/netns
+  netns_mounts_under_state_dir = true
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "{'native' if fs_type(d) == 'overlay' else 'overlayfs'}"  # no overlay on overlay
     default_runtime_name = "runc"
@@ -343,7 +356,7 @@ state = "{d / 'state'}"
     def kubelet_config(self) -> dict[str, Any]:
         return {
             "apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration",
-            "address": "127.0.0.1", "port": self.kubelet_port, "readOnlyPort": 0,
+            "address": self.address, "port": self.kubelet_port, "readOnlyPort": 0,
             "healthzBindAddress": "127.0.0.1", "healthzPort": free_port(),
             "containerRuntimeEndpoint": f"unix://{self.containerd_sock}",
             "failCgroupV1": False,  # cgroups v1 on these machines; v1.35 refuses them by default
@@ -371,9 +384,7 @@ state = "{d / 'state'}"
         self.processes["kubelet"] = self.kube.start_process(
             [str(self.bins["kubelet"]), f"--config={conf}", f"--kubeconfig={self.kube.kubeconfig}",
              f"--root-dir={self.root_dir}", f"--hostname-override={self.name}",
-             # The kubelet refuses a loopback --node-ip; with an external cloud provider it keeps
-             # the addresses the "cloud" (here: initialize_node) gives its Node.
-             "--cloud-provider=external", "--v=1"],
+             f"--node-ip={self.address}", "--v=1"],
             kubeconfig=self.kube.kubeconfig, name="kubelet")
 
     def restart_kubelet(self, *, timeout: float = 120) -> None:
@@ -389,16 +400,38 @@ state = "{d / 'state'}"
 
         def healthy() -> bool:
             self._check_running()
-            with contextlib.suppress(OSError), urllib.request.urlopen(healthz, timeout=2) as r:
+            # the kubelet serves its healthz inside the node's network namespace
+            with self.kube._entered(), contextlib.suppress(OSError), urllib.request.urlopen(healthz, timeout=2) as r:
                 return bool(r.status == 200)
             return False
 
         self.kube.wait_until(healthy, timeout=timeout, interval=0.5, message="kubelet healthy after its restart")
 
+    def _start_kube_proxy(self) -> None:
+        """kube-proxy (nftables mode) on the node; started once the Node exists (it reads the
+        node's address from it). Ready when the `kubernetes` Service answers in the namespace."""
+        self.processes["kube-proxy"] = self.kube.start_process(
+            [str(self.bins["kube-proxy"]), f"--kubeconfig={self.kube.kubeconfig}", "--proxy-mode=nftables",
+             f"--hostname-override={self.name}", f"--cluster-cidr={netns.POD_CIDR}",
+             # the namespace's conntrack table as the kernel made it (nothing machine-wide)
+             "--conntrack-max-per-core=0", "--conntrack-tcp-timeout-established=0",
+             "--conntrack-tcp-timeout-close-wait=0",
+             f"--metrics-bind-address=127.0.0.1:{free_port()}", f"--healthz-bind-address=127.0.0.1:{free_port()}",
+             "--v=1"],
+            kubeconfig=self.kube.kubeconfig, name="kube-proxy")
+
+        def service_answers() -> bool:
+            self._check_running()
+            with self.kube._entered(), socket.create_connection((netns.KUBERNETES_SERVICE_IP, 443), timeout=2):
+                return True
+
+        self.kube.wait_until(service_answers, timeout=120, interval=0.5,
+                             message="the kubernetes Service answering through kube-proxy")
+
     def close(self) -> None:
         """Stop the kubelet, the pods' containers, the controllers, containerd; unmount what the
         kubelet mounted (projected volumes) so the directory can go."""
-        for name in ("kubelet", "kube-scheduler", "kube-controller-manager"):
+        for name in ("kubelet", "kube-proxy", "kube-scheduler", "kube-controller-manager"):
             p = self.processes.get(name)
             if p is not None:
                 with contextlib.suppress(Exception):
@@ -482,10 +515,16 @@ def start_node(*, log: Callable[[str], None] = print) -> RealNode:
     t = time.monotonic()
     bins = ensure_binaries(log=log)
     timings.binaries_s = time.monotonic() - t
-    kube = KubeCluster.start(binary=ensure_built(log=log))
+    began = time.monotonic()
+    ns = netns.NetNamespace.create()
+    try:
+        kube = KubeCluster.start(binary=ensure_built(log=log), netns=ns)
+    except BaseException:
+        ns.close()
+        raise
+    timings.start_s = time.monotonic() - began  # the namespace and the control plane: the node's start
     tmp = Path(tempfile.mkdtemp(prefix="nfd-node-"))
-    port = 10250 if _port_free(10250) else free_port()
-    node = RealNode(kube=kube, bins=bins, image_tar=image, tmp=tmp, kubelet_port=port, timings=timings)
+    node = RealNode(kube=kube, bins=bins, image_tar=image, tmp=tmp, kubelet_port=10250, timings=timings)
     try:
         node.start(log=log)
     except BaseException:
@@ -500,6 +539,8 @@ def start_node(*, log: Callable[[str], None] = print) -> RealNode:
 def stop_node(node: RealNode) -> None:
     node.close()
     node.kube.close()
+    if node.kube.netns is not None:
+        node.kube.netns.close()
     if not os.environ.get("NFD_E2E_KEEP_TMP"):
         node.clean_host_dirs()
         shutil.rmtree(node.tmp, ignore_errors=True)

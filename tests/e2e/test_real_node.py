@@ -1,8 +1,8 @@
 """The install journey on a real node (tests/e2e/node.py): the project's image built from the
 Dockerfile, run by containerd under a real kubelet, installed with `kustomize build` of
 deploy/overlays/master-worker-topologyupdater (the default install plus the topology-updater)
-and only the test overlay (tests/e2e/node-overlay: host network, the apiserver's loopback
-address, the test image's tag).
+and only the test overlay (tests/e2e/node-overlay: the test image's tag): pods on the node's pod
+network, reaching the API through the `kubernetes` Service.
 
 The tests share one install and run in file order; then the kustomize install is replaced by
 the Helm chart's (plus the same test overlay), and the last test deletes the Node.
@@ -11,6 +11,7 @@ the Helm chart's (plus the same test overlay), and the last test deletes the Nod
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import json
 import os
 import ssl
@@ -28,6 +29,7 @@ import pytest
 import yaml
 
 from tests.e2e.harness import HttpError, RestClient
+from tests.e2e.netns import POD_CIDR
 from tests.e2e.node import PAUSE_REF, RealNode, real_node
 from tests.e2e.tools import CHART_DIR, DEPLOY_DIR, helm_bin, kustomize_bin
 
@@ -43,10 +45,11 @@ NFD_LABEL_NS = ("feature.node.kubernetes.io/", "profile.node.kubernetes.io/")
 WIDGET = "feature.node.kubernetes.io/e2e-widget"
 
 
-def render(kustomize: Path, base: Path | None = None, *, apiserver_port: int,
+def render(kustomize: Path, base: Path | None = None, *, apiserver_port: int | None = None,
            manifests: str | None = None) -> list[dict[str, Any]]:
     """`kustomize build` of `base` (a deploy/ overlay) or of rendered `manifests` (Helm's), plus
-    the test overlay, APISERVER_PORT filled in."""
+    the test overlay. (`apiserver_port` is no longer used: the pods reach the API through the
+    `kubernetes` Service.)"""
     with tempfile.TemporaryDirectory(prefix="nfd-node-overlay-") as d:
         if manifests is not None:
             (Path(d) / "rendered.yaml").write_text(manifests)
@@ -56,11 +59,7 @@ def render(kustomize: Path, base: Path | None = None, *, apiserver_port: int,
             "resources": resources, "components": [os.path.relpath(OVERLAY, d)]}))
         proc = subprocess.run([str(kustomize), "build", d], capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, f"kustomize build {base} + test overlay: {proc.stderr}"
-    objs = [o for o in yaml.safe_load_all(proc.stdout) if isinstance(o, dict) and o.get("kind")]
-    for o in objs:
-        if o["kind"] == "ConfigMap":
-            o["data"] = {k: str(apiserver_port) if v == "APISERVER_PORT" else v for k, v in (o.get("data") or {}).items()}
-    return objs
+    return [o for o in yaml.safe_load_all(proc.stdout) if isinstance(o, dict) and o.get("kind")]
 
 
 def pods(node: RealNode, namespace: str = NS) -> list[dict[str, Any]]:
@@ -95,12 +94,12 @@ def nfd_labels(labels: dict[str, str]) -> dict[str, str]:
 
 def app_pod(name: str, *, node_selector: dict[str, str] | None = None, requests: dict[str, str] | None = None,
             limits: dict[str, str] | None = None) -> dict[str, Any]:
-    """A pod that runs the pause image on the host network (the node has no pod network)."""
+    """A pod that runs the pause image on the pod network."""
     container: dict[str, Any] = {"name": "app", "image": PAUSE_REF, "imagePullPolicy": "Never",
                                  "resources": {"requests": dict(requests or {"cpu": "10m", "memory": "16Mi"})}}
     if limits:
         container["resources"]["limits"] = dict(limits)
-    spec: dict[str, Any] = {"hostNetwork": True, "containers": [container], "terminationGracePeriodSeconds": 1}
+    spec: dict[str, Any] = {"containers": [container], "terminationGracePeriodSeconds": 1}
     if node_selector:
         spec["nodeSelector"] = node_selector
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": APPS_NS}, "spec": spec}
@@ -155,8 +154,7 @@ class NodeWatch:
 @pytest.fixture(scope="module")
 def installed(real_node: RealNode, kustomize_bin: Path) -> Iterator[list[dict[str, Any]]]:
     kube = real_node.kube
-    objs = render(kustomize_bin, DEPLOY_DIR / "overlays" / "master-worker-topologyupdater",
-                  apiserver_port=kube.port)
+    objs = render(kustomize_bin, DEPLOY_DIR / "overlays" / "master-worker-topologyupdater")
     kube.apply_objects(objs)
     kube.create_namespace(APPS_NS, exist_ok=True)
     yield objs
@@ -176,44 +174,18 @@ def test_every_component_pod_is_ready_on_its_probes(real_node: RealNode, install
     for name in want:
         p = by[name]
         spec = p["spec"]
-        assert spec["nodeName"] == real_node.name and spec["hostNetwork"] is True
+        assert spec["nodeName"] == real_node.name and not spec.get("hostNetwork")
+        assert ipaddress.ip_address(p["status"]["podIP"]) in ipaddress.ip_network(POD_CIDR), p["status"]
         (c,) = spec["containers"]
         assert c["image"] == "nfd:e2e" and c.get("readinessProbe") and c.get("livenessProbe"), name
         status = p["status"]["containerStatuses"][0]
         assert status["ready"] and status["restartCount"] == 0, (name, status, real_node.pod_log(NS, p["metadata"]["name"]))
         # the image, not a copy on the host: containerd ran docker.io/library/nfd:e2e
         assert status["image"].endswith("nfd:e2e"), status["image"]
-    # every nfd endpoint on the host network listens on loopback only (-bind-address)
-    listening = _listening_addresses({18080, 18081, 18082, 18083})
-    assert set(listening) == {18080, 18081, 18082, 18083}, listening
-    assert all(a in ("127.0.0.1",) for addrs in listening.values() for a in addrs), listening
-
-
-def _listening_addresses(ports: set[int]) -> dict[int, set[str]]:
-    """The local addresses in LISTEN state (/proc/net/tcp and tcp6) of the given ports."""
-    import ipaddress
-
-    out: dict[int, set[str]] = {}
-    for name, width in (("/proc/net/tcp", 4), ("/proc/net/tcp6", 16)):
-        try:
-            lines = Path(name).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            fields = line.split()
-            local, state = fields[1], fields[3]
-            if state != "0A":  # LISTEN
-                continue
-            addr_hex, port_hex = local.split(":")
-            port = int(port_hex, 16)
-            if port not in ports:
-                continue
-            raw = bytes.fromhex(addr_hex)
-            # the kernel prints each 32-bit word in host (little-endian) order
-            raw = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))
-            ip = ipaddress.ip_address(raw) if width == 4 else ipaddress.IPv6Address(raw)
-            out.setdefault(port, set()).add(str(ip))
-    return out
+        # its metrics answer on the pod's own address, through the apiserver's pod proxy
+        port = c["ports"][0]["containerPort"]
+        metrics = kube.request("GET", f"/api/v1/namespaces/{NS}/pods/{p['metadata']['name']}:{port}/proxy/metrics")
+        assert "# HELP" in str(metrics), (name, str(metrics)[:500])
 
 
 def test_worker_in_its_container_publishes_this_machines_labels(real_node: RealNode,
@@ -406,7 +378,7 @@ def test_helm_chart_installs_the_same(real_node: RealNode, installed: list[dict[
             "--set", "topologyUpdater.enable=true"]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr
-    objs = render(kustomize_bin, apiserver_port=kube.port,
+    objs = render(kustomize_bin,
                   manifests=yaml.safe_dump({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
                   + "---\n" + proc.stdout)
     kube.apply_objects(objs)
