@@ -3,11 +3,14 @@
 One cycle: kubelet ``GetAllocatableResources`` + ``List`` (local gRPC), facts about the listed
 pods from a node-scoped pod watch cache (``spec.nodeName=<node>``: one LIST + one WATCH, never
 a GET per pod), zones computed by pure functions, and a server-side apply only when the object
-differs from what we last applied.
+differs from what we last applied. Where RBAC refuses that PATCH (upstream's roles, Helm,
+kustomize and e2e alike, grant create, get and update only), it says so once and writes as
+upstream does from then on: get, then create, or update with the read resourceVersion (re-read
+on a conflict), and no update when the server already holds what it would write.
 
 Its own object is watched by name (nfd.k8s.ownwatch): deleted or overwritten, it is applied
 again at once, so nothing is sent while nothing changes. Where RBAC refuses that watch
-(upstream's ClusterRole grants only create and patch) or the watch is down, the object is
+(upstream's ClusterRoles grant no list or watch on it) or the watch is down, the object is
 re-applied on every interval tick, as upstream does every cycle.
 
 Failures never delete anything: a kubelet that is down, restarting or answering garbage, an API
@@ -156,6 +159,7 @@ class TopologyUpdater:
         self.last_body: dict[str, Any] | None = None  # what the last apply sent
         self._applying: dict[str, Any] | None = None  # the body of an apply in flight
         self.own: Any = None  # nfd.k8s.ownwatch.OwnObjectWatch on our NodeResourceTopology
+        self.patch_refused = False  # RBAC refused PATCH once: get + create/update from then on
         self.scans = 0
         self.publishes = 0
         self._missing_since: dict[tuple[str, str], float] = {}
@@ -360,21 +364,11 @@ class TopologyUpdater:
         if digest == self.last_digest and fresh and not reapply:
             log.debug("NodeResourceTopology unchanged, not writing")
             return False
-        from nfd.k8s import patching
         from nfd.k8s.errors import ApiError, ApiUnavailable, NotFound
-        from nfd.k8s.resources import NODERESOURCETOPOLOGIES
 
         self._applying = body
         try:
-            await patching.patch(
-                self.api,
-                NODERESOURCETOPOLOGIES,
-                name=self.opts.node_name,
-                body=body,
-                patch_type="apply",
-                field_manager=FIELD_MANAGER,
-                force=True,
-            )
+            written = await self._write(body)
         except NotFound as e:
             log.error(
                 "failed to apply NodeResourceTopology: %s. The NodeResourceTopology CRD may not be installed. "
@@ -392,9 +386,48 @@ class TopologyUpdater:
         self.last_body = body
         self.last_digest = digest
         self.last_applied_at = now
+        if not written:
+            log.debug("NodeResourceTopology on the server is what we would write, not writing")
+            return False
         self.publishes += 1
         klog.info_s("NodeResourceTopology object applied", nodeName=self.opts.node_name)  # ours at V0 (upstream: V4 dump)
         return True
+
+    async def _write(self, body: dict[str, Any]) -> bool:
+        """Server-side apply; where RBAC refuses patch (upstream's roles grant create, get and
+        update only), get + create/update from then on, said once. False: nothing written (the
+        server already holds ``body``; only the get + update path can tell)."""
+        from nfd.k8s import patching, updating
+        from nfd.k8s.errors import Forbidden
+        from nfd.k8s.ownwatch import contains
+        from nfd.k8s.resources import NODERESOURCETOPOLOGIES
+
+        if not self.patch_refused:
+            try:
+                await patching.patch(
+                    self.api,
+                    NODERESOURCETOPOLOGIES,
+                    name=self.opts.node_name,
+                    body=body,
+                    patch_type="apply",
+                    field_manager=FIELD_MANAGER,
+                    force=True,
+                )
+                return True
+            except Forbidden as e:
+                self.patch_refused = True
+                log.warning(
+                    "cannot patch noderesourcetopologies %s (RBAC: patch is not granted): writing it "
+                    "with get, then create or update, from now on: %s", self.opts.node_name, e,
+                )
+        written = await updating.create_or_replace(
+            self.api,
+            NODERESOURCETOPOLOGIES,
+            name=self.opts.node_name,
+            desired=body,
+            is_current=lambda obj: contains(obj, body),
+        )
+        return written is not None
 
     # --- lifecycle ---------------------------------------------------------------------------
 

@@ -6,7 +6,8 @@ worker, its own request counter).
 - nfd-topology-updater: its NodeResourceTopology (upstream's e2e spec "when kubelet state
   monitoring disabled should still create or update CRs with periodic updates", with the
   ``unix://`` socket form upstream's pods pass), with our RBAC (watch: back at once) and with
-  upstream's (no list/watch: re-applied on the next interval tick);
+  the role upstream's v0.17.3 e2e suite gives it (no patch: get + create/update; no list/watch:
+  checked and restored on the next interval tick);
 - nfd-worker: its NodeFeature;
 - nfd-master: its leader-election Lease, a NodeFeatureGroup's status, a node's labels and
   bookkeeping annotations.
@@ -27,9 +28,10 @@ from tests.e2e.harness import REPO_ROOT, KubeCluster
 from tests.e2e.test_master import FEATURE_LABELS, FNS, NFD, Env, converged, setup_world, wait_for
 from tests.e2e.test_topology_updater import NS as TU_NS
 from tests.e2e.test_topology_updater import SA as TU_SA
-from tests.e2e.test_topology_updater import UpdaterEnv, _apply_rbac
+from tests.e2e.test_topology_updater import UpdaterEnv, _apply_rbac, api_pod
 from tests.e2e.test_worker import WorkerEnv
 from tests.e2e.tools import AuditedCluster
+from tests.support.kubelet import Container, Pod
 
 pytestmark = pytest.mark.e2e
 
@@ -98,21 +100,54 @@ def test_topology_updater_restores_its_nrt_at_once_and_writes_nothing_while_idle
     assert e.proc is not None and "Traceback" not in e.proc.logs()
 
 
-def test_topology_updater_under_upstreams_rbac_reapplies_every_interval(tu_env: UpdaterEnv) -> None:
-    """Upstream's ClusterRole grants create and patch only: no watch, so the object is applied
-    on every interval tick (upstream's behaviour), and a deleted one is back within one."""
+#: the ClusterRole upstream's v0.17.3 e2e suite binds its updater pods to (test/e2e/utils/rbac.go,
+#: createClusterRoleTopologyUpdater), rule for rule; its Helm chart and kustomize base grant the
+#: same three verbs on noderesourcetopologies: no patch, no list, no watch
+UPSTREAM_E2E_RULES = [
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"]},
+    {"apiGroups": ["topology.node.k8s.io"], "resources": ["noderesourcetopologies"],
+     "verbs": ["create", "get", "update"]},
+]
+
+
+def test_topology_updater_under_upstreams_e2e_role_writes_with_get_create_update(tu_env: UpdaterEnv) -> None:
+    """Under upstream's role PATCH is refused (403) once: the updater says so in one line and
+    writes with get + create/update from then on. The object is created, follows a change,
+    is back within one interval after a deletion (no watch: re-checked every tick), and an
+    unchanged node costs a GET per tick but no write."""
     e, kube = tu_env, tu_env.kube
+    assert isinstance(kube, AuditedCluster)
+    user = f"system:serviceaccount:{TU_NS}:{TU_SA}"
     role = kube.get("/apis/rbac.authorization.k8s.io/v1/clusterroles/nfd-topology-updater")
-    for rule in role["rules"]:
-        if "noderesourcetopologies" in rule["resources"]:
-            rule["verbs"] = ["create", "patch"]
+    role["rules"] = UPSTREAM_E2E_RULES
     kube.request("PUT", "/apis/rbac.authorization.k8s.io/v1/clusterroles/nfd-topology-updater", body=role)
-    proc = e.start("-kubelet-state-dir=", f"-sleep-interval={INTERVAL_S:g}s")
-    wait_for(lambda: e.nrt() is not None, timeout=60, what="NRT created")
+    start = kube.audit_mark()
+    _start_as_upstream_spec(e)
+    wait_for(lambda: e.nrt() is not None, timeout=60, what="NRT created under upstream's e2e role")
+    proc = e.proc
+    assert proc is not None
     proc.wait_log("cannot watch NodeResourceTopology", timeout=30)
-    assert proc.logs().count("cannot watch NodeResourceTopology") == 1
+    assert proc.logs().count("cannot patch noderesourcetopologies") == 1, proc.logs()[-4000:]
+    assert e.available("node-0", "cpu") == 70
+
+    # a change: a Guaranteed pod with two exclusive CPUs on node-0
+    api_pod(kube, e.ns, e.node, "pinned", cpu="2", memory="4Gi")
+    e.kubelet.add_pod(Pod(e.ns, "pinned", [Container("main", cpus=[2, 74])]))
+    e.wait_available("node-0", "cpu", 68)
+
+    mark = kube.audit_mark()
+    time.sleep(3 * INTERVAL_S)  # three interval scans of an unchanged node
+    assert writes_by(kube, user, mark) == []
+
     kube.request("DELETE", e.path)
     back_within(lambda: e.nrt() is not None, INTERVAL_S + 1.0, "the deleted NRT is back within one interval")
+    assert e.available("node-0", "cpu") == 68
+
+    verbs = [w.split()[0] for w in writes_by(kube, user, start)]
+    assert verbs.count("patch") == 1, verbs  # the refused one; never asked again
+    assert "create" in verbs and "update" in verbs, verbs
+    assert "Traceback" not in proc.logs()
 
 
 # -- nfd-worker ---------------------------------------------------------------------------------
