@@ -465,3 +465,75 @@ def test_interval_reapplies_only_without_a_working_watch(tmp_path, sock, kubelet
 
     asyncio.run(go())
     assert len(api.writes()) == writes
+
+
+class UpstreamRoleApi(FakeApi):
+    """RBAC as upstream's roles: create, get and update on noderesourcetopologies, no patch.
+    ``conflicts`` PUTs are answered 409 first, as when someone writes between our GET and PUT."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rv = 0
+        self.conflicts = 0
+
+    async def _request(self, method: str, path: str, **kw):  # type: ignore[override]
+        import json
+
+        from nfd.k8s.errors import Conflict, Forbidden, NotFound
+
+        if "/noderesourcetopologies" not in path:
+            return await super()._request(method, path, **kw)
+        self.requests.append((method, path, dict(kw.get("params") or {}), kw.get("body"), ""))
+        if method == "PATCH":
+            raise Forbidden(403, "Forbidden", 'cannot patch resource "noderesourcetopologies"')
+        name = path.rsplit("/", 1)[1]
+        if method == "GET":
+            if name not in self.objects:
+                raise NotFound(404, "NotFound", "not found")
+            return json.loads(json.dumps(self.objects[name]))
+        obj = kw["body"] if isinstance(kw["body"], dict) else json.loads(kw["body"])
+        if method == "PUT":
+            if self.conflicts:
+                self.conflicts -= 1
+                self.rv += 1
+                self.objects[name]["metadata"]["resourceVersion"] = str(self.rv)
+                raise Conflict(409, "Conflict", "the object has been modified")
+            assert obj["metadata"]["resourceVersion"] == self.objects[name]["metadata"]["resourceVersion"]
+        else:
+            name = obj["metadata"]["name"]
+        self.rv += 1
+        obj = json.loads(json.dumps(obj))
+        obj["metadata"]["resourceVersion"] = str(self.rv)
+        self.objects[name] = obj
+        return obj
+
+
+def test_patch_refused_falls_back_to_get_create_update_once(tmp_path, sock, kubelet, topo_two, caplog) -> None:
+    u, _, cache = make(tmp_path, sock, topo_two)
+    api = u.api = UpstreamRoleApi()
+
+    def verbs() -> list[str]:
+        return [r[0] for r in api.requests if "/noderesourcetopologies" in r[1]]
+
+    async def go() -> None:
+        await cycle(u)  # PATCH refused, then GET (absent), POST
+        assert verbs() == ["PATCH", "GET", "POST"]
+        nrt = await u.scan_once({INTERVAL})
+        assert nrt is not None
+        await u.publish(nrt, reapply=True)  # no watch: re-checked each tick, nothing to write
+        assert verbs()[3:] == ["GET"]
+        api.objects["node-a"]["metadata"]["labels"] = {"someone": "else"}
+        kubelet.add_pod(Pod("ns", "p", [Container("c", cpus=[10])]))
+        cache.add("ns", "p")
+        api.conflicts = 1
+        await cycle(u)  # a change: GET, PUT (409), GET, PUT
+        assert verbs()[4:] == ["GET", "PUT", "GET", "PUT"]
+        await u.kubelet.close()
+
+    asyncio.run(go())
+    obj = api.objects["node-a"]
+    assert resources(obj, "node-0")["cpu"][2] == "69"
+    assert obj["metadata"]["labels"] == {"someone": "else"}  # others' metadata kept
+    assert obj["metadata"]["ownerReferences"][0]["uid"] == "ns-uid-1"
+    refused = [r for r in caplog.records if "cannot patch noderesourcetopologies" in r.getMessage()]
+    assert len(refused) == 1 and u.publishes == 2
