@@ -66,9 +66,11 @@ async def _handle(
     routes: dict[str, Route], reader: asyncio.StreamReader, writer: asyncio.StreamWriter
 ) -> None:
     try:
-        line = await asyncio.wait_for(reader.readline(), 10)
+        async with asyncio.timeout(10):
+            line = await reader.readline()
         while True:  # drain headers
-            h = await asyncio.wait_for(reader.readline(), 10)
+            async with asyncio.timeout(10):
+                h = await reader.readline()
             if h in (b"\r\n", b"\n", b""):
                 break
         writer.write(response(routes, line.decode("latin-1")))

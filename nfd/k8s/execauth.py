@@ -135,7 +135,8 @@ class ExecPlugin:
             hint = f" ({self.install_hint.strip()})" if self.install_hint.strip() else ""
             raise ExecError(f"{what}: cannot run: {e.strerror or e}{hint}") from e
         try:
-            out, err = await asyncio.wait_for(proc.communicate(), EXEC_TIMEOUT_S)
+            async with asyncio.timeout(EXEC_TIMEOUT_S):
+                out, err = await proc.communicate()
         except TimeoutError:
             proc.kill()
             await proc.wait()

@@ -151,11 +151,10 @@ class H1Pool:
 
     async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port, ssl=self.ssl_context, limit=CHUNK * 4,
-                                        server_hostname=self.host if self.ssl_context else None),
-                self.timeout_s,
-            )
+            async with asyncio.timeout(self.timeout_s):
+                reader, writer = await asyncio.open_connection(
+                    self.host, self.port, ssl=self.ssl_context, limit=CHUNK * 4,
+                    server_hostname=self.host if self.ssl_context else None)
         except (OSError, TimeoutError) as e:
             raise H1Error(f"connect {self.authority}: {e.__class__.__name__}: {e}") from e
         self._open.add(writer)
@@ -207,4 +206,5 @@ class H1Pool:
             w.close()
         for w in writers:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(w.wait_closed(), 5)
+                async with asyncio.timeout(5):
+                    await w.wait_closed()

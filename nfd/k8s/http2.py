@@ -191,10 +191,8 @@ class H2Connection(asyncio.Protocol):
         loop = asyncio.get_running_loop()
         authority = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         conn = cls(loop, authority)
-        await asyncio.wait_for(
-            loop.create_connection(lambda: conn, host, port, ssl=ssl_context, server_hostname=host),
-            timeout=timeout_s,
-        )
+        async with asyncio.timeout(timeout_s):
+            await loop.create_connection(lambda: conn, host, port, ssl=ssl_context, server_hostname=host)
         assert conn._transport is not None
         sslobj = conn._transport.get_extra_info("ssl_object")
         if sslobj is None or sslobj.selected_alpn_protocol() != "h2":
@@ -210,7 +208,8 @@ class H2Connection(asyncio.Protocol):
         local socket that dies is noticed on the next call."""
         loop = asyncio.get_running_loop()
         conn = cls(loop, authority, scheme="http")
-        await asyncio.wait_for(loop.create_unix_connection(lambda: conn, path), timeout=timeout_s)
+        async with asyncio.timeout(timeout_s):
+            await loop.create_unix_connection(lambda: conn, path)
         return conn
 
     # -- asyncio.Protocol --
@@ -386,7 +385,8 @@ class H2Connection(asyncio.Protocol):
             try:
                 self._h2.ping(b"nfd-ping")
                 self._flush()
-                await asyncio.wait_for(asyncio.shield(self._ping), PING_TIMEOUT_S)
+                async with asyncio.timeout(PING_TIMEOUT_S):
+                    await asyncio.shield(self._ping)
             except (TimeoutError, H2StreamError, h2.exceptions.ProtocolError):
                 self._fail(H2StreamError(f"no answer to a ping from {self.authority} in {PING_TIMEOUT_S:g}s"))
                 if self._transport is not None:
@@ -409,6 +409,7 @@ class H2Connection(asyncio.Protocol):
             self._transport.close()
         self._fail(H2StreamError("connection closed"))
         try:
-            await asyncio.wait_for(asyncio.shield(self._lost), 5)
+            async with asyncio.timeout(5):
+                await asyncio.shield(self._lost)
         except TimeoutError:
             self._transport.abort()

@@ -148,17 +148,21 @@ class Informer:
             self._task = asyncio.create_task(self._run(), name=f"informer-{self.res.plural}")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            try:
-                await self._task
-            except (asyncio.CancelledError, Exception):
-                pass
+        task = self._task
+        if task is not None:
+            # cancelled again while it runs on: a library that turns a cancel into an error
+            # (asyncio.wait_for on 3.11 did) must not keep a stopped informer retrying forever
+            while not task.done():
+                task.cancel()
+                await asyncio.wait({task}, timeout=1.0)
+            if not task.cancelled():
+                task.exception()  # retrieved: its error was logged where it happened
             self._task = None
 
     async def wait_synced(self, timeout: float | None = None) -> bool:
         try:
-            await asyncio.wait_for(self._synced_event.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await self._synced_event.wait()
             return True
         except TimeoutError:
             return False

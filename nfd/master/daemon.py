@@ -111,7 +111,8 @@ async def serve(args: argparse.Namespace, cfg: MasterConfig, gates: dict[str, bo
     await master.stop()
     if not run_task.done():
         try:
-            await asyncio.wait_for(run_task, timeout=5)
+            async with asyncio.timeout(5):
+                await run_task
         except (TimeoutError, asyncio.CancelledError, Exception):
             pass
     cfg_task.cancel()
@@ -149,7 +150,8 @@ async def watch_config(args: argparse.Namespace, overrides: FlagOverrides, cfg_t
     last_error: str | None = None
     while True:
         try:
-            await asyncio.wait_for(reload_now.wait(), timeout=max(0.2, args.config_poll_interval))
+            async with asyncio.timeout(max(0.2, args.config_poll_interval)):
+                await reload_now.wait()
         except TimeoutError:
             pass
         reload_now.clear()

@@ -429,7 +429,8 @@ class Worker:
         try:
             while not stop.is_set():
                 try:
-                    await asyncio.wait_for(stop.wait(), timeout=TICK_S)
+                    async with asyncio.timeout(TICK_S):
+                        await stop.wait()
                     break
                 except TimeoutError:
                     pass

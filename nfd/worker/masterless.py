@@ -127,13 +127,14 @@ class MasterlessNode:
             self.core.set_config(cfg)
 
     async def stop(self) -> None:
-        await self.core.stop()
+        # the start first: one still starting informers would start them after the core stopped
         if self._task is not None:
             self._task.cancel()
             try:
                 await self._task
             except (asyncio.CancelledError, Exception):
                 pass
+        await self.core.stop()
 
 
 def _one_updater(cfg: Any) -> Any:
