@@ -16,19 +16,21 @@ from its log); then the test plays the kubelet and allocates the pod's CPUs, mem
 from that zone, the updater republishes, and the next pod sees the smaller zone. The last pod
 fits the node's total but no single zone: it stays Pending with the plugin's reason.
 
-``UPSTREAM_NFD_TOPOLOGY_UPDATER=<binary>`` (upstream's nfd-topology-updater, built outside the
-repository) runs the same scenario with upstream's updater publishing the objects, reading the
-same fixtures through a private mount namespace (tests/support/hostroot.py): the placements must
-be the same as with ours. Without it that test is skipped with the reason.
+Upstream's nfd-topology-updater (the release on the Go module proxy, built by tests/tools/
+upstream-nfd; ``UPSTREAM_NFD_TOPOLOGY_UPDATER=<binary>`` names another build) runs the same
+scenario publishing the objects, reading the same fixtures through a private mount namespace
+(tests/support/hostroot.py): the placements must be the same as with ours.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import shutil
 import signal
+import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,13 +40,18 @@ import pytest
 
 from nfd.api.noderesourcetopology import parse_int_quantity
 from tests.e2e.harness import REPO_ROOT, KubeCluster, ManagedProcess, free_port
-from tests.e2e.tools import kube_scheduler_nrt_bin, make_ready_node
+from tests.e2e.tools import (
+    kube_scheduler_nrt_bin,
+    make_ready_node,
+    upstream_nfd_topology_updater_bin,
+    upstream_topology_updater_bin,
+)
 from tests.support import hostroot
 from tests.support.kubelet import Container, Device, FakeKubelet, Memory, Pod
 
 pytestmark = pytest.mark.e2e
 
-__all__ = ["kube_scheduler_nrt_bin"]  # fixture
+__all__ = ["kube_scheduler_nrt_bin", "upstream_nfd_topology_updater_bin", "upstream_topology_updater_bin"]  # fixtures
 
 NS = "node-feature-discovery"
 SA = "nfd-topology-updater"
@@ -53,9 +60,22 @@ NUMA = REPO_ROOT / "tests" / "fixtures" / "numa"
 SCHEDULER = "topology-aware"
 GPU = "nvidia.com/gpu"
 GiB = 1 << 30
-UPSTREAM = os.environ.get("UPSTREAM_NFD_TOPOLOGY_UPDATER", "")
 
 # fixture "two": NUMA node 0 = CPUs 0-35,72-107; node 1 = CPUs 36-71,108-143; "one": CPUs 0-7
+
+
+@functools.cache
+def _has_port_flag(binary: str) -> bool:
+    usage = subprocess.run([binary, "-help"], capture_output=True, text=True, check=False)
+    return "-port" in (usage.stdout + usage.stderr).split()
+
+
+def _port_flags(binary: str) -> list[str]:
+    """Free ports for the updater's servers: ``-port`` (ours; upstream since v0.18), or
+    ``-metrics`` and ``-grpc-health`` (upstream v0.17, the release on the Go module proxy)."""
+    if binary and not _has_port_flag(binary):
+        return [f"-metrics={free_port()}", f"-grpc-health={free_port()}"]
+    return [f"-port={free_port()}"]
 
 
 @dataclass
@@ -119,8 +139,9 @@ class Node:
         root = NUMA / self.model.fixture
         flags = [f"-kubelet-config-uri=file://{self.kubelet_config}",
                  f"-podresources-socket={self.kubelet.socket_path}", "-kubelet-state-dir=",
-                 "-sleep-interval=1s", f"-port={free_port()}", "-v=2"]
+                 "-sleep-interval=1s", "-v=2"]
         env = {"NODE_NAME": self.name, "KUBERNETES_NAMESPACE": NS, "POD_NAMESPACE": NS}
+        flags += _port_flags(upstream)
         if upstream:
             conf = self.kubelet_config.with_suffix(".updater.conf")
             conf.write_text("")
@@ -252,6 +273,19 @@ def filter_verdicts(log: str, ns: str, pod: str) -> set[tuple[str, int]]:
 def run_placements(kube: KubeCluster, scheduler_bin: Path, tmp: Path, *, upstream: str = "") -> list[str]:
     """Run STEPS with ours (or upstream's) updater publishing; returns one line per pod."""
     kube.apply_manifest_dir(REPO_ROOT / "deploy" / "base" / "rbac-topologyupdater")
+    if upstream:  # upstream's updater reads each pod and replaces its object: its chart's verbs (v0.17)
+        kube.apply_objects([
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+             "metadata": {"name": "e2e-upstream-topology-updater"},
+             "rules": [{"apiGroups": ["topology.node.k8s.io"], "resources": ["noderesourcetopologies"],
+                        "verbs": ["create", "get", "update"]},
+                       {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+             "metadata": {"name": "e2e-upstream-topology-updater"},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                         "name": "e2e-upstream-topology-updater"},
+             "subjects": [{"kind": "ServiceAccount", "name": SA, "namespace": NS}]},
+        ])
     kube.wait_crd_established("noderesourcetopologies.topology.node.k8s.io")
     tmp.mkdir(parents=True, exist_ok=True)
     run = kube.unique_name("run")
@@ -266,9 +300,11 @@ def run_placements(kube: KubeCluster, scheduler_bin: Path, tmp: Path, *, upstrea
             nodes[m.key] = Node(kube, m, run=run, tmp=tmp)
             nodes[m.key].start_updater(upstream, kc)
         for n in nodes.values():
-            kube.wait_until(n.published_as_expected, timeout=60,
-                            message=f"{n.name}: NodeResourceTopology {n.expected()} (now {n.available()}); logs:\n"
-                                    f"{n.proc.logs()[-3000:] if n.proc else ''}")
+            try:
+                kube.wait_until(n.published_as_expected, timeout=60, message=f"{n.name}: NodeResourceTopology")
+            except TimeoutError as e:  # the logs as they are at the end of the wait
+                raise AssertionError(f"{n.name}: NodeResourceTopology {n.expected()} (now {n.available()}); "
+                                     f"logs:\n{n.proc.logs()[-3000:] if n.proc else ''}") from e
             attrs = {a["name"]: a["value"] for a in (n.nrt() or {}).get("attributes") or []}
             assert attrs.get("topologyManagerPolicy") == "single-numa-node", attrs
         scheduler = start_topology_scheduler(kube, scheduler_bin, tmp)
@@ -292,9 +328,12 @@ def run_placements(kube: KubeCluster, scheduler_bin: Path, tmp: Path, *, upstrea
                 f"{pod}: bound to {node.model.key} ({bound}); the plugin admitted it to {verdicts}, "
                 f"expected {where}; scheduler log:\n{scheduler.logs()[-4000:]}")
             node.allocate(ns, pod, zone, cpus, gpus)  # the kubelet admits it on that zone
-            kube.wait_until(node.published_as_expected, timeout=30,
-                            message=f"{node.name} republished after {pod}: want {node.expected()}, "
-                                    f"now {node.available()}")
+            try:
+                kube.wait_until(node.published_as_expected, timeout=30, message=f"{node.name} republished")
+            except TimeoutError as e:  # the logs as they are at the end of the wait
+                raise AssertionError(f"{node.name} republished after {pod}: want {node.expected()}, now "
+                                     f"{node.available()}; logs:\n{node.proc.logs()[-3000:] if node.proc else ''}"
+                                     ) from e
         return placements
     finally:
         if scheduler is not None:
@@ -321,13 +360,11 @@ def test_scheduler_plugin_places_pods_by_our_topology(kube: KubeCluster, kube_sc
                                "gpu-one: a zone [1]"], placements
 
 
-@pytest.mark.skipif(not UPSTREAM, reason="UPSTREAM_NFD_TOPOLOGY_UPDATER (upstream's binary, built outside the "
-                                         "repository) is not set")
 def test_same_placements_with_upstreams_updater(kube: KubeCluster, kube_scheduler_nrt_bin: Path,
-                                                tmp_path: Path) -> None:
+                                                upstream_topology_updater_bin: Path, tmp_path: Path) -> None:
     why = hostroot.why_not()
     if why:
         pytest.skip(f"upstream's updater reads /sys: running it on the fixtures {why}")
     ours = run_placements(kube, kube_scheduler_nrt_bin, tmp_path / "ours")
-    theirs = run_placements(kube, kube_scheduler_nrt_bin, tmp_path / "upstream", upstream=UPSTREAM)
+    theirs = run_placements(kube, kube_scheduler_nrt_bin, tmp_path / "upstream", upstream=str(upstream_topology_updater_bin))
     assert theirs == ours

@@ -14,6 +14,9 @@ hash of the module's files and the Go version:
 - tests/tools/schedplugins: kube-scheduler with kubernetes-sigs/scheduler-plugins'
   NodeResourceTopologyMatch (v0.34.7, on Kubernetes 1.34 modules): the topology-aware
   scheduler that reads nfd-topology-updater's NodeResourceTopology (test_topology_scheduler).
+- tests/tools/upstream-nfd: upstream's nfd-topology-updater and nfd-worker (the release the proxy
+  serves, v0.17.3), so that test_topology_scheduler and the benchmarks set ours beside upstream's
+  on a fresh machine (UPSTREAM_NFD_TOPOLOGY_UPDATER / UPSTREAM_NFD_WORKER still name others).
 
 `python -m tests.e2e.tools [--if-go]` builds everything missing and prints the paths and build
 times. Tests get the binaries from the fixtures below; they skip only when Go is missing.
@@ -74,6 +77,9 @@ MODULES = (
     Module("celk8s", {"celk8s": "."}),
     Module("gostd", {"gostd-oracle": "."}),  # Go's strconv/netip/url/time for tests/unit/lang/gostd
     Module("schedplugins", {"kube-scheduler-nrt": "."}),
+    # upstream's agents from the Go module proxy, for the tests and benchmarks that run ours beside them
+    Module("upstream-nfd", {"upstream-nfd-topology-updater": "sigs.k8s.io/node-feature-discovery/cmd/nfd-topology-updater",
+                            "upstream-nfd-worker": "sigs.k8s.io/node-feature-discovery/cmd/nfd-worker"}),
 )
 TOOL_MODULE = {tool: m for m in MODULES for tool in m.packages}
 
@@ -208,6 +214,17 @@ helm_bin = _tool_fixture("helm")
 kustomize_bin = _tool_fixture("kustomize")
 kube_scheduler_bin = _tool_fixture("kube-scheduler")
 kube_scheduler_nrt_bin = _tool_fixture("kube-scheduler-nrt")
+upstream_nfd_topology_updater_bin = _tool_fixture("upstream-nfd-topology-updater")
+
+
+@pytest.fixture(scope="session")
+def upstream_topology_updater_bin(request: pytest.FixtureRequest) -> Path:
+    """Upstream's nfd-topology-updater: UPSTREAM_NFD_TOPOLOGY_UPDATER when set (another build),
+    else the release from the Go module proxy (tests/tools/upstream-nfd)."""
+    given = os.environ.get("UPSTREAM_NFD_TOPOLOGY_UPDATER")
+    if given:
+        return Path(given)
+    return request.getfixturevalue("upstream_nfd_topology_updater_bin")
 
 
 # ---- a control plane with an audit log --------------------------------------------------------
