@@ -83,8 +83,19 @@ async def _handle(
         writer.close()
 
 
+class ListenError(OSError):
+    """The port cannot be opened (in use, not allowed): the process says so in one line and exits
+    1, as upstream's daemons do, instead of a traceback."""
+
+    def __init__(self, host: str | None, port: int, err: OSError) -> None:
+        super().__init__(f"cannot listen on {host or ''}:{port}: {err.strerror or err}")
+
+
 async def serve(port: int, routes: dict[str, Route], *, host: str | None = None) -> asyncio.Server:
     """Start serving on ``port`` (0 picks a free port: see ``server.sockets``)."""
-    server = await asyncio.start_server(lambda r, w: _handle(routes, r, w), host=host, port=port)
+    try:
+        server = await asyncio.start_server(lambda r, w: _handle(routes, r, w), host=host, port=port)
+    except OSError as e:
+        raise ListenError(host, port, e) from e
     log.info("http server listening on port %d", server.sockets[0].getsockname()[1])
     return server

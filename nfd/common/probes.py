@@ -18,7 +18,7 @@ import socket
 import threading
 import time
 
-from nfd.common.httpserver import Route, response
+from nfd.common.httpserver import ListenError, Route, response
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +80,10 @@ class ProbeServer:
                  heartbeat: Heartbeat | None = None) -> None:
         self.routes = routes
         self.heartbeat = heartbeat  # stopped with the server
-        self._sock = socket.create_server((host or "", port), reuse_port=False, backlog=64)
+        try:
+            self._sock = socket.create_server((host or "", port), reuse_port=False, backlog=64)
+        except OSError as e:
+            raise ListenError(host, port, e) from e
         self._sock.settimeout(0.5)  # to see close()
         self.port: int = self._sock.getsockname()[1]
         self._closed = threading.Event()

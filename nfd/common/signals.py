@@ -13,7 +13,9 @@ log = logging.getLogger("nfd")
 
 
 def run_until_signal(coro: Coroutine[Any, Any, int]) -> int:
-    """The coroutine's exit code, or 0 when a signal cancelled it."""
+    """The coroutine's exit code, 0 when a signal cancelled it, or 1 with one line when its port
+    cannot be opened."""
+    from nfd.common.httpserver import ListenError
 
     async def wrapper() -> int:
         task = asyncio.ensure_future(coro)
@@ -27,4 +29,8 @@ def run_until_signal(coro: Coroutine[Any, Any, int]) -> int:
             log.info("shutting down")
             return 0
 
-    return asyncio.run(wrapper())
+    try:
+        return asyncio.run(wrapper())
+    except ListenError as e:
+        log.error("%s", e)
+        return 1

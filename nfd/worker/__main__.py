@@ -36,8 +36,15 @@ def main(argv: list[str] | None = None) -> int:
     if done is not None:
         return done
     import asyncio  # the daemon and an API-publishing one-shot run on an event loop
+    import logging
 
-    return asyncio.run(worker.run())
+    from nfd.common.httpserver import ListenError
+
+    try:
+        return asyncio.run(worker.run())
+    except ListenError as e:
+        logging.getLogger("nfd").error("%s", e)
+        return 1
 
 
 if __name__ == "__main__":
