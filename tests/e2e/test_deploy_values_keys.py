@@ -3,11 +3,12 @@
 `upstream_chart/values-every-key.yaml` sets each of the 183 keys of upstream's values.yaml
 (kubernetes-sigs/node-feature-discovery 76e6cc8) to a value other than its default;
 `upstream_chart/facts.yaml` lists, key by key, the fields upstream's chart renders from it.
-Upstream's chart is not in this repository and no chart registry is reachable from the test
-machines (registry.k8s.io, gcr.io and the GitHub Pages chart repo do not resolve), so the facts
-are recorded; `test_facts_hold_for_upstreams_chart` re-derives them from an upstream chart when
-one is given (NFD_UPSTREAM_CHART: a chart directory or .tgz) or `helm pull` reaches the registry,
-and is skipped with the reason otherwise.
+Upstream's chart is not in this repository, and the tests contact no chart registry, so the
+facts are recorded; `test_facts_hold_for_upstreams_chart` re-derives them from upstream's chart
+when NFD_UPSTREAM_CHART names one (a directory or .tgz, e.g. `git archive` of a fetched snapshot
+outside the repository), and is skipped with the reason otherwise. The chart in the release the
+Go module proxy serves (v0.17.3) predates these facts (HTTP probes on one port, prune Job
+settings), so it is not a stand-in. With 76e6cc8's chart: 185 passed.
 
 Where the rendering differs on purpose (argument order, `-config=` spelled out, extra env such
 as NFD_HOST_PREFIX, the podresources socket's directory mounted instead of the socket file),
@@ -37,7 +38,6 @@ pytestmark = pytest.mark.e2e
 HERE = Path(__file__).parent / "upstream_chart"
 RELEASE = "rel"
 FULLNAME = "rel-nfdx"  # release + nameOverride
-UPSTREAM_OCI = "oci://registry.k8s.io/nfd/charts/node-feature-discovery"
 
 
 @cache
@@ -140,14 +140,10 @@ def _upstream_chart(helm: Path, tmp: Path) -> Path | str:
         if not Path(given).exists():
             pytest.fail(f"NFD_UPSTREAM_CHART={given}: no such chart", pytrace=False)
         return given
-    proc = subprocess.run([str(helm), "pull", UPSTREAM_OCI, "--version", "0.18.3", "-d", str(tmp)],
-                          capture_output=True, text=True, timeout=60, check=False)
-    if proc.returncode != 0:
-        pytest.skip(f"upstream's chart is not reachable ({UPSTREAM_OCI}: "
-                    f"{proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else proc.returncode}); "
-                    "set NFD_UPSTREAM_CHART to a chart directory or .tgz to compare")
-    (tgz,) = tmp.glob("*.tgz")
-    return tgz
+    # no registry is contacted (tests reach only loopback and their own network namespaces), and
+    # the chart in the release the Go module proxy serves (v0.17.3) predates these facts
+    pytest.skip("NFD_UPSTREAM_CHART is not set (upstream's chart at 76e6cc8: a directory or .tgz, from a "
+                "snapshot outside the repository; the Go module proxy's v0.17.3 chart predates these facts)")
 
 
 def test_facts_hold_for_upstreams_chart(helm_bin: Path, tmp_path: Path) -> None:
