@@ -46,6 +46,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     e2e_items = [it for it in items if _is_e2e(it)]
     if not e2e_items:
         return
+    # a test that deletes the real node's Node runs after all others, whatever their file names
+    items.sort(key=lambda it: it.get_closest_marker("deletes_node") is not None)  # stable
     reason = _skip_reason()
     for it in e2e_items:
         it.add_marker(pytest.mark.e2e)

@@ -395,8 +395,9 @@ def test_helm_chart_installs_the_same(real_node: RealNode, installed: list[dict[
                     message="the NodeResourceTopology published (Helm)")
 
 
+@pytest.mark.deletes_node
 def test_deleting_the_node_makes_gc_remove_its_objects(real_node: RealNode, installed: list[dict[str, Any]]) -> None:
-    """Last: the Node goes (the kubelet does not register it again)."""
+    """Last (the deletes_node marker): the Node goes (the kubelet does not register it again)."""
     kube = real_node.kube
     nf = f"{NFD_API}/namespaces/{NS}/nodefeatures/{real_node.name}"
     nrt = f"{NRT_API}/{real_node.name}"
