@@ -151,7 +151,7 @@ class TopologyUpdater:
         self._scan_memo: tuple[Any, scan.ScanResult] | None = None
         self._fingerprints = fingerprint.Memo()
         self.owner_refs: list[dict[str, Any]] = []
-        self.pods: Any = None  # Informer of compact pods
+        self.pods: Any = None  # Informer of compact pods (or podget.PodsByGet under a get-only role)
         self.last_digest: str | None = None
         self.scan_digest: str | None = None  # the digest of the last object publish() was given
         self.last_applied_at = 0.0
@@ -272,6 +272,10 @@ class TopologyUpdater:
             log.error("scan failed, keeping the published NodeResourceTopology: %s", e)
             self.metrics.scan_errors.inc()
             return None
+        refresh = getattr(self.pods, "refresh", None)  # pods read with GET (nfd.topology_updater.podget)
+        if refresh is not None:
+            ns = self.opts.watch_namespace
+            await refresh((p.namespace, p.name) for p in listed.pod_resources if ns == "*" or p.namespace == ns)
         nr = aggregate.node_resources(self.topology, alloc)
         result = self._account(listed)
         zones = aggregate.zones(nr, result.pods, self.exclude)
@@ -446,10 +450,25 @@ class TopologyUpdater:
         self.pods.on_event(self._on_pod_event)
         await self.pods.start()
         klog.info_s("waiting for node-scoped Pod informer cache sync", nodeName=self.opts.node_name)
-        ok: bool = await self.pods.wait_synced(sync_timeout_s)
-        if ok:
-            klog.info_s("node-scoped Pod informer cache synced", nodeName=self.opts.node_name, pods=len(self.pods.cache))
-        return ok
+        deadline = time.monotonic() + sync_timeout_s
+        while not await self.pods.wait_synced(min(0.2, max(0.0, deadline - time.monotonic()))):
+            if self.pods.forbidden:  # upstream's roles grant pods get only: read them its way
+                from nfd.topology_updater.podget import PodsByGet
+
+                await self.pods.stop()
+                log.warning(
+                    "cannot list and watch pods on node %s (RBAC: list and watch on pods are not granted): "
+                    "reading each listed pod with get on every scan, as upstream", self.opts.node_name,
+                )
+                self.pods = PodsByGet(self.api, transform=compact_pod, on_change=self._on_pods_read)
+                return True
+            if time.monotonic() >= deadline:
+                return False
+        klog.info_s("node-scoped Pod informer cache synced", nodeName=self.opts.node_name, pods=len(self.pods.cache))
+        return True
+
+    def _on_pods_read(self) -> None:
+        self._pods_generation += 1  # the scan memo's key: account again
 
     async def run(self) -> int:
         """Scan loop; returns the exit status (oneshot) or runs until cancelled."""

@@ -150,6 +150,48 @@ def test_topology_updater_under_upstreams_e2e_role_writes_with_get_create_update
     assert "Traceback" not in proc.logs()
 
 
+#: the ClusterRole upstream's v0.17.3 Helm chart (templates/clusterrole.yaml) and kustomize base
+#: (rbac-topologyupdater) give the updater, rule for rule: pods get only (upstream's updater GETs
+#: each listed pod), no list or watch anywhere
+UPSTREAM_CHART_RULES = [
+    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]},
+    {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"]},
+    {"apiGroups": [""], "resources": ["nodes/proxy"], "verbs": ["get"]},
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]},
+    {"apiGroups": ["topology.node.k8s.io"], "resources": ["noderesourcetopologies"],
+     "verbs": ["create", "get", "update"]},
+]
+
+
+def test_topology_updater_under_upstreams_chart_role_reads_each_pod_with_get(tu_env: UpdaterEnv) -> None:
+    """Under upstream's Helm/kustomize role the pod LIST is refused (403): the updater says so in
+    one line and reads each listed pod with GET on every scan, as upstream; it publishes, and a
+    Guaranteed pod's exclusive CPUs leave the zone. (It exited after 120 s of
+    'timed out waiting for node-scoped Pod cache sync' before.)"""
+    e, kube = tu_env, tu_env.kube
+    assert isinstance(kube, AuditedCluster)
+    user = f"system:serviceaccount:{TU_NS}:{TU_SA}"
+    role = kube.get("/apis/rbac.authorization.k8s.io/v1/clusterroles/nfd-topology-updater")
+    role["rules"] = UPSTREAM_CHART_RULES
+    kube.request("PUT", "/apis/rbac.authorization.k8s.io/v1/clusterroles/nfd-topology-updater", body=role)
+    _start_as_upstream_spec(e)
+    proc = e.proc
+    assert proc is not None
+    proc.wait_log("reading each listed pod with get", timeout=30)
+    wait_for(lambda: e.nrt() is not None, timeout=60, what="NRT created under upstream's chart role")
+    assert e.available("node-0", "cpu") == 70
+
+    mark = kube.audit_mark()
+    api_pod(kube, e.ns, e.node, "pinned", cpu="2", memory="4Gi")
+    e.kubelet.add_pod(Pod(e.ns, "pinned", [Container("main", cpus=[2, 74])]))
+    e.wait_available("node-0", "cpu", 68)
+    reads = [ev for ev in kube.audit_events(since=mark)
+             if (ev.get("user") or {}).get("username") == user and (ev.get("objectRef") or {}).get("resource") == "pods"]
+    assert reads and {ev["verb"] for ev in reads} == {"get"}, reads
+    assert proc.logs().count("cannot list and watch pods") == 1
+    assert "Traceback" not in proc.logs()
+
+
 # -- nfd-worker ---------------------------------------------------------------------------------
 
 WORKER_CONF = "core:\n  sleepInterval: 60s\n  featureSources: [all, -nvml]\n  labelSources: [all, -nvml]\n"
