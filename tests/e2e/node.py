@@ -6,8 +6,13 @@ and node lifecycle controllers), the kube-scheduler and kube-proxy. The Kubernet
 the DRA test driver, a kubelet plugin the DRA tests run beside the kubelet) are built from
 tests/tools/node (the k8s.io/kubernetes version of tests/apiserver) in one `go build`, cached
 like the apiserver; containerd, runc, the CNI plugins and nft come from Debian packages
-(tests/e2e/hostpkgs.py). Images are imported into containerd, never pulled: the project's
-image (tests/e2e/image.py) and a pause image holding tests/tools/node/pause.
+(tests/e2e/hostpkgs.py). Images are imported into containerd: the project's image
+(tests/e2e/image.py) and a pause image holding tests/tools/node/pause. That pause image is also
+served as `registry.k8s.io/pause` (every tag the tests pull) by a registry mirror inside the
+node's namespace (CNCF distribution's registry, tests/tools/registry, on the namespace's own
+loopback): containerd's hosts config sends registry.k8s.io there and nowhere else, so a pod
+that always pulls the pause image (upstream's e2e suite's sleeper pods) runs without any
+address outside the namespace.
 
 The cluster is shaped like a kind cluster's node, inside a network namespace the run creates
 and removes (tests/e2e/netns.py): the node's address is NODE_IP (not loopback: the apiserver's
@@ -53,6 +58,7 @@ from tests.e2e.build import BuildError, _ldflags, ensure_built, find_go, kuberne
 from tests.e2e.harness import KubeCluster, ManagedProcess, free_port
 from tests.e2e.image import PACKAGES as IMAGE_PACKAGES
 from tests.e2e.image import ImageError, ensure_image
+from tests.e2e.tools import ensure_tool
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MODULE_DIR = REPO_ROOT / "tests" / "tools" / "node"
@@ -70,6 +76,10 @@ COMMANDS = {
 PACKAGES = ("containerd", "runc", "containernetworking-plugins", "nftables")
 CNI_BIN_DIR = "/usr/lib/cni"
 PAUSE_REF = "docker.io/library/nfd-pause:e2e"
+#: the registry mirror: on the node namespace's loopback; what it serves as registry.k8s.io/pause
+MIRROR_ADDR = "127.0.0.1:5000"
+MIRRORED_REGISTRY = "registry.k8s.io"
+MIRRORED_PAUSE_TAGS = ("latest",)
 NODE_NAME = "nfd-e2e-node"
 #: the kubelet's root and pod logs are where users' manifests expect them (the DaemonSets'
 #: hostPaths stay as shipped); one real node per machine at a time (MACHINE_LOCK)
@@ -203,12 +213,14 @@ def fs_type(path: Path) -> str:
 class Timings:
     image_s: float = 0.0
     binaries_s: float = 0.0
+    registry_s: float = 0.0
     start_s: float = 0.0
 
     def line(self) -> str:
         return (f"real node set-up: image {self.image_s:.1f}s, kubelet/controller-manager/scheduler/kube-proxy/"
-                f"DRA test driver build {self.binaries_s:.1f}s, node start (network namespace, containerd, "
-                f"image import, kubelet Ready, kubernetes Service answering) {self.start_s:.1f}s")
+                f"DRA test driver build {self.binaries_s:.1f}s, registry mirror build {self.registry_s:.1f}s, "
+                f"node start (network namespace, containerd, image import, registry mirror, kubelet Ready, "
+                f"kubernetes Service answering) {self.start_s:.1f}s")
 
 
 @dataclass
@@ -217,6 +229,7 @@ class RealNode:
     bins: dict[str, Path]
     image_tar: Path
     tmp: Path
+    registry_bin: Path | None = None  # the registry mirror's binary (tests/tools/registry)
     name: str = NODE_NAME
     kubelet_port: int = 10250
     timings: Timings = field(default_factory=Timings)
@@ -238,6 +251,8 @@ class RealNode:
         self._start_containerd()
         self.ctr("images", "import", str(self.image_tar))
         self.ctr("images", "import", str(pause_archive(self.bins["pause"], self.tmp / "pause.tar")))
+        if self.registry_bin is not None:
+            self._start_mirror(self.registry_bin)
         self._start_controllers()
         self._start_kubelet()
         self.kube.wait_until(self._ready, timeout=180, interval=1, message=f"Node {self.name} Ready")
@@ -319,6 +334,9 @@ state = "{d / 'state'}"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "{CNI_BIN_DIR}"
     conf_dir = "{cni_conf}"
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    # per-registry hosts (certs.d layout): registry.k8s.io is the mirror in the namespace
+    config_path = "{self._registry_hosts()}"
 """
         d.mkdir(parents=True, exist_ok=True)
         (d / "config.toml").write_text(config)
@@ -329,6 +347,51 @@ state = "{d / 'state'}"
                              message="containerd socket")
         self.kube.wait_until(lambda: subprocess.run(self._ctr("version"), capture_output=True).returncode == 0,
                              timeout=60, message="containerd answering")
+
+    def _registry_hosts(self) -> Path:
+        """containerd's hosts directory: registry.k8s.io resolved and pulled from the mirror, its
+        only server (no fallback to the real registry: nothing leaves the namespace)."""
+        hosts = self.tmp / "containerd" / "certs.d"
+        d = hosts / MIRRORED_REGISTRY
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "hosts.toml").write_text(f'server = "http://{MIRROR_ADDR}"\n\n'
+                                      f'[host."http://{MIRROR_ADDR}"]\n'
+                                      f'  capabilities = ["pull", "resolve"]\n')
+        return hosts
+
+    def _start_mirror(self, registry_bin: Path) -> None:
+        """The registry mirror in the namespace, holding the pause image as `pause:<tag>` for
+        each of MIRRORED_PAUSE_TAGS (pushed by ctr from inside the namespace)."""
+        d = self.tmp / "registry"
+        d.mkdir(parents=True, exist_ok=True)
+        conf = {"version": 0.1, "log": {"level": "warn"},
+                "storage": {"filesystem": {"rootdirectory": str(d / "data")}},
+                "http": {"addr": MIRROR_ADDR}}
+        (d / "config.json").write_text(json.dumps(conf))  # YAML is a superset of JSON
+        self.processes["registry"] = self.kube.start_process([str(registry_bin), "serve", str(d / "config.json")],
+                                                             kubeconfig=self.kube.kubeconfig, name="registry")
+        host, port = MIRROR_ADDR.rsplit(":", 1)
+
+        def answers() -> bool:
+            self._check_running()
+            with self.kube._entered(), contextlib.suppress(OSError), socket.create_connection((host, int(port)),
+                                                                                                timeout=1):
+                return True
+            return False
+
+        self.kube.wait_until(answers, timeout=30, interval=0.2, message="the registry mirror answering")
+        netns_path = self.kube.netns.path if self.kube.netns is not None else None
+        for tag in MIRRORED_PAUSE_TAGS:
+            ref = f"{MIRROR_ADDR}/pause:{tag}"
+            self.ctr("images", "tag", "--force", PAUSE_REF, ref)
+            argv = self._ctr("images", "push", "--plain-http", ref)
+            if netns_path is not None:  # ctr itself speaks to the registry: from inside the namespace
+                argv = ["nsenter", f"--net={netns_path}", "--", *argv]
+            proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=120)
+            if proc.returncode != 0:
+                raise NodeError(f"pushing the pause image to the registry mirror ({ref}) failed "
+                                f"(exit {proc.returncode}): {(proc.stdout + proc.stderr).strip()[-800:]}")
+            self.ctr("images", "rm", ref)
 
     def _ctr(self, *args: str) -> list[str]:
         return ["ctr", "--address", str(self.containerd_sock), "-n", "k8s.io", *args]
@@ -431,7 +494,7 @@ state = "{d / 'state'}"
     def close(self) -> None:
         """Stop the kubelet, the pods' containers, the controllers, containerd; unmount what the
         kubelet mounted (projected volumes) so the directory can go."""
-        for name in ("kubelet", "kube-proxy", "kube-scheduler", "kube-controller-manager"):
+        for name in ("kubelet", "kube-proxy", "kube-scheduler", "kube-controller-manager", "registry"):
             p = self.processes.get(name)
             if p is not None:
                 with contextlib.suppress(Exception):
@@ -515,6 +578,9 @@ def start_node(*, log: Callable[[str], None] = print) -> RealNode:
     t = time.monotonic()
     bins = ensure_binaries(log=log)
     timings.binaries_s = time.monotonic() - t
+    t = time.monotonic()
+    registry_bin = ensure_tool("registry", log=log)
+    timings.registry_s = time.monotonic() - t
     began = time.monotonic()
     ns = netns.NetNamespace.create()
     try:
@@ -524,7 +590,8 @@ def start_node(*, log: Callable[[str], None] = print) -> RealNode:
         raise
     timings.start_s = time.monotonic() - began  # the namespace and the control plane: the node's start
     tmp = Path(tempfile.mkdtemp(prefix="nfd-node-"))
-    node = RealNode(kube=kube, bins=bins, image_tar=image, tmp=tmp, kubelet_port=10250, timings=timings)
+    node = RealNode(kube=kube, bins=bins, image_tar=image, tmp=tmp, registry_bin=registry_bin, kubelet_port=10250,
+                    timings=timings)
     try:
         node.start(log=log)
     except BaseException:
