@@ -41,7 +41,7 @@ import yaml
 
 from nfd.api.noderesourcetopology import parse_int_quantity
 from nfd.topology_updater.podresources import api_pb2, api_pb2_grpc
-from tests.e2e.harness import HttpError, ManagedProcess
+from tests.e2e.harness import REPO_ROOT, HttpError, ManagedProcess
 from tests.e2e.node import RealNode, real_node
 from tests.e2e.test_node_device_plugin import RESOURCE, Env, numa_zones, podresources_view
 from tests.e2e.test_real_node import APPS_NS, NRT_API, _cpu_list, app_pod, delete_pod, pod_state, ready
@@ -103,7 +103,7 @@ def sched(real_node: RealNode, kube_scheduler_nrt_bin: Path,
     node = real_node
     kube = node.kube
     kube.create_namespace(NS, exist_ok=True)
-    kube.apply_manifest_dir(Path(__file__).resolve().parents[2] / "deploy" / "base" / "rbac-topologyupdater")
+    kube.apply_manifest_dir(REPO_ROOT / "deploy" / "base" / "rbac-topologyupdater")
     kube.create_namespace(APPS_NS, exist_ok=True)
     conf = yaml.safe_load((node.tmp / "kubelet.yaml").read_text())
     before = {k: conf.get(k) for k in KUBELET}
