@@ -450,11 +450,23 @@ state = "{d / 'state'}"
              f"--node-ip={self.address}", "--v=1"],
             kubeconfig=self.kube.kubeconfig, name="kubelet")
 
-    def restart_kubelet(self, *, timeout: float = 120) -> None:
+    def restart_kubelet(self, *, timeout: float = 120, config: dict[str, Any] | None = None) -> None:
         """Stop the kubelet and start it again with the same arguments, root and pods (a kubelet
-        upgrade or crash): the containers keep running, device plugins must register again."""
+        upgrade or crash): the containers keep running, device plugins must register again.
+        ``config``: KubeletConfiguration fields to change in its file first, None removing one (a
+        reconfigured kubelet; what readers of the file, like the topology-updater's
+        ``-kubelet-config-uri=file://``, then read too). A changed CPU or memory manager policy
+        starts from no state file, as the kubelet asks (its checkpoint names the old policy)."""
         argv = self.processes["kubelet"].argv
         self.processes["kubelet"].stop(timeout=30)
+        if config:
+            conf = self.tmp / "kubelet.yaml"
+            new = {**yaml.safe_load(conf.read_text()), **config}
+            conf.write_text(yaml.safe_dump({k: v for k, v in new.items() if v is not None}))
+            for policy, state in (("cpuManagerPolicy", "cpu_manager_state"),
+                                  ("memoryManagerPolicy", "memory_manager_state")):
+                if policy in config:
+                    (self.root_dir / state).unlink(missing_ok=True)
         self.restarts += 1
         self.processes["kubelet"] = self.kube.start_process(argv, kubeconfig=self.kube.kubeconfig,
                                                             name=f"kubelet-{self.restarts}")
