@@ -17,7 +17,6 @@ and stopping/restarting the apiserver for outage tests.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import re
@@ -48,7 +47,6 @@ ADMIN_USER = "e2e-admin"
 FIELD_MANAGER = "e2e"
 SA_ISSUER = "https://kubernetes.default.svc.cluster.local"
 
-_PR_SET_PDEATHSIG = 1
 
 
 class HttpError(Exception):
@@ -169,28 +167,22 @@ def free_port() -> int:
         return port
 
 
-def _die_with_parent() -> None:
-    # Children die with the test process even if it is SIGKILLed (Linux only).
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
 def _popen(argv: list[str], *, log_path: Path, env: dict[str, str] | None = None,
            cwd: str | None = None, netns: NetNamespace | None = None) -> subprocess.Popen[bytes]:
-    """``netns``: the child runs in that network namespace (the real node's cluster)."""
-    # PDEATHSIG fires when the spawning *thread* exits, so only use it from the main thread.
-    die = threading.current_thread() is threading.main_thread()
+    """``netns``: the child runs in that network namespace (the real node's cluster).
 
-    def preexec() -> None:
-        if die:
-            _die_with_parent()
-        if netns is not None:
-            netns.preexec()
-
+    No ``preexec_fn``: Python code between fork and exec in a process with other threads (a gRPC
+    server of a test's device plugin) crashed the test process once (SIGSEGV in the child's
+    fork handlers). util-linux's setpriv and nsenter do the same in the child, then exec."""
+    # children die with the test process even if it is SIGKILLed (PR_SET_PDEATHSIG, kept across
+    # exec); it fires when the spawning *thread* exits, so only from the main thread
+    if netns is not None:
+        argv = netns.exec_argv(argv)
+    if threading.current_thread() is threading.main_thread():
+        argv = ["setpriv", "--pdeathsig", "KILL", "--", *argv]
     with open(log_path, "ab") as log:
         return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                env=env, cwd=cwd, start_new_session=True,
-                                preexec_fn=preexec if die or netns is not None else None)
+                                env=env, cwd=cwd, start_new_session=True)
 
 
 def _terminate(proc: subprocess.Popen[bytes], *, timeout: float) -> int | None:

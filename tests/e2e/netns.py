@@ -9,7 +9,7 @@ own end (kube-proxy rewrites those packets before they would leave), and an nfta
 drops whatever it would send out of the veth except answers to the test process. `close()`
 deletes the namespace (the veth pair goes with it).
 
-Processes enter it with `preexec()` (setns of the network namespace only: the mount namespace
+Processes enter it with `exec_argv()` (nsenter of the network namespace only: the mount namespace
 stays the machine's, so containerd, runc and the kubelet see each other's mounts); the test
 process opens a socket inside with `entered()` (one thread, for the time of the block).
 """
@@ -155,14 +155,6 @@ class NetNamespace:
                               capture_output=True, text=True, check=False, timeout=30)
         if proc.returncode != 0:
             raise NetnsError(f"nft guard in {self.name} failed (exit {proc.returncode}): {proc.stderr.strip()}")
-
-    def preexec(self) -> None:
-        """For a child process, before exec: enter the namespace (its network only)."""
-        fd = os.open(self.path, os.O_RDONLY)
-        try:
-            _setns(fd)
-        finally:
-            os.close(fd)
 
     def entered(self) -> contextlib.AbstractContextManager[None]:
         return entered_path(self.path)
