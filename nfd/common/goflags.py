@@ -23,7 +23,6 @@ import argparse
 import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, NoReturn, TypeAlias
 
 from nfd.common.goduration import format_go_duration, parse_go_duration
@@ -125,19 +124,39 @@ def _format_float(v: float) -> str:
     return repr(v)
 
 
-@dataclass
 class Flag:
-    """One command-line flag as Go's flag package defines it."""
-    name: str
-    usage: str
-    type_name: str  # what PrintDefaults writes after the name ("" for a boolean)
-    default: Any  # the Python value when the flag is not given
-    def_text: str  # Go's DefValue
-    zero_text: str  # the String() of the type's zero value: no "(default ...)" when equal
-    parse: Callable[[str], Any]
-    is_bool: bool = False
-    quote_default: bool = False  # a string flag: (default "x")
-    hidden: bool = False  # accepted, not listed (flags upstream removed)
+    """One command-line flag as Go's flag package defines it. Written out as a dataclass would
+    generate it: the one-shot worker does not load ``dataclasses`` (docs/worker.md)."""
+
+    _FIELDS = ("name", "usage", "type_name", "default", "def_text", "zero_text", "parse", "is_bool",
+               "quote_default", "hidden")
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, name: str, usage: str, type_name: str, default: Any, def_text: str, zero_text: str,
+                 parse: Callable[[str], Any], is_bool: bool = False, quote_default: bool = False,
+                 hidden: bool = False) -> None:
+        self.name = name
+        self.usage = usage
+        self.type_name = type_name  # what PrintDefaults writes after the name ("" for a boolean)
+        self.default = default  # the Python value when the flag is not given
+        self.def_text = def_text  # Go's DefValue
+        self.zero_text = zero_text  # the String() of the type's zero value: no "(default ...)" when equal
+        self.parse = parse
+        self.is_bool = is_bool
+        self.quote_default = quote_default  # a string flag: (default "x")
+        self.hidden = hidden  # accepted, not listed (flags upstream removed)
+
+    def _key(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, n) for n in self._FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, Flag)
+        return self._key() == other._key()
+
+    def __repr__(self) -> str:
+        return "Flag(" + ", ".join(f"{n}={v!r}" for n, v in zip(self._FIELDS, self._key(), strict=True)) + ")"
 
 
 # GoFlagSet names its methods after Go's flag.Bool, flag.Int, ...: the builtins under other names

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from nfd.api import DEFAULT_LABEL_NS
@@ -56,15 +55,29 @@ def config_for(configs: dict[str, dict[str, Any]], name: str) -> dict[str, Any]:
     return src.default_config() if src is not None else {}
 
 
-@dataclass
 class DiscoveryResult:
-    """One discovery pass: features by source and the sources that failed."""
-    #: every source that ran and succeeded (or kept its last good result), by name
-    by_source: dict[str, Features] = field(default_factory=dict)
-    #: sources that failed this pass: name -> one-line error
-    errors: dict[str, str] = field(default_factory=dict)
-    #: seconds each source took
-    durations: dict[str, float] = field(default_factory=dict)
+    """One discovery pass: features by source and the sources that failed. Written out as a
+    dataclass would generate it (the one-shot worker does not load ``dataclasses``)."""
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    def __init__(self, by_source: dict[str, Features] | None = None, errors: dict[str, str] | None = None,
+                 durations: dict[str, float] | None = None) -> None:
+        #: every source that ran and succeeded (or kept its last good result), by name
+        self.by_source: dict[str, Features] = {} if by_source is None else by_source
+        #: sources that failed this pass: name -> one-line error
+        self.errors: dict[str, str] = {} if errors is None else errors
+        #: seconds each source took
+        self.durations: dict[str, float] = {} if durations is None else durations
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, DiscoveryResult)
+        return (self.by_source, self.errors, self.durations) == (other.by_source, other.errors, other.durations)
+
+    def __repr__(self) -> str:
+        return f"DiscoveryResult(by_source={self.by_source!r}, errors={self.errors!r}, durations={self.durations!r})"
 
     def merged(self) -> Features:
         out = Features()
