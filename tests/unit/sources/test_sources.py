@@ -64,6 +64,42 @@ def test_kconfig_search_order_and_gzip(tree):
     assert f.attributes["kernel.config"] == {"PREEMPT": "y"}
 
 
+@pytest.mark.parametrize("name", ["proc/config.gz", "boot/config-6.1.0"])
+def test_kconfig_read_each_pass_parsed_once_per_content(tree, monkeypatch, name):
+    """A daemon reads the kernel config on every pass; the same bytes are not parsed again, new
+    bytes are, and each pass gets its own dict."""
+    from nfd.sources import kernel
+
+    tree("proc/sys/kernel/osrelease", "6.1.0\n")
+    root = tree.root
+
+    def write(text: str) -> None:
+        path = os.path.join(root, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if name.endswith(".gz"):
+            with gzip.open(path, "wb") as g:
+                g.write(text.encode())
+        else:
+            with open(path, "w") as fh:
+                fh.write(text)
+
+    parsed: list[str] = []
+    real = kernel.parse_kconfig
+    monkeypatch.setattr(kernel, "parse_kconfig", lambda text: parsed.append(text) or real(text))
+    write("CONFIG_A=y\n")
+    f1, _, _ = run("kernel", root)
+    f2, _, _ = run("kernel", root)
+    assert f1.attributes["kernel.config"] == f2.attributes["kernel.config"] == {"A": "y"}
+    assert len(parsed) == 1
+    f2.attributes["kernel.config"]["B"] = "x"  # a caller's change stays its own
+    write("CONFIG_A=m\nCONFIG_C=\"q\"\n")
+    f3, _, _ = run("kernel", root)
+    assert f3.attributes["kernel.config"] == {"A": "m", "C": "q"}
+    assert len(parsed) == 2
+    assert run("kernel", root)[0].attributes["kernel.config"] == {"A": "m", "C": "q"}
+    assert len(parsed) == 2
+
+
 def test_corrupt_config_gz_falls_through_with_warning(tree):
     tree("proc/sys/kernel/osrelease", "6.1.0\n")
     tree("proc/config.gz", b"\x1f\x8b\x08garbage")
