@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import time
 from typing import Any
 
@@ -258,7 +257,8 @@ class Worker:
             klog.info_s("feature discovery completed", v=1, labels=Dump(labels))
         else:
             klog.info_s("feature discovery completed")
-        if merged.to_json() != self.features.to_json() or labels != self.labels:
+        # by value (what to_json would serialise the same), without building both JSONs each pass
+        if merged != self.features or labels != self.labels:
             self._dirty = True
         self.features, self.labels = merged, labels
         if only is None:
@@ -397,6 +397,7 @@ class Worker:
 
     async def run(self) -> int:
         import asyncio
+        import signal
 
         # a daemon takes SIGTERM from the start: one during the first discovery or publish ends
         # the run after it (exit 0), not the process at once (a one-shot run keeps the default)
