@@ -33,7 +33,6 @@ handle) must not change its output for the same host.
 
 from __future__ import annotations
 
-import copy
 import logging
 from typing import Any, ClassVar, Protocol
 
@@ -159,12 +158,16 @@ def check_like(default: Any, value: Any, path: str) -> Any:
             return []
         if not isinstance(value, list):
             raise ValidationError(path, f"must be a list, got {type(value).__name__}")
+        import copy  # only for a source's config block
+
         return copy.deepcopy(value)
     if isinstance(default, dict):
         if value is None:
             return {}
         if not isinstance(value, dict):
             raise ValidationError(path, f"must be an object, got {type(value).__name__}")
+        import copy
+
         return copy.deepcopy(value)
     return value
 

@@ -6,6 +6,7 @@ besides the lazy source registry.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from typing import TYPE_CHECKING, Any
@@ -119,6 +120,10 @@ def discover(
     return res
 
 
+# A daemon validates the same label names every pass: the answer is a pure function of the name
+_qualified_name = functools.lru_cache(maxsize=4096)(is_qualified_name)
+
+
 def compute_labels(
     features: Features,
     names: list[str],
@@ -141,7 +146,7 @@ def compute_labels(
         for raw_name, value in labels.items():
             key = raw_name if ("/" in raw_name or not src.prefix_labels) else f"{DEFAULT_LABEL_NS}/{name}-{raw_name}"
             value = str(value)
-            if not is_qualified_name(key):
+            if not _qualified_name(key):
                 log.info("source %s: invalid label name %r dropped", name, key)
                 continue
             if not is_valid_label_value(value):

@@ -64,6 +64,12 @@ def _dir_signature(path: str) -> tuple[Any, ...] | None:
     return tuple(sorted(entries))
 
 
+def _instance_ok(name: str) -> bool:
+    from nfd.common.masterflags import INSTANCE_RE  # only when -instance is given
+
+    return INSTANCE_RE.match(name) is not None
+
+
 def _nvml_errors() -> int | None:
     src = registry.loaded("nvml")
     return getattr(src, "errors_total", None) if src is not None else None
@@ -130,11 +136,9 @@ class Worker:
     def _check_node_update_flags(self) -> None:
         """-instance is read only in masterless mode, but checked at start (-feature-gates: by the
         flag parser)."""
-        # the shared flag check only: the masterless module and the master load when masterless mode starts
-        from nfd.common.masterflags import INSTANCE_RE
-
         f = self.flags
-        if f.instance and not INSTANCE_RE.match(f.instance):
+        # the shared flag check only: the masterless module and the master load when masterless mode starts
+        if f.instance and not _instance_ok(f.instance):
             raise ValueError(f"invalid -instance {f.instance!r}: instance name must start and end with an "
                              "alphanumeric character and may only contain alphanumerics, `-`, `_` or `.`")
         if f.node_update_spread is not None:

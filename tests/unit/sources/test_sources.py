@@ -509,3 +509,35 @@ def test_custom_deep_file_costs_only_that_file(tree):
     labels = src.labels(feats, cfg, ctx)
     assert labels.get("good") == "yes"
     assert any("deep.yaml" in w and "nesting deeper than 100 levels" in w for w in ctx.warnings), ctx.warnings
+
+
+def test_read_bytes_reads_on_after_a_short_read(tmp_path):
+    """A file that comes in several reads (procfs) is read whole, up to the limit, as a buffered
+    reader would: here a FIFO whose writer sends three chunks."""
+    import threading
+    import time
+
+    from nfd.sources.hostfs import read_bytes
+
+    fifo = str(tmp_path / "fifo")
+    os.mkfifo(fifo)
+
+    def writer(chunks: list[bytes]) -> None:
+        try:
+            with open(fifo, "wb", buffering=0) as w:
+                for c in chunks:
+                    w.write(c)
+                    time.sleep(0.05)
+        except BrokenPipeError:  # the reader stopped at its limit
+            pass
+
+    ctx = DiscoveryContext()
+    t = threading.Thread(target=writer, args=([b"abc\n", b"def\n", b"ghi\n"],))
+    t.start()
+    assert read_bytes(ctx, fifo) == b"abc\ndef\nghi\n"
+    t.join()
+    t = threading.Thread(target=writer, args=([b"abc\n", b"def\n", b"ghi\n"],))
+    t.start()
+    assert read_bytes(ctx, fifo, limit=6) == b"abc\nde"
+    t.join()
+    assert any("larger than 6 bytes" in w for w in ctx.warnings)
