@@ -171,13 +171,10 @@ def _read_config_file(ctx: DiscoveryContext, path: str) -> dict[str, str] | None
 
 
 def parse_kconfig(text: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for line in text.split("\n"):
-        if line.startswith("CONFIG_"):
-            name, sep, value = line.partition("=")
-            if sep:
-                out[name[7:]] = value.strip('"')
-    return out
+    """``CONFIG_<NAME>=<value>`` lines (quotes stripped); a later line of a name wins."""
+    return {name[7:]: value.strip('"')
+            for name, sep, value in (line.partition("=") for line in text.split("\n") if line.startswith("CONFIG_"))
+            if sep}
 
 
 SOURCE = KernelSource()
