@@ -4,6 +4,7 @@ figures and ratios, asserts nothing.
 
     UPSTREAM_NFD_WORKER=/path/to/nfd-worker python3 benchmarks/bench_worker.py \
         [--runs 10] [--rounds 2] [--seconds 30] [--only oneshot,imports,rss,daemon,masterless,discovery]
+        [--baseline DIR]  # the one-shot runs of another checkout (another commit), interleaved
 
 Sections (all by default):
 
@@ -137,7 +138,7 @@ def dummy_kubeconfig(tmp: Path) -> str:
 
 
 # -- one-shot ------------------------------------------------------------------------------------
-def bench_oneshot(runs: int, tmp: Path) -> None:
+def bench_oneshot(runs: int, tmp: Path, baseline: str = "") -> None:
     kc = dummy_kubeconfig(tmp)
     nowhere = str(tmp / "no-such.conf")
     worker = [*script("nfd-worker"), "-oneshot", "-no-publish", "-kubeconfig", kc, "-config", nowhere]
@@ -149,6 +150,14 @@ def bench_oneshot(runs: int, tmp: Path) -> None:
         "  same, without this host's .pth files": no_pth(worker, ENV),
         "nfd export labels": ([*script("nfd"), "export", "labels"], ENV),
     }
+    if baseline:  # another checkout's nfd (e.g. `git archive <commit> | tar -x -C DIR`), the same script
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(baseline) / "nfd")], check=True,
+                       stdout=subprocess.DEVNULL)
+        benv = dict(ENV, PYTHONPATH=baseline)
+        cases[f"baseline {baseline}"] = (worker, benv)
+        argv, nenv = no_pth(worker, benv)
+        cases["  baseline, without this host's .pth files"] = (argv, dict(nenv, PYTHONPATH=nenv["PYTHONPATH"].replace(
+            str(REPO), baseline, 1)))
     if UPSTREAM:
         cases["upstream nfd-worker -oneshot -no-publish"] = (
             [UPSTREAM, "-oneshot", "-no-publish", "-kubeconfig", kc, "-config", nowhere], ENV)
@@ -422,6 +431,7 @@ def main() -> int:
     p.add_argument("--rounds", type=int, default=2, help="daemon runs of each")
     p.add_argument("--seconds", type=float, default=30, help="daemon measuring window")
     p.add_argument("--cycles", type=int, default=20, help="in-process discovery passes")
+    p.add_argument("--baseline", default="", help="oneshot: a checkout of another commit, run interleaved with this one")
     args = p.parse_args()
     sections = set(args.only.split(","))
     upstream = f"upstream {UPSTREAM}" if UPSTREAM else "no upstream (set UPSTREAM_NFD_WORKER)"
@@ -436,7 +446,7 @@ def main() -> int:
     tmp = Path(tempfile.mkdtemp(prefix="nfd-bench-worker-"))
     try:
         if "oneshot" in sections:
-            bench_oneshot(args.runs, tmp)
+            bench_oneshot(args.runs, tmp, args.baseline)
         if "imports" in sections:
             bench_imports(tmp)
         if "rss" in sections:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass
+from typing import Any
 
 _TOPS = ("sys", "proc", "etc", "usr", "lib", "boot", "var", "run", "dev")
 
@@ -29,16 +29,45 @@ _TOPS = ("sys", "proc", "etc", "usr", "lib", "boot", "var", "run", "dev")
 NFD_CONFIG_DIR = "/etc/kubernetes/node-feature-discovery"
 
 
-@dataclass(frozen=True, slots=True)
 class HostPaths:
-    """Maps host paths (``/sys/bus/pci``) to where this process can read them."""
+    """Maps host paths (``/sys/bus/pci``) to where this process can read them. Immutable and
+    hashable; written out as a frozen dataclass would generate it (the one-shot worker does not
+    load ``dataclasses``: docs/worker.md, "The one-shot wall")."""
 
-    root: str = "/"
+    __slots__ = ("root", "tops", "config_dir")
+    root: str
     #: per-top-level-dir overrides, e.g. {"sys": "/host-sys"}, or of one path under a top
     #: (``proc/swaps``), longest first
-    tops: tuple[tuple[str, str], ...] = ()
+    tops: tuple[tuple[str, str], ...]
     #: features.d/custom.d base: upstream never remaps these
-    config_dir: str = NFD_CONFIG_DIR
+    config_dir: str
+
+    def __init__(self, root: str = "/", tops: tuple[tuple[str, str], ...] = (),
+                 config_dir: str = NFD_CONFIG_DIR) -> None:
+        object.__setattr__(self, "root", root)
+        object.__setattr__(self, "tops", tops)
+        object.__setattr__(self, "config_dir", config_dir)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r}")
+
+    def _key(self) -> tuple[str, tuple[tuple[str, str], ...], str]:
+        return (self.root, self.tops, self.config_dir)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, HostPaths)
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"HostPaths(root={self.root!r}, tops={self.tops!r}, config_dir={self.config_dir!r})"
 
     def path(self, host_path: str) -> str:
         """The readable location of absolute host path ``host_path``."""

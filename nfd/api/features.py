@@ -11,18 +11,34 @@ Feature sets are keyed ``<source>.<feature>`` (``cpu.cpuid``, ``pci.device``). I
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from nfd.api.errors import ValidationError
 
 
-@dataclass(slots=True)
 class Features:
-    """A node's features: flags, attributes and instances, each by feature name."""
-    flags: dict[str, set[str]] = field(default_factory=dict)
-    attributes: dict[str, dict[str, str]] = field(default_factory=dict)
-    instances: dict[str, list[dict[str, str]]] = field(default_factory=dict)
+    """A node's features: flags, attributes and instances, each by feature name.
+
+    Written out as a dataclass would generate it (``__init__``, ``__eq__``, ``__repr__``): the
+    one-shot worker does not load ``dataclasses`` (docs/worker.md, "The one-shot wall")."""
+
+    __slots__ = ("flags", "attributes", "instances")
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    def __init__(self, flags: dict[str, set[str]] | None = None, attributes: dict[str, dict[str, str]] | None = None,
+                 instances: dict[str, list[dict[str, str]]] | None = None) -> None:
+        self.flags: dict[str, set[str]] = {} if flags is None else flags
+        self.attributes: dict[str, dict[str, str]] = {} if attributes is None else attributes
+        self.instances: dict[str, list[dict[str, str]]] = {} if instances is None else instances
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, Features)
+        return (self.flags, self.attributes, self.instances) == (other.flags, other.attributes, other.instances)
+
+    def __repr__(self) -> str:
+        return f"Features(flags={self.flags!r}, attributes={self.attributes!r}, instances={self.instances!r})"
 
     # -- construction helpers -------------------------------------------------------------
     def add_flags(self, name: str, elements: Any) -> None:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
 from collections.abc import Sequence
 
 from nfd import __version__
-from nfd.common.goflags import GoFlagSet, add_klog_flags, klog_header_options, verbosity
+from nfd.common.goflags import FlagValues, GoFlagSet, add_klog_flags, klog_header_options, verbosity
 from nfd.common.logsetup import klogger, setup_logging
 from nfd.common.signals import run_until_signal
 
@@ -34,7 +33,7 @@ def build_parser() -> GoFlagSet:
     return p
 
 
-async def run(a: argparse.Namespace) -> int:
+async def run(a: FlagValues) -> int:
     from nfd.common import httpserver
     from nfd.gc.collector import GarbageCollector, Metrics
     from nfd.k8s.client import ApiClient

@@ -3,7 +3,6 @@ nfd.master.daemon serves (config reload, leader election, probes, ``-prune``).""
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import gc
 import logging
@@ -11,6 +10,7 @@ import sys
 
 from nfd.common.goflags import (
     FEATURE_GATES_USAGE,
+    FlagValues,
     GoFlagSet,
     add_klog_flags,
     go_duration_value,
@@ -72,11 +72,11 @@ def build_parser() -> GoFlagSet:
     return p
 
 
-def overrides_from(args: argparse.Namespace) -> FlagOverrides:
+def overrides_from(args: FlagValues) -> FlagOverrides:
     """The config overrides of the flags given on the command line."""
     given = getattr(args, "given", None)
     if given is not None:
-        args = argparse.Namespace(**{k: (v if k.replace("_", "-") in given else None) for k, v in vars(args).items()})
+        args = FlagValues(**{k: (v if k.replace("_", "-") in given else None) for k, v in vars(args).items()})
     return FlagOverrides(
         no_publish=args.no_publish,
         extra_label_ns=parse_ns_list(args.extra_label_ns) if args.extra_label_ns is not None else None,

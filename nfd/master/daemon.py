@@ -3,7 +3,6 @@ and ``-prune``, from flags already parsed (nfd.master.__main__)."""
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import gc
 import logging
@@ -16,6 +15,7 @@ from nfd.common.podenv import pod_namespace
 from nfd.master.config import ConfigError, FlagOverrides, MasterConfig, read_config
 
 if TYPE_CHECKING:
+    from nfd.common.goflags import FlagValues
     from nfd.common.probes import Heartbeat, ProbeServer
     from nfd.master.master import NfdMaster
     from nfd.master.metrics import MasterMetrics
@@ -36,7 +36,7 @@ def log_config(path: str, text: str | None, cfg: MasterConfig) -> None:
     klog.info_s("configuration successfully updated", configuration=Dump(config_dump(cfg)))
 
 
-async def serve(args: argparse.Namespace, cfg: MasterConfig, gates: dict[str, bool], cfg_text: str | None,
+async def serve(args: FlagValues, cfg: MasterConfig, gates: dict[str, bool], cfg_text: str | None,
                 overrides: FlagOverrides) -> int:
     """Run nfd-master with the parsed flags ``args`` and the config read at start (``cfg``,
     ``cfg_text``) until SIGTERM/SIGINT; ``overrides`` (the flags given) apply to every reload."""
@@ -123,7 +123,7 @@ async def serve(args: argparse.Namespace, cfg: MasterConfig, gates: dict[str, bo
     return rc
 
 
-def _start_probes(args: argparse.Namespace, metrics: MasterMetrics) -> tuple[Heartbeat, ProbeServer]:
+def _start_probes(args: FlagValues, metrics: MasterMetrics) -> tuple[Heartbeat, ProbeServer]:
     """/healthz and /metrics, answered from a thread of their own (nfd.common.probes): whatever
     the loop is evaluating, /healthz answers in milliseconds, and fails once the loop's
     heartbeat stops."""
@@ -141,7 +141,7 @@ def _start_probes(args: argparse.Namespace, metrics: MasterMetrics) -> tuple[Hea
     return heartbeat, server
 
 
-async def watch_config(args: argparse.Namespace, overrides: FlagOverrides, cfg_text: str | None, master: NfdMaster,
+async def watch_config(args: FlagValues, overrides: FlagOverrides, cfg_text: str | None, master: NfdMaster,
                        reload_now: asyncio.Event) -> None:
     """Re-read the config every ``-config-poll-interval`` (or at once on ``reload_now``, SIGHUP)
     and hand a changed, valid one to ``master``; an invalid one is logged once and the last

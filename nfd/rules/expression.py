@@ -21,7 +21,6 @@ from typing import Any
 
 from nfd.lang.gostd.strconv import int64_or_none
 from nfd.lang.gostd.strconv import quote as go_quote
-from nfd.lang.semver import parse_version
 
 VALID_OPS = frozenset(
     {
@@ -257,6 +256,8 @@ def _compile_test(
     desc = _expr_str(op, values)
     pfx = f"{path}: " if path else ""
     if vtype == "version":
+        from nfd.lang.semver import parse_version  # only for a version comparison
+
         read = _reader(parse_version, "version", pfx)
         bounds_v = [parse_version(v) for v in values]
         for v, b in zip(values, bounds_v, strict=True):

@@ -33,9 +33,7 @@ handle) must not change its output for the same host.
 
 from __future__ import annotations
 
-import copy
 import logging
-from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from nfd.api.errors import ValidationError
@@ -53,22 +51,41 @@ class CpuidReader(Protocol):
     def xgetbv(self, index: int) -> int: ...
 
 
-@dataclass
 class DiscoveryContext:
-    """What a source may look at besides its config: host paths and a few process facts."""
+    """What a source may look at besides its config: host paths and a few process facts.
 
-    paths: HostPaths = field(default_factory=HostPaths)
-    #: node name (upstream: env NODE_NAME); used by ``system.name`` and rules
-    node_name: str = ""
-    #: injectable CPUID reader (see :class:`CpuidReader`); None means a ``cpuid.json`` fixture
-    #: at the host root if there is one, else the CPUID instruction itself on x86-64
-    cpuid: CpuidReader | None = None
-    #: machine architecture as ``uname -m`` says (fixtures override it)
-    arch: str = ""
-    #: messages already logged at WARNING (repeats go to DEBUG so a broken file cannot spam)
-    _warned: set[str] = field(default_factory=set)
-    #: every warning of this context, for callers and tests
-    warnings: list[str] = field(default_factory=list)
+    Written out as a dataclass would generate it: the one-shot worker does not load
+    ``dataclasses`` (docs/worker.md, "The one-shot wall")."""
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    def __init__(self, paths: HostPaths | None = None, node_name: str = "", cpuid: CpuidReader | None = None,
+                 arch: str = "", _warned: set[str] | None = None, warnings: list[str] | None = None) -> None:
+        self.paths: HostPaths = HostPaths() if paths is None else paths
+        #: node name (upstream: env NODE_NAME); used by ``system.name`` and rules
+        self.node_name = node_name
+        #: injectable CPUID reader (see :class:`CpuidReader`); None means a ``cpuid.json`` fixture
+        #: at the host root if there is one, else the CPUID instruction itself on x86-64
+        self.cpuid = cpuid
+        #: machine architecture as ``uname -m`` says (fixtures override it)
+        self.arch = arch
+        #: messages already logged at WARNING (repeats go to DEBUG so a broken file cannot spam)
+        self._warned: set[str] = set() if _warned is None else _warned
+        #: every warning of this context, for callers and tests
+        self.warnings: list[str] = [] if warnings is None else warnings
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.paths, self.node_name, self.cpuid, self.arch, self._warned, self.warnings)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, DiscoveryContext)
+        return self._key() == other._key()
+
+    def __repr__(self) -> str:
+        return (f"DiscoveryContext(paths={self.paths!r}, node_name={self.node_name!r}, cpuid={self.cpuid!r}, "
+                f"arch={self.arch!r}, _warned={self._warned!r}, warnings={self.warnings!r})")
 
     def warn(self, message: str) -> None:
         self.warnings.append(message)
@@ -141,12 +158,16 @@ def check_like(default: Any, value: Any, path: str) -> Any:
             return []
         if not isinstance(value, list):
             raise ValidationError(path, f"must be a list, got {type(value).__name__}")
+        import copy  # only for a source's config block
+
         return copy.deepcopy(value)
     if isinstance(default, dict):
         if value is None:
             return {}
         if not isinstance(value, dict):
             raise ValidationError(path, f"must be an object, got {type(value).__name__}")
+        import copy
+
         return copy.deepcopy(value)
     return value
 

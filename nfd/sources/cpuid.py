@@ -9,7 +9,6 @@ names (the names are the library's identifiers, the bits come from the Intel/AMD
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from typing import Any
 
 # --- native reader ------------------------------------------------------------------------
@@ -62,14 +61,26 @@ def native() -> NativeCpuid:
     return _native
 
 
-@dataclass
 class FixtureCpuid:
     """CPUID answers from a ``cpuid.json`` fixture: ``{"leaves": {"0x7:0": [eax, ebx, ecx, edx]},
     "xgetbv": 0xe7}``; leaves not listed read as zeros (as a real CPU answers for unknown leaves
     within range)."""
 
-    leaves: dict[tuple[int, int], tuple[int, int, int, int]] = field(default_factory=dict)
-    xcr0: int = 0
+    # written out as a dataclass would generate it: the one-shot worker does not load dataclasses
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, leaves: dict[tuple[int, int], tuple[int, int, int, int]] | None = None, xcr0: int = 0) -> None:
+        self.leaves: dict[tuple[int, int], tuple[int, int, int, int]] = {} if leaves is None else leaves
+        self.xcr0 = xcr0
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, FixtureCpuid)
+        return (self.leaves, self.xcr0) == (other.leaves, other.xcr0)
+
+    def __repr__(self) -> str:
+        return f"FixtureCpuid(leaves={self.leaves!r}, xcr0={self.xcr0!r})"
 
     def cpuid(self, leaf: int, subleaf: int = 0) -> tuple[int, int, int, int]:
         return self.leaves.get((leaf, subleaf)) or self.leaves.get((leaf, -1)) or (0, 0, 0, 0)
@@ -201,19 +212,40 @@ _LEVELS = [
 ]
 
 
-@dataclass
 class X86Info:
     """What CPUID says about an x86 CPU: flags, vendor and model."""
-    flags: set[str]
-    vendor: str
-    vendor_string: str
-    family: int
-    model: int
-    hypervisor_vendor: str
-    hypervisor_string: str
-    avx10_level: int
-    max_leaf: int
-    max_ext_leaf: int
+
+    # written out as a dataclass would generate it: the one-shot worker does not load dataclasses
+    _FIELDS = ("flags", "vendor", "vendor_string", "family", "model", "hypervisor_vendor", "hypervisor_string",
+               "avx10_level", "max_leaf", "max_ext_leaf")
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, flags: set[str], vendor: str, vendor_string: str, family: int, model: int,
+                 hypervisor_vendor: str, hypervisor_string: str, avx10_level: int, max_leaf: int,
+                 max_ext_leaf: int) -> None:
+        self.flags = flags
+        self.vendor = vendor
+        self.vendor_string = vendor_string
+        self.family = family
+        self.model = model
+        self.hypervisor_vendor = hypervisor_vendor
+        self.hypervisor_string = hypervisor_string
+        self.avx10_level = avx10_level
+        self.max_leaf = max_leaf
+        self.max_ext_leaf = max_ext_leaf
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.flags, self.vendor, self.vendor_string, self.family, self.model, self.hypervisor_vendor,
+                self.hypervisor_string, self.avx10_level, self.max_leaf, self.max_ext_leaf)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, X86Info)
+        return self._key() == other._key()
+
+    def __repr__(self) -> str:
+        return "X86Info(" + ", ".join(f"{n}={v!r}" for n, v in zip(self._FIELDS, self._key(), strict=True)) + ")"
 
     @property
     def level(self) -> int:

@@ -222,9 +222,12 @@ class CustomSource(FeatureSource):
         return {"rules": compile_custom_rules(raw, path=path, strict=False)}
 
     def labels(self, features: Features, config: dict[str, Any], ctx: DiscoveryContext) -> dict[str, str]:
+        more = list(config.get("rules") or []) + dropin_rules(ctx)
+        if not more:  # the static rules alone (the default config): no rule engine to load
+            return static_labels(features)
         from nfd.rules.engine import RULE_BACKREF_FEATURE, evaluate_rule
 
-        rules = static_rules() + list(config.get("rules") or []) + dropin_rules(ctx)
+        rules = static_rules() + more
         view = Features(flags=features.flags, attributes=dict(features.attributes), instances=features.instances)
         backref: dict[str, str] = dict(view.attributes.get(RULE_BACKREF_FEATURE, {}))
         view.attributes[RULE_BACKREF_FEATURE] = backref
@@ -242,6 +245,29 @@ class CustomSource(FeatureSource):
 
 
 _static: list[Any] | None = None
+_static_matchers: list[tuple[Any, dict[str, str]]] | None = None
+
+
+def static_labels(features: Features) -> dict[str, str]:
+    """The static rules' labels, matched by the rule engine's own matcher (nfd.rules.expression)
+    without the engine: what :meth:`CustomSource.labels` returns when they are the only rules
+    (no rule reads another's output, none has templates, vars or an expression that can fail).
+    The engine and its API types cost a one-shot run ~10 ms to import (docs/worker.md)."""
+    global _static_matchers
+    if _static_matchers is None:
+        from nfd.rules.expression import Expr, Matcher, Term
+
+        _static_matchers = [
+            (Matcher([Term(t["feature"], [Expr(k, e["op"], list(e.get("value") or []), "")
+                                          for k, e in t["matchExpressions"].items()], None)
+                      for t in r["matchFeatures"]]), dict(r["labels"]))
+            for r in STATIC_RULES
+        ]
+    out: dict[str, str] = {}
+    for matcher, labels in _static_matchers:
+        if matcher.evaluate(features.flags, features.attributes, features.instances, False, False)[0]:
+            out.update(labels)
+    return out
 
 
 def static_rules() -> list[Any]:

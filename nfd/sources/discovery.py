@@ -6,9 +6,9 @@ besides the lazy source registry.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from nfd.api import DEFAULT_LABEL_NS
@@ -56,15 +56,29 @@ def config_for(configs: dict[str, dict[str, Any]], name: str) -> dict[str, Any]:
     return src.default_config() if src is not None else {}
 
 
-@dataclass
 class DiscoveryResult:
-    """One discovery pass: features by source and the sources that failed."""
-    #: every source that ran and succeeded (or kept its last good result), by name
-    by_source: dict[str, Features] = field(default_factory=dict)
-    #: sources that failed this pass: name -> one-line error
-    errors: dict[str, str] = field(default_factory=dict)
-    #: seconds each source took
-    durations: dict[str, float] = field(default_factory=dict)
+    """One discovery pass: features by source and the sources that failed. Written out as a
+    dataclass would generate it (the one-shot worker does not load ``dataclasses``)."""
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    def __init__(self, by_source: dict[str, Features] | None = None, errors: dict[str, str] | None = None,
+                 durations: dict[str, float] | None = None) -> None:
+        #: every source that ran and succeeded (or kept its last good result), by name
+        self.by_source: dict[str, Features] = {} if by_source is None else by_source
+        #: sources that failed this pass: name -> one-line error
+        self.errors: dict[str, str] = {} if errors is None else errors
+        #: seconds each source took
+        self.durations: dict[str, float] = {} if durations is None else durations
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, DiscoveryResult)
+        return (self.by_source, self.errors, self.durations) == (other.by_source, other.errors, other.durations)
+
+    def __repr__(self) -> str:
+        return f"DiscoveryResult(by_source={self.by_source!r}, errors={self.errors!r}, durations={self.durations!r})"
 
     def merged(self) -> Features:
         out = Features()
@@ -106,6 +120,10 @@ def discover(
     return res
 
 
+# A daemon validates the same label names every pass: the answer is a pure function of the name
+_qualified_name = functools.lru_cache(maxsize=4096)(is_qualified_name)
+
+
 def compute_labels(
     features: Features,
     names: list[str],
@@ -128,7 +146,7 @@ def compute_labels(
         for raw_name, value in labels.items():
             key = raw_name if ("/" in raw_name or not src.prefix_labels) else f"{DEFAULT_LABEL_NS}/{name}-{raw_name}"
             value = str(value)
-            if not is_qualified_name(key):
+            if not _qualified_name(key):
                 log.info("source %s: invalid label name %r dropped", name, key)
                 continue
             if not is_valid_label_value(value):

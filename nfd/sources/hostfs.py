@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+from typing import Any
 
 from nfd.sources.base import DiscoveryContext
 
@@ -20,8 +21,12 @@ _QUIET = {errno.ENOENT, errno.ENOTDIR, errno.EINVAL, errno.ENODEV, errno.ENXIO, 
 
 def read_bytes(ctx: DiscoveryContext, path: str, *, limit: int = DEFAULT_LIMIT) -> bytes | None:
     try:
-        with open(path, "rb") as f:
+        # unbuffered: a pass reads a few hundred small files, and a buffered reader's set-up is
+        # a third of each read; reads go on until EOF or past the limit, as a buffered read does
+        with open(path, "rb", buffering=0) as f:
             data = f.read(limit + 1)
+            if data and len(data) <= limit:
+                data = _read_rest(f, data, limit + 1)
     except OSError as e:
         if e.errno not in _QUIET:
             ctx.warn(f"{path}: cannot read: {e.strerror or e}")
@@ -30,6 +35,20 @@ def read_bytes(ctx: DiscoveryContext, path: str, *, limit: int = DEFAULT_LIMIT) 
         ctx.warn(f"{path}: larger than {limit} bytes, only the first {limit} are used")
         data = data[:limit]
     return data
+
+
+def _read_rest(f: Any, data: bytes, want: int) -> bytes:
+    """``data`` and what follows it in ``f`` up to ``want`` bytes in all (a procfs file may come
+    in more than one read; a sysfs attribute answers the next read with EOF)."""
+    parts = [data]
+    got = len(data)
+    while got < want:
+        more = f.read(want - got)
+        if not more:
+            break
+        parts.append(more)
+        got += len(more)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def read_text(ctx: DiscoveryContext, path: str, *, limit: int = DEFAULT_LIMIT) -> str | None:

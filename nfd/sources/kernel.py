@@ -117,37 +117,64 @@ def kconfig_paths(ctx: DiscoveryContext, ver: str) -> list[str]:
 def read_kconfig(ctx: DiscoveryContext, kconfig_file: str, ver: str) -> dict[str, str] | None:
     candidates = ([kconfig_file] if kconfig_file else []) + kconfig_paths(ctx, ver)
     for path in candidates:
-        raw = _read_config_file(ctx, path)
-        if raw is not None:
-            return parse_kconfig(raw)
+        parsed = _read_config_file(ctx, path)
+        if parsed is not None:
+            return dict(parsed)
     ctx.warn(f"kernel config: not found in any of {', '.join(candidates)}")
     return None
 
 
-def _read_config_file(ctx: DiscoveryContext, path: str) -> str | None:
+# The last kernel config read, per path: (what was read, its options). The file does not change
+# while the kernel runs, and decompressing and parsing it (~1700 options) was half of a daemon's
+# discovery pass: each pass reads the file again and parses it only when the bytes differ.
+_MEMO: dict[str, tuple[bytes | str, dict[str, str]]] = {}
+_MEMO_MAX = 1 << 20  # compressed bytes (upstream's /proc/config.gz is ~25-60 KiB)
+
+
+def _read_config_file(ctx: DiscoveryContext, path: str) -> dict[str, str] | None:
     if path.endswith(".gz"):
         import gzip  # /proc/config.gz only
+        import io
 
         try:
-            with gzip.open(path, "rb") as f:
-                data = f.read(_KCONFIG_LIMIT)
+            with open(path, "rb") as raw:
+                blob = raw.read(_MEMO_MAX + 1)
+                more = len(blob) > _MEMO_MAX
+                if more:  # not kept: decompressed from the file as it streams
+                    raw.seek(0)
+                    with gzip.GzipFile(fileobj=raw, mode="rb") as f:
+                        data = f.read(_KCONFIG_LIMIT)
+                else:
+                    hit = _MEMO.get(path)
+                    if hit is not None and hit[0] == blob:
+                        return hit[1]
+                    with gzip.GzipFile(fileobj=io.BytesIO(blob), mode="rb") as f:
+                        data = f.read(_KCONFIG_LIMIT)
         except FileNotFoundError:
             return None
         except (OSError, EOFError, zlib.error) as e:
             ctx.warn(f"{path}: cannot read gzip kernel config: {e}")
             return None
-        return data.decode("utf-8", errors="replace")
-    return read_text(ctx, path, limit=_KCONFIG_LIMIT)
+        parsed = parse_kconfig(data.decode("utf-8", errors="replace"))
+        if not more:
+            _MEMO[path] = (blob, parsed)
+        return parsed
+    text = read_text(ctx, path, limit=_KCONFIG_LIMIT)
+    if text is None:
+        return None
+    hit = _MEMO.get(path)
+    if hit is not None and hit[0] == text:
+        return hit[1]
+    parsed = parse_kconfig(text)
+    _MEMO[path] = (text, parsed)
+    return parsed
 
 
 def parse_kconfig(text: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for line in text.split("\n"):
-        if line.startswith("CONFIG_"):
-            name, sep, value = line.partition("=")
-            if sep:
-                out[name[7:]] = value.strip('"')
-    return out
+    """``CONFIG_<NAME>=<value>`` lines (quotes stripped); a later line of a name wins."""
+    return {name[7:]: value.strip('"')
+            for name, sep, value in (line.partition("=") for line in text.split("\n") if line.startswith("CONFIG_"))
+            if sep}
 
 
 SOURCE = KernelSource()

@@ -11,12 +11,14 @@ from __future__ import annotations
 import os
 import re
 import stat
-from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nfd.api.features import Features
 from nfd.sources.base import DiscoveryContext, FeatureSource
 from nfd.sources.hostfs import decode_text, go_trim_space
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 MAX_FILE_SIZE = 65536
 DIRECTIVE_PREFIX = "# +"
@@ -47,6 +49,10 @@ def read_features_dir(ctx: DiscoveryContext, directory: str) -> tuple[dict[str, 
         return features, labels
     except OSError as e:
         raise OSError(f"{directory}: cannot list feature files: {e.strerror or e}") from e
+    if not names:
+        return features, labels
+    from datetime import UTC, datetime  # only where there are feature files to read
+
     now = datetime.now(UTC)
     for name in names:
         if name.startswith("."):
@@ -84,17 +90,19 @@ def _read_feature_file(ctx: DiscoveryContext, path: str) -> str | None:
 
 # What Go's time.Parse(time.RFC3339, v) accepts: its strict fast path or, failing that, the
 # general layout parser (1-digit hour, "," before the fraction, zone offsets up to 24:60).
-_RFC3339 = re.compile(
+_RFC3339 = (
     r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{1,2}):([0-9]{2}):([0-9]{2})(?:[.,]([0-9]+))?"
     r"(?:(Z)|([+-])([0-9]{2}):([0-9]{2}))"
 )
-_OLDEST = datetime.min.replace(tzinfo=UTC)
 _MDAYS = (0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 
 
 def parse_rfc3339(value: str) -> datetime:
+    from datetime import UTC, datetime, timedelta
+
+    oldest = datetime.min.replace(tzinfo=UTC)
     v = go_trim_space(value)
-    m = _RFC3339.fullmatch(v)
+    m = re.fullmatch(_RFC3339, v)
     if not m:
         raise ValueError(f"{v!r} is not an RFC 3339 time")
     year, month, day, hour, minute, sec = (int(g) for g in m.groups()[:6])
@@ -104,13 +112,13 @@ def parse_rfc3339(value: str) -> datetime:
     if not (1 <= day <= mdays and hour <= 23 and minute <= 59 and sec <= 59 and off_h <= 24 and off_m <= 60):
         raise ValueError(f"{v!r}: field out of range")
     if year == 0:
-        return _OLDEST  # before datetime's range; only ever compared as "already expired"
+        return oldest  # before datetime's range; only ever compared as "already expired"
     micro = int((m.group(7) or "0")[:6].ljust(6, "0"))
     offset = timedelta(hours=off_h, minutes=off_m) * (-1 if m.group(9) == "-" else 1)
     try:
         return datetime(year, month, day, hour, minute, sec, micro, tzinfo=UTC) - offset
     except OverflowError:
-        return _OLDEST if offset > timedelta(0) else datetime.max.replace(tzinfo=UTC)
+        return oldest if offset > timedelta(0) else datetime.max.replace(tzinfo=UTC)
 
 
 def parse_feature_file(

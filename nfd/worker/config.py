@@ -9,7 +9,6 @@ labelWhiteList, noPublish, noPublishFeatures, ownerRefs, noOwnerRefs, klog}`` an
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from nfd.api.errors import ValidationError
@@ -39,25 +38,60 @@ def parse_duration(value: Any, *, path: str) -> float:
         raise ValidationError(path, f"invalid duration {value!r}") from None
 
 
-@dataclass
 class WorkerConfig:
-    """nfd-worker's configuration file (core and sources), parsed and validated."""
-    sleep_interval: float = 60.0
-    feature_sources: list[str] = field(default_factory=lambda: ["all"])
-    label_sources: list[str] = field(default_factory=lambda: ["all"])
-    label_whitelist: GoRegexp | None = None
-    no_publish: bool = False
-    no_publish_features: list[str] = field(default_factory=list)
-    owner_refs: list[str] = field(default_factory=lambda: ["pod", "ds"])
-    klog: dict[str, Any] = field(default_factory=dict)
-    #: ours: masterless mode, the worker updates its own Node (docs/masterless.md)
-    enable_node_update: bool = False
-    #: ours: masterless mode, the window a cluster-wide trigger's writes are spread over
-    node_update_spread: float = 1.0
-    #: ``sources`` block as written (parsed per source by nfd.sources.discovery)
-    raw_sources: dict[str, Any] = field(default_factory=dict)
-    #: effective per-source configs (only sources with a block; others use defaults)
-    source_configs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """nfd-worker's configuration file (core and sources), parsed and validated.
+
+    Written out as a dataclass would generate it (``__init__`` with these defaults, ``__eq__``,
+    ``__repr__``): the one-shot worker does not load ``dataclasses`` (docs/worker.md)."""
+
+    _FIELDS = ("sleep_interval", "feature_sources", "label_sources", "label_whitelist", "no_publish",
+               "no_publish_features", "owner_refs", "klog", "enable_node_update", "node_update_spread",
+               "raw_sources", "source_configs")
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        sleep_interval: float = 60.0,
+        feature_sources: list[str] | None = None,
+        label_sources: list[str] | None = None,
+        label_whitelist: GoRegexp | None = None,
+        no_publish: bool = False,
+        no_publish_features: list[str] | None = None,
+        owner_refs: list[str] | None = None,
+        klog: dict[str, Any] | None = None,
+        enable_node_update: bool = False,
+        node_update_spread: float = 1.0,
+        raw_sources: dict[str, Any] | None = None,
+        source_configs: dict[str, dict[str, Any]] | None = None,
+    ) -> None:
+        self.sleep_interval = sleep_interval
+        self.feature_sources: list[str] = ["all"] if feature_sources is None else feature_sources
+        self.label_sources: list[str] = ["all"] if label_sources is None else label_sources
+        self.label_whitelist = label_whitelist
+        self.no_publish = no_publish
+        self.no_publish_features: list[str] = [] if no_publish_features is None else no_publish_features
+        self.owner_refs: list[str] = ["pod", "ds"] if owner_refs is None else owner_refs
+        self.klog: dict[str, Any] = {} if klog is None else klog
+        #: ours: masterless mode, the worker updates its own Node (docs/masterless.md)
+        self.enable_node_update = enable_node_update
+        #: ours: masterless mode, the window a cluster-wide trigger's writes are spread over
+        self.node_update_spread = node_update_spread
+        #: ``sources`` block as written (parsed per source by nfd.sources.discovery)
+        self.raw_sources: dict[str, Any] = {} if raw_sources is None else raw_sources
+        #: effective per-source configs (only sources with a block; others use defaults)
+        self.source_configs: dict[str, dict[str, Any]] = {} if source_configs is None else source_configs
+
+    def _key(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, n) for n in self._FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, WorkerConfig)
+        return self._key() == other._key()
+
+    def __repr__(self) -> str:
+        return "WorkerConfig(" + ", ".join(f"{n}={v!r}" for n, v in zip(self._FIELDS, self._key(), strict=True)) + ")"
 
 
 def check_spread(seconds: float, *, path: str) -> float:

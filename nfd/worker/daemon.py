@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import time
 from typing import Any
 
@@ -63,6 +62,12 @@ def _dir_signature(path: str) -> tuple[Any, ...] | None:
     except OSError:
         return None
     return tuple(sorted(entries))
+
+
+def _instance_ok(name: str) -> bool:
+    from nfd.common.masterflags import INSTANCE_RE  # only when -instance is given
+
+    return INSTANCE_RE.match(name) is not None
 
 
 def _nvml_errors() -> int | None:
@@ -131,11 +136,9 @@ class Worker:
     def _check_node_update_flags(self) -> None:
         """-instance is read only in masterless mode, but checked at start (-feature-gates: by the
         flag parser)."""
-        # the shared flag check only: the masterless module and the master load when masterless mode starts
-        from nfd.common.masterflags import INSTANCE_RE
-
         f = self.flags
-        if f.instance and not INSTANCE_RE.match(f.instance):
+        # the shared flag check only: the masterless module and the master load when masterless mode starts
+        if f.instance and not _instance_ok(f.instance):
             raise ValueError(f"invalid -instance {f.instance!r}: instance name must start and end with an "
                              "alphanumeric character and may only contain alphanumerics, `-`, `_` or `.`")
         if f.node_update_spread is not None:
@@ -258,7 +261,8 @@ class Worker:
             klog.info_s("feature discovery completed", v=1, labels=Dump(labels))
         else:
             klog.info_s("feature discovery completed")
-        if merged.to_json() != self.features.to_json() or labels != self.labels:
+        # by value (what to_json would serialise the same), without building both JSONs each pass
+        if merged != self.features or labels != self.labels:
             self._dirty = True
         self.features, self.labels = merged, labels
         if only is None:
@@ -397,6 +401,7 @@ class Worker:
 
     async def run(self) -> int:
         import asyncio
+        import signal
 
         # a daemon takes SIGTERM from the start: one during the first discovery or publish ends
         # the run after it (exit 0), not the process at once (a one-shot run keeps the default)

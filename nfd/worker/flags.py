@@ -3,40 +3,86 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from nfd.common.goflags import GoFlagSet
 
 
-@dataclass
 class Flags:
-    """nfd-worker's command-line flags, parsed."""
-    config: str
-    options: str | None
-    kubeconfig: str | None
-    port: int
-    oneshot: bool
-    no_publish: bool | None
-    feature_sources: list[str] | None
-    label_sources: list[str] | None
-    no_publish_features: list[str] | None
-    owner_refs: list[str] | None
-    no_owner_refs: bool
-    host_root: str | None
-    verbosity: int | None  # None: not given (core.klog.v may set it)
-    version: bool
-    skip_headers: bool | None = None
-    add_dir_header: bool | None = None
-    # masterless mode (ours, see docs/masterless.md)
-    enable_node_update: bool | None = None
-    node_update_spread: float | None = None
-    master_config: str = ""
-    instance: str = ""
-    bind_address: str = ""  # metrics/healthz listen address; empty: every address
-    feature_gates: dict[str, bool] | None = None
-    given: frozenset[str] = field(default_factory=frozenset)  # flags set on the command line
+    """nfd-worker's command-line flags, parsed.
+
+    Written out as a dataclass would generate it (``__init__``, ``__eq__``, ``__repr__``): the
+    one-shot worker does not load ``dataclasses`` (docs/worker.md, "The one-shot wall")."""
+
+    _FIELDS = ("config", "options", "kubeconfig", "port", "oneshot", "no_publish", "feature_sources",
+               "label_sources", "no_publish_features", "owner_refs", "no_owner_refs", "host_root", "verbosity",
+               "version", "skip_headers", "add_dir_header", "enable_node_update", "node_update_spread",
+               "master_config", "instance", "bind_address", "feature_gates", "given")
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(
+        self,
+        config: str,
+        options: str | None,
+        kubeconfig: str | None,
+        port: int,
+        oneshot: bool,
+        no_publish: bool | None,
+        feature_sources: list[str] | None,
+        label_sources: list[str] | None,
+        no_publish_features: list[str] | None,
+        owner_refs: list[str] | None,
+        no_owner_refs: bool,
+        host_root: str | None,
+        verbosity: int | None,
+        version: bool,
+        skip_headers: bool | None = None,
+        add_dir_header: bool | None = None,
+        enable_node_update: bool | None = None,
+        node_update_spread: float | None = None,
+        master_config: str = "",
+        instance: str = "",
+        bind_address: str = "",
+        feature_gates: dict[str, bool] | None = None,
+        given: frozenset[str] = frozenset(),
+    ) -> None:
+        self.config = config
+        self.options = options
+        self.kubeconfig = kubeconfig
+        self.port = port
+        self.oneshot = oneshot
+        self.no_publish = no_publish
+        self.feature_sources = feature_sources
+        self.label_sources = label_sources
+        self.no_publish_features = no_publish_features
+        self.owner_refs = owner_refs
+        self.no_owner_refs = no_owner_refs
+        self.host_root = host_root
+        self.verbosity = verbosity  # None: not given (core.klog.v may set it)
+        self.version = version
+        self.skip_headers = skip_headers
+        self.add_dir_header = add_dir_header
+        # masterless mode (ours, see docs/masterless.md)
+        self.enable_node_update = enable_node_update
+        self.node_update_spread = node_update_spread
+        self.master_config = master_config
+        self.instance = instance
+        self.bind_address = bind_address  # metrics/healthz listen address; empty: every address
+        self.feature_gates = feature_gates
+        self.given = given  # flags set on the command line
+
+    def _key(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, n) for n in self._FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, Flags)
+        return self._key() == other._key()
+
+    def __repr__(self) -> str:
+        return "Flags(" + ", ".join(f"{n}={v!r}" for n, v in zip(self._FIELDS, self._key(), strict=True)) + ")"
 
 
 def _list(v: str | None) -> list[str] | None:

@@ -123,9 +123,6 @@ def _underscore_ok(s: str) -> bool:
     return saw != "_"
 
 
-_DECIMAL = re.compile(r"[0-9]+")
-
-
 def _digit(c: str) -> int:
     if "0" <= c <= "9":
         return ord(c) - 48
@@ -161,7 +158,7 @@ def parse_uint(s: str, base: int = 10, bit_size: int = 64, *, _func: str = "Pars
     elif not 2 <= base <= 36:
         raise NumError(_func, s, f"invalid base {base}")
     limit = (1 << bits) - 1
-    if base == 10 and _DECIMAL.fullmatch(digits):  # the common case, at C speed
+    if base == 10 and digits.isascii() and digits.isdigit():  # [0-9]+, the common case, at C speed
         n = int(digits)
         if n > limit:
             raise NumError(_func, s, ERR_RANGE)
@@ -182,14 +179,14 @@ def parse_uint(s: str, base: int = 10, bit_size: int = 64, *, _func: str = "Pars
     return n
 
 
-_SIGNED_DECIMAL = re.compile(r"[+-]?[0-9]+")
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 def int64_or_none(s: str) -> int | None:
     """ParseInt(s, 10, 64)'s value (Atoi's on 64 bits), or None where it fails, building no
     error: for hot paths that only need to know (a rule's Gt on every node's value)."""
-    if _SIGNED_DECIMAL.fullmatch(s) is None:
+    t = s[1:] if s[:1] in ("+", "-") else s
+    if not (t.isascii() and t.isdigit()):  # [+-]?[0-9]+, without a regex
         return None
     v = int(s)
     return v if _INT64_MIN <= v <= _INT64_MAX else None
@@ -223,8 +220,9 @@ def atoi(s: str) -> int:
 
 # -- ParseFloat -----------------------------------------------------------------------------------
 
-_DEC_FLOAT = re.compile(r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-_HEX_FLOAT = re.compile(r"0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP][+-]?[0-9]+")
+# compiled on first use (re's cache): most processes never parse a float
+_DEC_FLOAT = r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
+_HEX_FLOAT = r"0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP][+-]?[0-9]+"
 
 
 def parse_float(s: str) -> float:
@@ -243,12 +241,12 @@ def parse_float(s: str) -> float:
         if not _underscore_ok(s):
             raise NumError("ParseFloat", s, ERR_SYNTAX)
         body = body.replace("_", "")
-    if _HEX_FLOAT.fullmatch(body):
+    if re.fullmatch(_HEX_FLOAT, body):
         try:
             f = float.fromhex(body)
         except OverflowError:
             raise NumError("ParseFloat", s, ERR_RANGE) from None
-    elif _DEC_FLOAT.fullmatch(body):
+    elif re.fullmatch(_DEC_FLOAT, body):
         f = float(body)
     else:
         raise NumError("ParseFloat", s, ERR_SYNTAX)

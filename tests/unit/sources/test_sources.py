@@ -64,6 +64,42 @@ def test_kconfig_search_order_and_gzip(tree):
     assert f.attributes["kernel.config"] == {"PREEMPT": "y"}
 
 
+@pytest.mark.parametrize("name", ["proc/config.gz", "boot/config-6.1.0"])
+def test_kconfig_read_each_pass_parsed_once_per_content(tree, monkeypatch, name):
+    """A daemon reads the kernel config on every pass; the same bytes are not parsed again, new
+    bytes are, and each pass gets its own dict."""
+    from nfd.sources import kernel
+
+    tree("proc/sys/kernel/osrelease", "6.1.0\n")
+    root = tree.root
+
+    def write(text: str) -> None:
+        path = os.path.join(root, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if name.endswith(".gz"):
+            with gzip.open(path, "wb") as g:
+                g.write(text.encode())
+        else:
+            with open(path, "w") as fh:
+                fh.write(text)
+
+    parsed: list[str] = []
+    real = kernel.parse_kconfig
+    monkeypatch.setattr(kernel, "parse_kconfig", lambda text: parsed.append(text) or real(text))
+    write("CONFIG_A=y\n")
+    f1, _, _ = run("kernel", root)
+    f2, _, _ = run("kernel", root)
+    assert f1.attributes["kernel.config"] == f2.attributes["kernel.config"] == {"A": "y"}
+    assert len(parsed) == 1
+    f2.attributes["kernel.config"]["B"] = "x"  # a caller's change stays its own
+    write("CONFIG_A=m\nCONFIG_C=\"q\"\n")
+    f3, _, _ = run("kernel", root)
+    assert f3.attributes["kernel.config"] == {"A": "m", "C": "q"}
+    assert len(parsed) == 2
+    assert run("kernel", root)[0].attributes["kernel.config"] == {"A": "m", "C": "q"}
+    assert len(parsed) == 2
+
+
 def test_corrupt_config_gz_falls_through_with_warning(tree):
     tree("proc/sys/kernel/osrelease", "6.1.0\n")
     tree("proc/config.gz", b"\x1f\x8b\x08garbage")
@@ -473,3 +509,35 @@ def test_custom_deep_file_costs_only_that_file(tree):
     labels = src.labels(feats, cfg, ctx)
     assert labels.get("good") == "yes"
     assert any("deep.yaml" in w and "nesting deeper than 100 levels" in w for w in ctx.warnings), ctx.warnings
+
+
+def test_read_bytes_reads_on_after_a_short_read(tmp_path):
+    """A file that comes in several reads (procfs) is read whole, up to the limit, as a buffered
+    reader would: here a FIFO whose writer sends three chunks."""
+    import threading
+    import time
+
+    from nfd.sources.hostfs import read_bytes
+
+    fifo = str(tmp_path / "fifo")
+    os.mkfifo(fifo)
+
+    def writer(chunks: list[bytes]) -> None:
+        try:
+            with open(fifo, "wb", buffering=0) as w:
+                for c in chunks:
+                    w.write(c)
+                    time.sleep(0.05)
+        except BrokenPipeError:  # the reader stopped at its limit
+            pass
+
+    ctx = DiscoveryContext()
+    t = threading.Thread(target=writer, args=([b"abc\n", b"def\n", b"ghi\n"],))
+    t.start()
+    assert read_bytes(ctx, fifo) == b"abc\ndef\nghi\n"
+    t.join()
+    t = threading.Thread(target=writer, args=([b"abc\n", b"def\n", b"ghi\n"],))
+    t.start()
+    assert read_bytes(ctx, fifo, limit=6) == b"abc\nde"
+    t.join()
+    assert any("larger than 6 bytes" in w for w in ctx.warnings)

@@ -30,6 +30,8 @@ OFFLINE_NEVER = (
     "nfd.k8s", "aiohttp", "httpx", "h2", "hpack", "urllib3", "requests", "asyncio", "ssl", "yaml",
     "nfd.worker.publish", "nfd.worker.masterless", "nfd.common.httpserver", "concurrent.futures",
 )
+# ... and, in a one-shot run with the default config, none of these (docs/worker.md, "The one-shot wall")
+ONESHOT_NEVER = ("nfd.rules.engine", "nfd.api.nodefeaturerule", "dataclasses", "inspect", "datetime")
 # Third-party packages (not the standard library) each mode may load with the default config (RE2
 # only loads for a regexp: labelWhiteList, a custom rule's InRegexp).
 OFFLINE_THIRD_PARTY: set[str] = set()
@@ -108,7 +110,10 @@ def _offline_checks(mods: set[str]) -> None:
 def test_oneshot_no_publish_imports(bare, tmp_path):
     mods = _modules("oneshot", "-oneshot", "-no-publish", "-config", str(tmp_path / "none.conf")) - bare
     _offline_checks(mods)
-    assert "nfd.sources.custom" in mods and "nfd.rules.engine" in mods  # it did discover and label
+    assert "nfd.sources.custom" in mods and "nfd.rules.expression" in mods  # it did discover and label
+    # the static custom rules run on the engine's matcher alone; no dataclass is made on this path
+    # (dataclasses loads inspect, ast, dis), no datetime without a features.d
+    assert _hits(mods, ONESHOT_NEVER) == []
 
 
 def test_oneshot_with_no_publish_in_config_imports(bare, tmp_path):
@@ -123,7 +128,8 @@ def test_oneshot_with_no_publish_in_config_imports(bare, tmp_path):
 def test_export_labels_imports(bare):
     mods = _modules("export", "export", "labels") - bare
     _offline_checks(mods)
-    assert "nfd.rules.engine" in mods
+    assert "nfd.rules.expression" in mods
+    assert _hits(mods, ONESHOT_NEVER) == []
 
 
 @pytest.fixture(scope="module")
