@@ -109,7 +109,7 @@ TOOL_MODULE = {tool: m for m in MODULES for tool in m.packages}
 def module_requirement(module_dir: Path, path: str) -> str:
     """The version of `path` that the module's go.mod replaces it with (else requires)."""
     text = (module_dir / "go.mod").read_text()
-    for pattern in (rf"^\s*{re.escape(path)}\s*=>\s*\S+\s+(v\S+)", rf"^\s*{re.escape(path)}\s+(v\S+)"):
+    for pattern in (rf"^\s*{re.escape(path)}\s*=>\s*\S+\s+(v\S+)", rf"^\s*(?:require\s+)?{re.escape(path)}\s+(v\S+)"):
         m = re.search(pattern, text, re.MULTILINE)
         if m:
             return m.group(1)
@@ -155,7 +155,7 @@ def build_module(module: Module, *, log: Callable[[str], None] = print) -> dict[
         for tool, pkg in module.packages.items():
             if paths[tool].exists():
                 continue
-            log(f"building {tool} from tests/tools/{module.name} into {out_dir} (first run)")
+            log(f"building {tool} from {module.dir.relative_to(REPO_ROOT)} into {out_dir} (first run)")
             tmp = out_dir / f".{tool}.{os.getpid()}.tmp"
             start = time.monotonic()
             proc = subprocess.run([go, "build", *tags, f"-ldflags={module.ldflags()}", "-o", str(tmp), pkg],
