@@ -577,15 +577,18 @@ def _other_kubelet() -> str | None:
     return None
 
 
-def start_node(*, log: Callable[[str], None] = print) -> RealNode:
-    """Build (or reuse) the image and binaries, start a control plane and the node on it."""
+def start_node(*, log: Callable[[str], None] = print, image: Path | None = None) -> RealNode:
+    """Build (or reuse) the image and binaries, start a control plane and the node on it.
+
+    ``image``: another docker-archive for containerd to hold instead of the project's (upstream's
+    image, tests/e2e/upstream_image.py)."""
     timings = Timings()
     pid = _other_kubelet()
     if pid:
         raise NodeError(f"a kubelet already runs on this machine (pid {pid}): not starting a second one")
     hostpkgs.ensure(PACKAGES, log=log)
     t = time.monotonic()
-    image = ensure_image(log=log)
+    image = image or ensure_image(log=log)
     timings.image_s = time.monotonic() - t
     t = time.monotonic()
     bins = ensure_binaries(log=log)

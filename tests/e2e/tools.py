@@ -16,7 +16,10 @@ hash of the module's files and the Go version:
   scheduler that reads nfd-topology-updater's NodeResourceTopology (test_topology_scheduler).
 - tests/tools/upstream-nfd: upstream's nfd-topology-updater and nfd-worker (the release the proxy
   serves, v0.17.3), so that test_topology_scheduler and the benchmarks set ours beside upstream's
-  on a fresh machine (UPSTREAM_NFD_TOPOLOGY_UPDATER / UPSTREAM_NFD_WORKER still name others).
+  on a fresh machine (UPSTREAM_NFD_TOPOLOGY_UPDATER / UPSTREAM_NFD_WORKER still name others);
+  and, as module "upstream-nfd-image", the same release's nfd-master, nfd-worker,
+  nfd-topology-updater, nfd-gc and kubectl-nfd built as upstream's image ships them (static,
+  /host- prefix), for tests/e2e/upstream_image.py.
 
 `python -m tests.e2e.tools [--if-go]` builds everything missing and prints the paths and build
 times. Tests get the binaries from the fixtures below; they skip only when Go is missing.
@@ -52,17 +55,31 @@ DEPLOY_DIR = REPO_ROOT / "deploy"
 CHART_DIR = DEPLOY_DIR / "helm" / "node-feature-discovery"
 
 
+#: the binaries of upstream's image that tests/tools/upstream-nfd builds (its /usr/bin)
+UPSTREAM_IMAGE_BINARIES = ("nfd-master", "nfd-worker", "nfd-topology-updater", "nfd-gc", "kubectl-nfd")
+
+
 @dataclass(frozen=True)
 class Module:
     name: str
     #: tool name -> Go package path built into it
     packages: dict[str, str]
+    #: the directory under tests/tools holding go.mod (default: the name)
+    src: str | None = None
+    #: static binaries (CGO_ENABLED=0, osusergo,netgo), as upstream builds its image's
+    static: bool = False
 
     @property
     def dir(self) -> Path:
-        return TOOLS_DIR / self.name
+        return TOOLS_DIR / (self.src or self.name)
 
     def ldflags(self) -> str:
+        if self.name == "upstream-nfd-image":
+            # as upstream's Makefile builds the image's binaries: the release's version, and the
+            # host's /proc, /sys, /etc... read under /host-* (the mounts its manifests make)
+            pkg = "sigs.k8s.io/node-feature-discovery/pkg"
+            version = module_requirement(self.dir, "sigs.k8s.io/node-feature-discovery")
+            return f"-s -w -X {pkg}/version.version={version} -X {pkg}/utils/hostpath.pathPrefix=/host-"
         if self.name == "scheduler":
             return _ldflags(kubernetes_version())  # version stamped like the apiserver's
         if self.name == "schedplugins":
@@ -80,6 +97,11 @@ MODULES = (
     # upstream's agents from the Go module proxy, for the tests and benchmarks that run ours beside them
     Module("upstream-nfd", {"upstream-nfd-topology-updater": "sigs.k8s.io/node-feature-discovery/cmd/nfd-topology-updater",
                             "upstream-nfd-worker": "sigs.k8s.io/node-feature-discovery/cmd/nfd-worker"}),
+    # the same release built as upstream's image ships it (tests/e2e/upstream_image.py): the
+    # binaries the e2e suite's pods run, and kubectl-nfd (`nfd` is left out: its compat client
+    # needs modules the pinned go.sum does not hold)
+    Module("upstream-nfd-image", {f"{b}": f"sigs.k8s.io/node-feature-discovery/cmd/{b}" for b in UPSTREAM_IMAGE_BINARIES},
+           src="upstream-nfd", static=True),
 )
 TOOL_MODULE = {tool: m for m in MODULES for tool in m.packages}
 
@@ -87,7 +109,7 @@ TOOL_MODULE = {tool: m for m in MODULES for tool in m.packages}
 def module_requirement(module_dir: Path, path: str) -> str:
     """The version of `path` that the module's go.mod replaces it with (else requires)."""
     text = (module_dir / "go.mod").read_text()
-    for pattern in (rf"^\s*{re.escape(path)}\s*=>\s*\S+\s+(v\S+)", rf"^\s*{re.escape(path)}\s+(v\S+)"):
+    for pattern in (rf"^\s*{re.escape(path)}\s*=>\s*\S+\s+(v\S+)", rf"^\s*(?:require\s+)?{re.escape(path)}\s+(v\S+)"):
         m = re.search(pattern, text, re.MULTILINE)
         if m:
             return m.group(1)
@@ -126,13 +148,17 @@ def build_module(module: Module, *, log: Callable[[str], None] = print) -> dict[
             return paths
         env = dict(os.environ)
         env["GOFLAGS"] = (env.get("GOFLAGS", "") + " -buildvcs=false -mod=readonly").strip()
+        tags: list[str] = []
+        if module.static:
+            env["CGO_ENABLED"] = "0"
+            tags = ["-tags", "osusergo,netgo"]
         for tool, pkg in module.packages.items():
             if paths[tool].exists():
                 continue
-            log(f"building {tool} from tests/tools/{module.name} into {out_dir} (first run)")
+            log(f"building {tool} from {module.dir.relative_to(REPO_ROOT)} into {out_dir} (first run)")
             tmp = out_dir / f".{tool}.{os.getpid()}.tmp"
             start = time.monotonic()
-            proc = subprocess.run([go, "build", f"-ldflags={module.ldflags()}", "-o", str(tmp), pkg],
+            proc = subprocess.run([go, "build", *tags, f"-ldflags={module.ldflags()}", "-o", str(tmp), pkg],
                                   cwd=module.dir, env=env, capture_output=True, text=True, check=False)
             if proc.returncode != 0:
                 tmp.unlink(missing_ok=True)

@@ -19,6 +19,12 @@ whitelisted labels `nfd export labels` prints on the host).
 skipped`, and exits non-zero when a spec fails that docs/compatibility.md does not list with
 its reason (section "Upstream's e2e suite").  `--binary` runs another build of the suite (e.g.
 upstream's HEAD, built outside the repository) and `--label` names it in the line.
+
+`--upstream-image` runs the same suite, on the same cluster with the same flags, against an image
+of upstream's own binaries (tests/e2e/upstream_image.py: the proxy's release, or with
+`--upstream-bin-dir` a build made elsewhere) and names it "(upstream's image)" in the line; it
+exits 0 whenever a spec passed (upstream's failures are the machine's, the comparison is the
+point).
 """
 
 from __future__ import annotations
@@ -101,6 +107,18 @@ def ensure_suite(*, log: Callable[[str], None] = print) -> Path:
         os.replace(tmp, target)
         log(f"built upstream's e2e suite in {time.monotonic() - began:.1f}s")
     return target
+
+
+def release_worker_conf() -> Path | None:
+    """The release's nfd-worker.conf.example (what upstream's image holds as nfd-worker.conf), from
+    the Go module cache; None when absent."""
+    go = find_go()
+    if go is None:
+        return None
+    proc = subprocess.run([go, "list", "-m", "-f", "{{.Dir}}", UPSTREAM_MODULE], cwd=MODULE_DIR,
+                          capture_output=True, text=True, check=False)
+    path = Path(proc.stdout.strip()) / "deployment" / "components" / "worker-config" / "nfd-worker.conf.example"
+    return path if proc.returncode == 0 and path.is_file() else None
 
 
 # ---- the e2e config (defaultFeatures) ---------------------------------------------------------
@@ -221,8 +239,10 @@ def unlisted(failed: list[str], fragments: list[str]) -> list[str]:
 
 
 def run_suite(node: Any, binary: Path, workdir: Path, *, log: Callable[[str], None] = print,
-              timeout: float = 3600, extra_args: list[str] | None = None) -> Results:
-    """Run the suite on the real node (a RealNode) against the project's image."""
+              timeout: float = 3600, extra_args: list[str] | None = None,
+              image: tuple[str, str] = (IMAGE_REPO, IMAGE_TAG)) -> Results:
+    """Run the suite on the real node (a RealNode) against the project's image (or ``image``,
+    repository and tag, which containerd holds)."""
     kube = node.kube
     kube.request("PATCH", f"/api/v1/nodes/{node.name}", content_type="application/merge-patch+json",
                  body={"metadata": {"labels": {WORKER_ROLE: ""}}})
@@ -236,7 +256,7 @@ def run_suite(node: Any, binary: Path, workdir: Path, *, log: Callable[[str], No
     report = workdir / "junit.xml"
     # -kubectl-path: the topology-updater specs read /configz through `kubectl proxy`
     argv = [str(binary), f"-kubeconfig={kube.kubeconfig}", f"-kubectl-path={node.bins['kubectl']}",
-            f"-nfd.repo={IMAGE_REPO}", f"-nfd.tag={IMAGE_TAG}",
+            f"-nfd.repo={image[0]}", f"-nfd.tag={image[1]}",
             "-nfd.pull-if-not-present=true", f"-nfd.e2e-config={workdir / 'e2e-config.yaml'}",
             r"-ginkgo.focus=\[k8s-sigs/node-feature-discovery\]", "-ginkgo.v", "-ginkgo.no-color",
             f"-ginkgo.junit-report={report}", f"-ginkgo.timeout={int(timeout)}s", *(extra_args or [])]
@@ -262,6 +282,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workdir", type=Path, help="where the config, report and log go (default: a temporary directory)")
     ap.add_argument("--build-only", action="store_true", help="build (or reuse) the suite and exit")
     ap.add_argument("--if-go", action="store_true", help="exit 0 with a note when Go is not installed")
+    ap.add_argument("--upstream-image", action="store_true",
+                    help="run against an image of upstream's own binaries (the proxy's release, built; "
+                         "tests/e2e/upstream_image.py) instead of the project's")
+    ap.add_argument("--upstream-bin-dir", type=Path,
+                    help="with --upstream-image: upstream's binaries built elsewhere (e.g. its HEAD), by name in "
+                         "this directory; its nfd-worker.conf, if present, goes in as the image's worker config")
     ap.add_argument("ginkgo_args", nargs="*", help="more arguments for the suite (after --)")
     args = ap.parse_args(argv)
     from tests.e2e import hostpkgs
@@ -285,13 +311,34 @@ def main(argv: list[str] | None = None) -> int:
             log(f"no real node here, upstream's e2e suite is not run: {reason}")
             return 0
         label = args.label or upstream_version()
+        image_tar: Path | None = None
+        image_ref = (IMAGE_REPO, IMAGE_TAG)
+        if args.upstream_bin_dir and not args.upstream_image:
+            log("--upstream-bin-dir is refused without --upstream-image")
+            return 2
+        if args.upstream_image:
+            from tests.e2e import upstream_image
+
+            t = time.monotonic()
+            if args.upstream_bin_dir:
+                bins = upstream_image.binaries_in(args.upstream_bin_dir)
+                conf: Path | None = args.upstream_bin_dir / "nfd-worker.conf"
+            else:
+                bins = upstream_image.release_binaries(log=log)
+                conf = release_worker_conf()
+            tag = re.sub(r"[^A-Za-z0-9_.-]", "-", label)
+            image_tar = upstream_image.ensure_upstream_image(
+                bins, tag, worker_conf=conf if conf is not None and conf.is_file() else None, log=log)
+            image_ref = (upstream_image.REPO, tag)
+            log(f"upstream's image {image_ref[0]}:{tag} ready in {time.monotonic() - t:.1f}s: {image_tar}")
+            label = f"{label} (upstream's image)"
         import tempfile
 
         workdir = args.workdir or Path(tempfile.mkdtemp(prefix="nfd-upstream-e2e-"))
         with machine_lock(log=log):
-            node = start_node(log=log)
+            node = start_node(log=log, image=image_tar)
             try:
-                results = run_suite(node, binary, workdir, log=log, extra_args=args.ginkgo_args)
+                results = run_suite(node, binary, workdir, log=log, extra_args=args.ginkgo_args, image=image_ref)
             finally:
                 stop_node(node)
     except (BuildError, ImageError, hostpkgs.PackageError, NodeError, RuntimeError) as e:
@@ -300,6 +347,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in results.failed:
         log(f"  failed: {name}")
     print(results.line(label), flush=True)
+    if args.upstream_image:
+        return 0 if results.passed else 1  # upstream's own failures are this machine's: nothing to list
     bad = unlisted(results.failed, listed_failures())
     for name in bad:
         log(f"failing spec not listed in docs/compatibility.md ({SECTION[3:]}): {name}")

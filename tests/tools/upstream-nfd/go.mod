@@ -1,4 +1,4 @@
-// Test-only module: upstream's nfd-topology-updater and nfd-worker, built from the Go module proxy
+// Test-only module: upstream's agents (and, for tests/e2e/upstream_image.py, the binaries of its image), built from the Go module proxy
 // by tests/e2e/tools.py into the test cache, so that the tests and benchmarks that set our
 // agents beside upstream's (tests/e2e/test_topology_scheduler.py, benchmarks/bench_*.py) have them
 // on a fresh machine. Nothing of upstream is in the repository: this file names the release, and

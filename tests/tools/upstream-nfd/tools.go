@@ -5,6 +5,9 @@
 package tools
 
 import (
+	_ "sigs.k8s.io/node-feature-discovery/cmd/kubectl-nfd"
+	_ "sigs.k8s.io/node-feature-discovery/cmd/nfd-gc"
+	_ "sigs.k8s.io/node-feature-discovery/cmd/nfd-master"
 	_ "sigs.k8s.io/node-feature-discovery/cmd/nfd-topology-updater"
 	_ "sigs.k8s.io/node-feature-discovery/cmd/nfd-worker"
 )
