@@ -151,9 +151,10 @@ def ensure_binaries(*, log: Callable[[str], None] = print) -> dict[str, Path]:
     return paths
 
 
-def pause_archive(pause_bin: Path, dest: Path) -> Path:
+def pause_archive(pause_bin: Path, dest: Path, *, tag: str = "nfd-pause:e2e", labels: dict[str, str] | None = None) -> Path:
     """A docker-archive tar (manifest.json, config, one layer) of an image running `pause_bin`
-    as /pause: what `ctr images import` takes, tagged nfd-pause:e2e."""
+    as /pause: what `ctr images import` takes, tagged `tag`. ``labels`` go into the config, so
+    the image gets an ID of its own."""
     layer = io.BytesIO()
     with tarfile.open(fileobj=layer, mode="w") as t:
         info = tarfile.TarInfo("pause")
@@ -163,10 +164,11 @@ def pause_archive(pause_bin: Path, dest: Path) -> Path:
     layer_bytes = layer.getvalue()
     diff_id = "sha256:" + hashlib.sha256(layer_bytes).hexdigest()
     config = json.dumps({"architecture": "amd64", "os": "linux",
-                         "config": {"Entrypoint": ["/pause"], "User": "65535:65535"},
+                         "config": {"Entrypoint": ["/pause"], "User": "65535:65535",
+                                    **({"Labels": labels} if labels else {})},
                          "rootfs": {"type": "layers", "diff_ids": [diff_id]}}).encode()
     config_name = hashlib.sha256(config).hexdigest() + ".json"
-    manifest = json.dumps([{"Config": config_name, "RepoTags": ["nfd-pause:e2e"], "Layers": ["layer.tar"]}]).encode()
+    manifest = json.dumps([{"Config": config_name, "RepoTags": [tag], "Layers": ["layer.tar"]}]).encode()
     with tarfile.open(dest, mode="w") as t:
         for name, body in (("layer.tar", layer_bytes), (config_name, config), ("manifest.json", manifest)):
             info = tarfile.TarInfo(name)
@@ -383,7 +385,12 @@ state = "{d / 'state'}"
         netns_path = self.kube.netns.path if self.kube.netns is not None else None
         for tag in MIRRORED_PAUSE_TAGS:
             ref = f"{MIRROR_ADDR}/pause:{tag}"
-            self.ctr("images", "tag", "--force", PAUSE_REF, ref)
+            # an image ID of its own: with the sandbox image's ID (nfd-pause:e2e), pods pulling
+            # registry.k8s.io/pause left containerd 1.6's CRI without nfd-pause:e2e, and every
+            # later pod on the node failed with ErrImageNeverPull
+            archive = pause_archive(self.bins["pause"], self.tmp / f"pause-mirror-{tag}.tar", tag=ref,
+                                    labels={"nfd.e2e/mirror": "1"})
+            self.ctr("images", "import", str(archive))
             argv = self._ctr("images", "push", "--plain-http", ref)
             if netns_path is not None:  # ctr itself speaks to the registry: from inside the namespace
                 argv = ["nsenter", f"--net={netns_path}", "--", *argv]
