@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias
 
 from nfd.common.goduration import format_go_duration, parse_go_duration
+from nfd.common.record import Record
 from nfd.lang.gostd.strconv import quote as go_quote
 
 _TRUE = ("1", "t", "T", "TRUE", "true", "True")
@@ -158,13 +159,12 @@ def _format_float(v: float) -> str:
     return repr(v)
 
 
-class Flag:
+class Flag(Record):
     """One command-line flag as Go's flag package defines it. Written out as a dataclass would
     generate it: the one-shot worker does not load ``dataclasses`` (docs/worker.md)."""
 
     _FIELDS = ("name", "usage", "type_name", "default", "def_text", "zero_text", "parse", "is_bool",
                "quote_default", "hidden")
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(self, name: str, usage: str, type_name: str, default: Any, def_text: str, zero_text: str,
                  parse: Callable[[str], Any], is_bool: bool = False, quote_default: bool = False,
@@ -179,18 +179,6 @@ class Flag:
         self.is_bool = is_bool
         self.quote_default = quote_default  # a string flag: (default "x")
         self.hidden = hidden  # accepted, not listed (flags upstream removed)
-
-    def _key(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, n) for n in self._FIELDS)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        assert isinstance(other, Flag)
-        return self._key() == other._key()
-
-    def __repr__(self) -> str:
-        return "Flag(" + ", ".join(f"{n}={v!r}" for n, v in zip(self._FIELDS, self._key(), strict=True)) + ")"
 
 
 # GoFlagSet names its methods after Go's flag.Bool, flag.Int, ...: the builtins under other names

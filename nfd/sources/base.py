@@ -38,6 +38,7 @@ from typing import Any, ClassVar, Protocol
 
 from nfd.api.errors import ValidationError
 from nfd.api.features import Features
+from nfd.common.record import Record
 from nfd.hostpaths import HostPaths
 
 log = logging.getLogger("nfd.sources")
@@ -51,13 +52,14 @@ class CpuidReader(Protocol):
     def xgetbv(self, index: int) -> int: ...
 
 
-class DiscoveryContext:
+class DiscoveryContext(Record):
     """What a source may look at besides its config: host paths and a few process facts.
 
     Written out as a dataclass would generate it: the one-shot worker does not load
     ``dataclasses`` (docs/worker.md, "The one-shot wall")."""
 
-    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+    _FIELDS = ("paths", "node_name", "cpuid", "arch", "_warned", "warnings")
+
 
     def __init__(self, paths: HostPaths | None = None, node_name: str = "", cpuid: CpuidReader | None = None,
                  arch: str = "", _warned: set[str] | None = None, warnings: list[str] | None = None) -> None:
@@ -73,19 +75,6 @@ class DiscoveryContext:
         self._warned: set[str] = set() if _warned is None else _warned
         #: every warning of this context, for callers and tests
         self.warnings: list[str] = [] if warnings is None else warnings
-
-    def _key(self) -> tuple[Any, ...]:
-        return (self.paths, self.node_name, self.cpuid, self.arch, self._warned, self.warnings)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        assert isinstance(other, DiscoveryContext)
-        return self._key() == other._key()
-
-    def __repr__(self) -> str:
-        return (f"DiscoveryContext(paths={self.paths!r}, node_name={self.node_name!r}, cpuid={self.cpuid!r}, "
-                f"arch={self.arch!r}, _warned={self._warned!r}, warnings={self.warnings!r})")
 
     def warn(self, message: str) -> None:
         self.warnings.append(message)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from nfd.common.record import Record
+
 # --- native reader ------------------------------------------------------------------------
 
 # void cpuid(uint32 leaf, uint32 subleaf, uint32 out[4]) (SysV x86-64):
@@ -61,26 +63,16 @@ def native() -> NativeCpuid:
     return _native
 
 
-class FixtureCpuid:
+class FixtureCpuid(Record):
     """CPUID answers from a ``cpuid.json`` fixture: ``{"leaves": {"0x7:0": [eax, ebx, ecx, edx]},
     "xgetbv": 0xe7}``; leaves not listed read as zeros (as a real CPU answers for unknown leaves
     within range)."""
 
-    # written out as a dataclass would generate it: the one-shot worker does not load dataclasses
-    __hash__ = None  # type: ignore[assignment]
+    _FIELDS = ("leaves", "xcr0")
 
     def __init__(self, leaves: dict[tuple[int, int], tuple[int, int, int, int]] | None = None, xcr0: int = 0) -> None:
         self.leaves: dict[tuple[int, int], tuple[int, int, int, int]] = {} if leaves is None else leaves
         self.xcr0 = xcr0
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        assert isinstance(other, FixtureCpuid)
-        return (self.leaves, self.xcr0) == (other.leaves, other.xcr0)
-
-    def __repr__(self) -> str:
-        return f"FixtureCpuid(leaves={self.leaves!r}, xcr0={self.xcr0!r})"
 
     def cpuid(self, leaf: int, subleaf: int = 0) -> tuple[int, int, int, int]:
         return self.leaves.get((leaf, subleaf)) or self.leaves.get((leaf, -1)) or (0, 0, 0, 0)
@@ -212,13 +204,11 @@ _LEVELS = [
 ]
 
 
-class X86Info:
+class X86Info(Record):
     """What CPUID says about an x86 CPU: flags, vendor and model."""
 
-    # written out as a dataclass would generate it: the one-shot worker does not load dataclasses
     _FIELDS = ("flags", "vendor", "vendor_string", "family", "model", "hypervisor_vendor", "hypervisor_string",
                "avx10_level", "max_leaf", "max_ext_leaf")
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(self, flags: set[str], vendor: str, vendor_string: str, family: int, model: int,
                  hypervisor_vendor: str, hypervisor_string: str, avx10_level: int, max_leaf: int,
@@ -233,19 +223,6 @@ class X86Info:
         self.avx10_level = avx10_level
         self.max_leaf = max_leaf
         self.max_ext_leaf = max_ext_leaf
-
-    def _key(self) -> tuple[Any, ...]:
-        return (self.flags, self.vendor, self.vendor_string, self.family, self.model, self.hypervisor_vendor,
-                self.hypervisor_string, self.avx10_level, self.max_leaf, self.max_ext_leaf)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        assert isinstance(other, X86Info)
-        return self._key() == other._key()
-
-    def __repr__(self) -> str:
-        return "X86Info(" + ", ".join(f"{n}={v!r}" for n, v in zip(self._FIELDS, self._key(), strict=True)) + ")"
 
     @property
     def level(self) -> int:

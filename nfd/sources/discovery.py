@@ -16,6 +16,7 @@ from nfd.api.errors import ValidationError
 from nfd.api.features import Features
 from nfd.api.validation import is_qualified_name, is_valid_label_value
 from nfd.common.logsetup import GoDuration, klogger
+from nfd.common.record import Record
 from nfd.sources import registry
 from nfd.sources.base import DiscoveryContext
 
@@ -56,11 +57,12 @@ def config_for(configs: dict[str, dict[str, Any]], name: str) -> dict[str, Any]:
     return src.default_config() if src is not None else {}
 
 
-class DiscoveryResult:
+class DiscoveryResult(Record):
     """One discovery pass: features by source and the sources that failed. Written out as a
     dataclass would generate it (the one-shot worker does not load ``dataclasses``)."""
 
-    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+    _FIELDS = ("by_source", "errors", "durations")
+
 
     def __init__(self, by_source: dict[str, Features] | None = None, errors: dict[str, str] | None = None,
                  durations: dict[str, float] | None = None) -> None:
@@ -70,15 +72,6 @@ class DiscoveryResult:
         self.errors: dict[str, str] = {} if errors is None else errors
         #: seconds each source took
         self.durations: dict[str, float] = {} if durations is None else durations
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        assert isinstance(other, DiscoveryResult)
-        return (self.by_source, self.errors, self.durations) == (other.by_source, other.errors, other.durations)
-
-    def __repr__(self) -> str:
-        return f"DiscoveryResult(by_source={self.by_source!r}, errors={self.errors!r}, durations={self.durations!r})"
 
     def merged(self) -> Features:
         out = Features()

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from nfd.api.errors import ValidationError
 from nfd.common.goduration import parse_go_duration
 from nfd.common.gokeys import canonical_keys
+from nfd.common.record import Record
 
 if TYPE_CHECKING:
     from nfd.lang.goregex import GoRegexp
@@ -38,7 +39,7 @@ def parse_duration(value: Any, *, path: str) -> float:
         raise ValidationError(path, f"invalid duration {value!r}") from None
 
 
-class WorkerConfig:
+class WorkerConfig(Record):
     """nfd-worker's configuration file (core and sources), parsed and validated.
 
     Written out as a dataclass would generate it (``__init__`` with these defaults, ``__eq__``,
@@ -47,7 +48,6 @@ class WorkerConfig:
     _FIELDS = ("sleep_interval", "feature_sources", "label_sources", "label_whitelist", "no_publish",
                "no_publish_features", "owner_refs", "klog", "enable_node_update", "node_update_spread",
                "raw_sources", "source_configs")
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(
         self,
@@ -80,18 +80,6 @@ class WorkerConfig:
         self.raw_sources: dict[str, Any] = {} if raw_sources is None else raw_sources
         #: effective per-source configs (only sources with a block; others use defaults)
         self.source_configs: dict[str, dict[str, Any]] = {} if source_configs is None else source_configs
-
-    def _key(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, n) for n in self._FIELDS)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        assert isinstance(other, WorkerConfig)
-        return self._key() == other._key()
-
-    def __repr__(self) -> str:
-        return "WorkerConfig(" + ", ".join(f"{n}={v!r}" for n, v in zip(self._FIELDS, self._key(), strict=True)) + ")"
 
 
 def check_spread(seconds: float, *, path: str) -> float:

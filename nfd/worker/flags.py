@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from nfd.common.record import Record
+
 if TYPE_CHECKING:
     from nfd.common.goflags import GoFlagSet
 
 
-class Flags:
+class Flags(Record):
     """nfd-worker's command-line flags, parsed.
 
     Written out as a dataclass would generate it (``__init__``, ``__eq__``, ``__repr__``): the
@@ -19,7 +21,6 @@ class Flags:
                "label_sources", "no_publish_features", "owner_refs", "no_owner_refs", "host_root", "verbosity",
                "version", "skip_headers", "add_dir_header", "enable_node_update", "node_update_spread",
                "master_config", "instance", "bind_address", "feature_gates", "given")
-    __hash__ = None  # type: ignore[assignment]
 
     def __init__(
         self,
@@ -71,18 +72,6 @@ class Flags:
         self.bind_address = bind_address  # metrics/healthz listen address; empty: every address
         self.feature_gates = feature_gates
         self.given = given  # flags set on the command line
-
-    def _key(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, n) for n in self._FIELDS)
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        assert isinstance(other, Flags)
-        return self._key() == other._key()
-
-    def __repr__(self) -> str:
-        return "Flags(" + ", ".join(f"{n}={v!r}" for n, v in zip(self._FIELDS, self._key(), strict=True)) + ")"
 
 
 def _list(v: str | None) -> list[str] | None:
