@@ -155,7 +155,7 @@ def plan_fleet(
             rep.rule_errors.setdefault((rule, msg), []).append(name)
         # the matched rules' outputs, in the master's order
         outs = [(rs, rule, o.labels, o.annotations, o.extended_resources, o.taints)
-                for (rs, rule), o in node_rep.outputs.items()]
+                for (rs, rule, _), o in node_rep.outputs.items()]
         for c in find_conflicts(outs, auto_prefix=not policy.disable_auto_prefix):
             rep.conflicts.setdefault(c.message(), (c, []))[1].append(name)
         # skip_removal=False: a master that has processed the node once removes on evidence.

@@ -36,6 +36,7 @@ from nfd.rules.nodefeatures import MergedNodeFeatures, merge_node_features
 if TYPE_CHECKING:
     from nfd.master.fairness import CostLedger
     from nfd.master.pipeline import RuleBook
+    from nfd.rules.engine import RuleKey
 
 log = logging.getLogger("nfd.master")
 klog = klogger("nfd.master")
@@ -47,9 +48,9 @@ class CachedDesired:
     desired: Desired
     has_features: bool
     found: bool
-    # outputs of the rules that matched, by (rule set, rule): what a rule failing at run time
+    # outputs of the rules that matched, by RuleKey (rule set, rule, occurrence): what a rule failing at run time
     # on this node next time contributes instead of nothing
-    outputs: Mapping[tuple[str, str], Any] = field(default_factory=dict)
+    outputs: Mapping[RuleKey, Any] = field(default_factory=dict)
     # Masterless (one node): the merged features, reused while only the rules change, and the
     # rules' results on them (nfd.rules.engine.RuleMemo)
     merged: MergedNodeFeatures | None = None

@@ -11,13 +11,16 @@ import logging
 import time
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from nfd.api.features import Features
 from nfd.master.bookkeeping import Taint
 from nfd.master.config import MasterConfig
 from nfd.master.nodeplan import Desired
 from nfd.rules.nodefeatures import MergedNodeFeatures
+
+if TYPE_CHECKING:
+    from nfd.rules.engine import RuleKey
 
 log = logging.getLogger(__name__)
 
@@ -167,7 +170,7 @@ class NodeReport:
     rule_errors: list[tuple[str, str]] = field(default_factory=list)  # ("<nfr>/<rule>", message)
     rejected: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, key, reason)
     duration_s: float = 0.0  # rules and policy, not counting the pauses
-    outputs: dict[tuple[str, str], Any] = field(default_factory=dict)  # matched rules' outputs
+    outputs: dict[RuleKey, Any] = field(default_factory=dict)  # matched rules' outputs
     # rule set -> "rule: error" of its first rule that ran out of a budget on this node
     over_budget: dict[str, str] = field(default_factory=dict)
     deferred: list[str] = field(default_factory=list)  # rule sets not run (``deferred=``)
@@ -180,7 +183,7 @@ def compute_desired_steps(
     policy: Any,
     node_name: str,
     budget: Any = None,
-    previous: Mapping[tuple[str, str], Any] | None = None,
+    previous: Mapping[RuleKey, Any] | None = None,
     memo: Any = None,
     deferred: frozenset[str] = frozenset(),
 ) -> Generator[None, None, tuple[Desired, NodeReport]]:
@@ -212,7 +215,7 @@ def compute_desired_steps(
         t0 = time.perf_counter()
     # "<NodeFeatureRule>/<rule>": the log names both, as upstream's "failed to process rule"
     rep.rule_errors = [(f"{r.rule_set}/{r.name}", r.error) for r in result.results if r.error is not None]
-    rep.outputs = {(r.rule_set, r.name): r.output for r in result.results if r.matched}
+    rep.outputs = {r.key(): r.output for r in result.results if r.matched}
     rep.deferred = list(result.deferred)
     for r in result.results:
         if r.over_budget and r.rule_set not in rep.over_budget:

@@ -12,7 +12,10 @@ stays theirs), so node-specific outputs cost no more than unshared ones.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from nfd.rules.engine import RuleKey
 
 T = TypeVar("T")
 
@@ -48,8 +51,8 @@ class SharedValues:
                tuple(d.extended_resources.items()), tuple(d.taints))
         return self._get(key, d)
 
-    def outputs(self, outputs: Mapping[tuple[str, str], Any]) -> Mapping[tuple[str, str], Any]:
-        """The matched rules' outputs by (rule set, rule) (nfd.rules.engine.RuleOutput values).
+    def outputs(self, outputs: Mapping[RuleKey, Any]) -> Mapping[RuleKey, Any]:
+        """The matched rules' outputs by RuleKey (nfd.rules.engine.RuleOutput values).
 
         The mapping's key is made of the shared outputs' identities: a mapping in the pool holds
         its outputs, so an identity in its key cannot be reused by another object meanwhile.

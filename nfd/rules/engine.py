@@ -74,11 +74,29 @@ class RuleResult:
     error: str | None = None  # the rule failed (it contributes nothing, or its previous output)
     rule_set: str = ""
     kept_previous: bool = False  # failed, and its output from the last evaluation was used
+    # Its place among its set's rules of the same name (0 but for a repeated name): with rule_set
+    # and name, the key of its previous output (RuleKey), so two rules that share a name (the CRD
+    # allows it) keep each its own.
+    occurrence: int = 0
     # The error is a budget's (its own or this node's, spent by this rule): what nfd-master's
     # cost ledger counts (nfd.master.fairness). A rule that did not run because others spent
     # the node's budget is not charged.
     over_budget: bool = False
     deferred: bool = False  # not run: its rule set is deferred (the previous output stands in)
+
+    def key(self) -> RuleKey:
+        return (self.rule_set, self.name, self.occurrence)
+
+
+def _occurrences(rs: CompiledRuleSet) -> list[int]:
+    """Each rule's place among the set's rules of its name (RuleResult.occurrence)."""
+    seen: dict[str, int] = {}
+    out = []
+    for rule in rs.rules:
+        n = seen.get(rule.name, 0)
+        seen[rule.name] = n + 1
+        out.append(n)
+    return out
 
 
 @dataclass(slots=True)
@@ -575,6 +593,10 @@ class EvalBudget:
 # A matched rule's labels, annotations and extended resources with the master's prefixes
 _Prefixed = tuple[dict[str, str], dict[str, str], dict[str, str]]
 
+# (rule set, rule name, occurrence): one rule of an evaluation, as RuleResult.key() gives it; what
+# previous outputs are keyed by.
+RuleKey = tuple[str, str, int]
+
 
 def _merge(dst: RuleOutput, src: RuleOutput) -> None:
     dst.labels.update(src.labels)
@@ -665,7 +687,7 @@ def process_rule_sets(
     auto_prefix: bool = True,
     explain: bool = True,
     budget: EvalBudget | None = None,
-    previous: Mapping[tuple[str, str], RuleOutput] | None = None,
+    previous: Mapping[RuleKey, RuleOutput] | None = None,
     deferred: Collection[str] = (),
 ) -> ProcessResult:
     """Run every rule like nfd-master's processNodeFeatureRule (caller's features untouched).
@@ -718,15 +740,15 @@ class _SetRecording:
             self.fed.update(res.output.vars)
 
 
-def _keep_previous(rs: CompiledRuleSet, previous: Mapping[tuple[str, str], RuleOutput] | None, *,
+def _keep_previous(rs: CompiledRuleSet, previous: Mapping[RuleKey, RuleOutput] | None, *,
                    results: list[RuleResult], out: RuleOutput, master: RuleOutput, ns: str | None,
                    backref: BackrefWriter | None) -> None:
     """A deferred rule set: each rule contributes its ``previous`` output (fed back into
     rule.matched through ``backref``), without running and without an error."""
-    for rule in rs.rules:
-        kept = previous.get((rs.name, rule.name)) if previous is not None else None
+    for rule, occ in zip(rs.rules, _occurrences(rs), strict=True):
+        kept = previous.get((rs.name, rule.name, occ)) if previous is not None else None
         results.append(RuleResult(rule.name, kept is not None, kept or RuleOutput(), rule_set=rs.name,
-                                  kept_previous=kept is not None, deferred=True))
+                                  kept_previous=kept is not None, deferred=True, occurrence=occ))
         if kept is not None:
             _combine(out, master, kept, (add_ns(kept.labels, ns), add_ns(kept.annotations, ns),
                                          add_ns(kept.extended_resources, ns)))
@@ -801,7 +823,7 @@ def iter_process_rule_sets(
     auto_prefix: bool = True,
     explain: bool = True,
     budget: EvalBudget | None = None,
-    previous: Mapping[tuple[str, str], RuleOutput] | None = None,
+    previous: Mapping[RuleKey, RuleOutput] | None = None,
     devices: Sequence[dict[str, Any]] = (),
     memo: RuleMemo | None = None,
     deferred: Collection[str] = (),
@@ -854,7 +876,7 @@ def iter_process_rule_sets(
                 continue
             reads = any(isinstance(r, CompiledRule) and r.reads_backrefs for r in rs.rules)
             rec = _SetRecording(dict(backref.cur or {}) if reads else None, len(results))
-        for rule in rs.rules:
+        for rule, occ in zip(rs.rules, _occurrences(rs), strict=True):
             if memo is not None and rec is not None and hits:
                 hit = hits.get((rs.name, id(rule)))
                 if hit is not None and hit.rule is rule and (
@@ -872,10 +894,11 @@ def iter_process_rule_sets(
                       and rule.reads_backrefs else None)
             res = spending.evaluate(rule, rs.name, view, node_name=node_name, explain=explain, devices=devices)
             res.rule_set = rs.name
+            res.occurrence = occ
             results.append(res)
             if res.error is not None:
                 errors.append((res.name, res.error))
-                kept = previous.get((rs.name, rule.name)) if previous is not None else None
+                kept = previous.get((rs.name, rule.name, occ)) if previous is not None else None
                 if kept is None:
                     if rec is not None:
                         rec.clean = False

@@ -15,24 +15,24 @@ from nfd.rules.engine import RuleOutput
 
 def test_equal_outputs_are_one_object_and_different_ones_are_not() -> None:
     pool = SharedValues()
-    a = pool.outputs({("r", "x"): RuleOutput(labels={"a": "1"}), ("r", "y"): RuleOutput(vars={"v": "2"})})
-    b = pool.outputs({("r", "x"): RuleOutput(labels={"a": "1"}), ("r", "y"): RuleOutput(vars={"v": "2"})})
-    c = pool.outputs({("r", "x"): RuleOutput(labels={"a": "2"}), ("r", "y"): RuleOutput(vars={"v": "2"})})
+    a = pool.outputs({("r", "x", 0): RuleOutput(labels={"a": "1"}), ("r", "y", 0): RuleOutput(vars={"v": "2"})})
+    b = pool.outputs({("r", "x", 0): RuleOutput(labels={"a": "1"}), ("r", "y", 0): RuleOutput(vars={"v": "2"})})
+    c = pool.outputs({("r", "x", 0): RuleOutput(labels={"a": "2"}), ("r", "y", 0): RuleOutput(vars={"v": "2"})})
     assert a is b and a == b
-    assert c is not a and c[("r", "x")].labels == {"a": "2"}
-    assert c[("r", "y")] is a[("r", "y")]  # the equal output inside a different mapping
+    assert c is not a and c[("r", "x", 0)].labels == {"a": "2"}
+    assert c[("r", "y", 0)] is a[("r", "y", 0)]  # the equal output inside a different mapping
     # a taint list is part of an output's identity
-    t1 = pool.outputs({("r", "t"): RuleOutput(taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}])})
-    t2 = pool.outputs({("r", "t"): RuleOutput(taints=[{"key": "k", "value": "v", "effect": "NoExecute"}])})
+    t1 = pool.outputs({("r", "t", 0): RuleOutput(taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}])})
+    t2 = pool.outputs({("r", "t", 0): RuleOutput(taints=[{"key": "k", "value": "v", "effect": "NoExecute"}])})
     assert t1 is not t2
 
 
 def test_the_pool_is_bounded_and_keeps_answers_right() -> None:
     pool = SharedValues(limit=10)
-    held = [pool.outputs({("r", "x"): RuleOutput(labels={"n": str(i)})}) for i in range(50)]
+    held = [pool.outputs({("r", "x", 0): RuleOutput(labels={"n": str(i)})}) for i in range(50)]
     assert len(pool._pool) <= 10
-    assert [h[("r", "x")].labels["n"] for h in held] == [str(i) for i in range(50)]
-    again = pool.outputs({("r", "x"): RuleOutput(labels={"n": "49"})})
+    assert [h[("r", "x", 0)].labels["n"] for h in held] == [str(i) for i in range(50)]
+    again = pool.outputs({("r", "x", 0): RuleOutput(labels={"n": "49"})})
     assert again == held[49]
 
 
@@ -50,7 +50,7 @@ async def test_nodes_with_the_same_features_share_their_cached_state() -> None:
         assert cache["n1"].desired is cache["n2"].desired
         assert cache["n1"].outputs is cache["n2"].outputs
         assert cache["n3"].desired is not cache["n1"].desired
-        assert cache["n3"].outputs[("r1", "all")] is cache["n1"].outputs[("r1", "all")]
+        assert cache["n3"].outputs[("r1", "all", 0)] is cache["n1"].outputs[("r1", "all", 0)]
         for n, avx in (("n1", True), ("n2", True), ("n3", False)):
             labels = api.obj("nodes", n)["metadata"]["labels"]
             assert (f"{NS}/cpu-avx" in labels) is avx and labels[f"{NS}/every"] == "node"

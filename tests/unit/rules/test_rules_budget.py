@@ -30,7 +30,7 @@ def test_runtime_error_keeps_the_previous_output_of_that_rule() -> None:
     rs = compile_nodefeaturerule(nfr("a", GT, PLAIN))
     first = process_rule_sets([rs], features(major="6"))
     assert first.output.labels == {"new-kernel": "true", "plain": "yes"}
-    previous = {(r.rule_set, r.name): r.output for r in first.results if r.matched}
+    previous = {r.key(): r.output for r in first.results if r.matched}
     # "6.x" is not an integer: Gt fails at run time, which says nothing about the kernel
     res = process_rule_sets([rs], features(major="6.x"), previous=previous)
     assert res.output.labels == {"new-kernel": "true", "plain": "yes"}
@@ -44,7 +44,7 @@ def test_runtime_error_keeps_the_previous_output_of_that_rule() -> None:
 
 
 def test_previous_output_is_not_used_for_a_deleted_rule() -> None:
-    previous = {("a", "major"): RuleOutput(labels={"new-kernel": "true"})}
+    previous = {("a", "major", 0): RuleOutput(labels={"new-kernel": "true"})}
     rs = compile_nodefeaturerule(nfr("a", PLAIN))
     assert process_rule_sets([rs], features(major="6.x"), previous=previous).output.labels == {"plain": "yes"}
 
@@ -201,3 +201,18 @@ def test_offline_tools_stop_where_the_master_stops(tmp_path: Any, capsys: Any) -
     assert kubectl_main(["dryrun", "-f", str(rules), "-n", str(nf)]) == 1
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 40 and sum(any(b in ln for b in NODE_BUDGET) for ln in err) >= 30
+
+
+def test_rules_sharing_a_name_each_keep_their_own_previous_output() -> None:
+    """The CRD lets two rules of one object share a name: a failing one keeps its own output,
+    not its namesake's (the previous outputs are keyed by the rule's place among its name's)."""
+    failing = {**GT, "name": "dup", "labels": {"first": "yes"}}
+    rs = compile_nodefeaturerule(nfr("a", failing, {**PLAIN, "name": "dup", "labels": {"second": "yes"}}))
+    first = process_rule_sets([rs], features(major="6"))
+    assert first.output.labels == {"first": "yes", "second": "yes"}
+    assert [r.key() for r in first.results] == [("a", "dup", 0), ("a", "dup", 1)]
+    previous = {r.key(): r.output for r in first.results if r.matched}
+    res = process_rule_sets([rs], features(major="6.x"), previous=previous)
+    assert res.output.labels == {"first": "yes", "second": "yes"}
+    kept = next(r for r in res.results if r.kept_previous)
+    assert kept.occurrence == 0 and kept.output.labels == {"first": "yes"}

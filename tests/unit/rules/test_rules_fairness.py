@@ -54,7 +54,7 @@ def test_a_deferred_set_is_not_run_and_its_previous_outputs_stand_in(monkeypatch
         return real(rule, *a, **kw)
 
     monkeypatch.setattr(engine, "evaluate_rule", counting)
-    previous = {("a", "r"): RuleOutput(labels={"a": "old"})}
+    previous = {("a", "r", 0): RuleOutput(labels={"a": "old"})}
     res = process_rule_sets([rs, later], Features(), previous=previous, deferred={"a"})
     assert ran == ["backref"]  # a's rules did not run
     assert res.deferred == ["a"] and not res.errors
