@@ -19,6 +19,8 @@ def test_image_binaries_are_built_as_upstreams_image_ships_them() -> None:
     module = next(m for m in tools.MODULES if m.name == "upstream-nfd-image")
     version = tools.module_requirement(module.dir, "sigs.k8s.io/node-feature-discovery")
     assert module.dir == tools.TOOLS_DIR / "upstream-nfd" and module.static
+    # only --upstream-image uses them: `python -m tests.e2e.tools` (CI) leaves them to it
+    assert module.on_demand and [m.name for m in tools.MODULES if m.on_demand] == ["upstream-nfd-image"]
     flags = module.ldflags().split()
     assert f"sigs.k8s.io/node-feature-discovery/pkg/version.version={version}" in flags
     assert "sigs.k8s.io/node-feature-discovery/pkg/utils/hostpath.pathPrefix=/host-" in flags

@@ -21,8 +21,8 @@ hash of the module's files and the Go version:
   nfd-topology-updater, nfd-gc and kubectl-nfd built as upstream's image ships them (static,
   /host- prefix), for tests/e2e/upstream_image.py.
 
-`python -m tests.e2e.tools [--if-go]` builds everything missing and prints the paths and build
-times. Tests get the binaries from the fixtures below; they skip only when Go is missing.
+`python -m tests.e2e.tools [--if-go]` builds everything missing (but "upstream-nfd-image", built
+when `--upstream-image` first asks for it) and prints the paths and build times. Tests get the binaries from the fixtures below; they skip only when Go is missing.
 """
 
 from __future__ import annotations
@@ -68,6 +68,9 @@ class Module:
     src: str | None = None
     #: static binaries (CGO_ENABLED=0, osusergo,netgo), as upstream builds its image's
     static: bool = False
+    #: built when first asked for (build_module), not by `python -m tests.e2e.tools`: no test of
+    #: the default run uses it, and a cold build costs minutes of CI
+    on_demand: bool = False
 
     @property
     def dir(self) -> Path:
@@ -101,7 +104,7 @@ MODULES = (
     # binaries the e2e suite's pods run, and kubectl-nfd (`nfd` is left out: its compat client
     # needs modules the pinned go.sum does not hold)
     Module("upstream-nfd-image", {f"{b}": f"sigs.k8s.io/node-feature-discovery/cmd/{b}" for b in UPSTREAM_IMAGE_BINARIES},
-           src="upstream-nfd", static=True),
+           src="upstream-nfd", static=True, on_demand=True),
 )
 TOOL_MODULE = {tool: m for m in MODULES for tool in m.packages}
 
@@ -472,6 +475,8 @@ def main(argv: list[str] | None = None) -> int:
     start = time.monotonic()
     try:
         for m in MODULES:
+            if m.on_demand:
+                continue
             t0 = time.monotonic()
             for tool, path in build_module(m, log=lambda s: print(s, file=sys.stderr, flush=True)).items():
                 print(f"{tool}: {path}")
