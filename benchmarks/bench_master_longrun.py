@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import math
 import os
@@ -346,10 +347,9 @@ async def run_schedule(kube: KubeCluster, world: World, args: argparse.Namespace
             samples.append(Sample(t, t / scale / 3600.0, world.updates, rss_mib(master_pid), cpu_s(master_pid)))
             if done.is_set():
                 return
-            try:
-                await asyncio.wait_for(done.wait(), timeout=args.sample_s)
-            except TimeoutError:
-                pass
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(args.sample_s):
+                    await done.wait()
 
     sampling = asyncio.ensure_future(sampler())
     sem = asyncio.Semaphore(16)

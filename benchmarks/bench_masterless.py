@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import resource
@@ -133,10 +134,9 @@ async def host(spec_path: str, status_path: str) -> None:
 
     while not stop.is_set():
         write_status()
-        try:
-            await asyncio.wait_for(stop.wait(), timeout=0.5)
-        except TimeoutError:
-            pass
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(0.5):
+                await stop.wait()
     for u in updaters:
         await u.stop()
     for a in apis:

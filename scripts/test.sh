@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m pip install -q -e '.[test]'
-python3 -m ruff check nfd
+python3 -m ruff check nfd tests benchmarks
 python3 -m mypy nfd
 # The layer contracts of docs/architecture.md ([tool.importlinter] in pyproject.toml): import-linter's
 # `lint-imports`, called through python3 so it is the installation pip just filled

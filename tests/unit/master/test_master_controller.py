@@ -12,8 +12,8 @@ from _master_fakeapi import FakeApi, wire_event
 
 from nfd.master import bookkeeping as bk
 from nfd.master.config import MasterConfig, Restrictions
-from nfd.master.options import MasterOptions
 from nfd.master.master import NfdMaster
+from nfd.master.options import MasterOptions
 
 NS = "feature.node.kubernetes.io"
 NFD_NS = "nfd"

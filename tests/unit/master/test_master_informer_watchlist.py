@@ -117,7 +117,7 @@ async def test_an_incomplete_streaming_list_is_never_used_as_evidence() -> None:
         seen = recorder(inf)
         await inf.start()
         # Each cut stream is retried with backoff; nothing from a partial list reaches the cache.
-        await until(lambda: api.cuts >= 3)
+        await until(lambda: api.cuts >= 3)  # noqa: B023 - awaited in this iteration
         assert not inf.synced and seen == [] and set(inf.cache) == {("", "b")}
         assert inf.watch_list is True and api.metrics["LIST"] == 0
         await inf.stop()

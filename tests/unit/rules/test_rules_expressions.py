@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from nfd.rules.expression import Expr, RuleError, go_atoi
 from nfd.lang.semver import parse_version
+from nfd.rules.expression import Expr, RuleError, go_atoi
 
 ERR = "error"
 

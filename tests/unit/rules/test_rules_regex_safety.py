@@ -81,9 +81,8 @@ def test_in_regexp_with_nested_repetition_terminates() -> None:
 
 
 def test_all_users_share_one_compile() -> None:
-    from nfd.lang.gotemplate.sprig_regex import compile_go as template_compile
-
     from nfd.lang.cel.library import compile_regex
+    from nfd.lang.gotemplate.sprig_regex import compile_go as template_compile
 
     for compile_fn in (compile_regex, template_compile):
         assert compile_fn("(a|aa)+c") is compile_go("(a|aa)+c")

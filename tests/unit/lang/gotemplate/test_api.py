@@ -6,8 +6,8 @@ import copy
 
 import pytest
 
-from nfd.lang.gotemplate import MAX_TEMPLATE_SIZE, Template, TemplateError, parse
 from nfd.lang import gotemplate
+from nfd.lang.gotemplate import MAX_TEMPLATE_SIZE, Template, TemplateError, parse
 
 CPUID = {"cpu": {"cpuid": [{"Name": "AVX"}, {"Name": "SSE4"}]}}
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from nfd.lang import gotemplate
 from nfd.lang.gotemplate import TemplateError
 from nfd.lang.gotemplate.budget import deep_count
-from nfd.lang import gotemplate
 
 DAG = "{{ $l := list 1 2 }}" + "{{ $l = list $l $l }}" * 20  # 2**21 leaves, 21 distinct lists
 

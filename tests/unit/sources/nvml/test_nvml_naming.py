@@ -1,7 +1,6 @@
 import pytest
 
 from nfd.api.validation import is_valid_label_value
-
 from nfd.sources.nvml.naming import (
     arch_family,
     fix_label_value,
