@@ -140,42 +140,55 @@ def ensure_base(*, log: Callable[[str], None] = print) -> str:
     return name
 
 
+def cached_archive(target: Path, ref: str, commit: Callable[[str], str], *, keep: str, what: str,
+                   log: Callable[[str], None] = print) -> Path:
+    """``target``, a docker-archive tar tagged ``ref`` of the image ``commit(base)`` makes in
+    buildah's store (it returns the local name), built under the cache's lock when missing; the
+    store then keeps only the base. Of the cache's archives matching the glob ``keep``, the two
+    newest stay."""
+    hostpkgs.ensure(PACKAGES, log=log)
+    root = target.parent
+    root.mkdir(parents=True, exist_ok=True)
+    if not target.exists():
+        with open(root / ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not target.exists():
+                start = time.monotonic()
+                local = commit(ensure_base(log=log))
+                tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+                try:
+                    _run(_buildah("push", local, f"docker-archive:{tmp}:{ref}"), what="buildah push (docker-archive)")
+                    os.replace(tmp, target)
+                finally:
+                    tmp.unlink(missing_ok=True)
+                    # each image is a few hundred MB on vfs
+                    subprocess.run(_buildah("rmi", local), capture_output=True)
+                    subprocess.run(_buildah("rmi", "--prune"), capture_output=True)
+                log(f"built {what} {target} ({target.stat().st_size / 2**20:.0f} MiB) "
+                    f"in {time.monotonic() - start:.1f}s")
+    for old in sorted(root.glob(keep), key=lambda p: p.stat().st_mtime, reverse=True)[2:]:
+        old.unlink(missing_ok=True)
+    return target
+
+
 def ensure_image(*, log: Callable[[str], None] = print) -> Path:
     """The image as a docker-archive tar (tagged nfd:e2e), building it first if needed."""
-    hostpkgs.ensure(PACKAGES, log=log)
-    root = cache_root()
-    root.mkdir(parents=True, exist_ok=True)
     key = image_key()
-    target = root / f"nfd-{key}.tar"
-    if target.exists():
-        return target
-    with open(root / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if target.exists():
-            return target
-        base = ensure_base(log=log)
+
+    def commit(base: str) -> str:
         tag = f"localhost/nfd-test:{key}"
         log(f"buildah bud --build-arg BASE={base} -f Dockerfile (image {key})")
-        start = time.monotonic()
         argv = _buildah("bud", "--isolation", "chroot", "--network", "host", "--pull=never",
                         "--build-arg", f"BASE={base}", "--layers=false", "-t", tag, "-f", str(DOCKERFILE))
         ca = _host_ca_bundle()
         if ca is not None:
             argv += ["--volume", f"{ca}:/etc/ssl/certs/ca-certificates.crt:ro"]
         _run([*argv, str(REPO_ROOT)], what="buildah bud")
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        try:
-            _run(_buildah("push", tag, f"docker-archive:{tmp}:{IMAGE_REF}"), what="buildah push (docker-archive)")
-            os.replace(tmp, target)
-        finally:
-            tmp.unlink(missing_ok=True)
-        # The store keeps only the base: each image is a few hundred MB on vfs.
-        subprocess.run(_buildah("rmi", tag), capture_output=True)
-        subprocess.run(_buildah("rmi", "--prune"), capture_output=True)
-        log(f"built the image {target} ({target.stat().st_size / 2**20:.0f} MiB) in {time.monotonic() - start:.1f}s")
-    for old in sorted(root.glob("nfd-*.tar"), key=lambda p: p.stat().st_mtime, reverse=True)[2:]:
-        old.unlink(missing_ok=True)
-    return target
+        return tag
+
+    # the key's 16 hex digits: not upstream_image.py's nfd-upstream-* archives
+    return cached_archive(cache_root() / f"nfd-{key}.tar", IMAGE_REF, commit, keep=f"nfd-{'[0-9a-f]' * 16}.tar",
+                          what="the image", log=log)
 
 
 def missing_reason() -> str | None:

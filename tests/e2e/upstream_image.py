@@ -17,16 +17,13 @@ the binaries' bytes; nothing of upstream is in the repository.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import subprocess
-import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.e2e import hostpkgs
-from tests.e2e.image import PACKAGES, ImageError, _buildah, _run, base_key, cache_root, ensure_base
+from tests.e2e.image import ImageError, _buildah, _run, base_key, cache_root, cached_archive
 from tests.e2e.tools import MODULES, UPSTREAM_IMAGE_BINARIES, build_module
 
 #: upstream's /usr/bin: what the suite's pods run
@@ -51,19 +48,9 @@ def ensure_upstream_image(bins: dict[str, Path], tag: str, *, worker_conf: Path 
     missing = [b for b in BINARIES if b not in bins or not bins[b].is_file()]
     if missing:
         raise ImageError(f"upstream image: missing binaries {', '.join(missing)}")
-    hostpkgs.ensure(PACKAGES, log=log)
-    root = cache_root()
-    root.mkdir(parents=True, exist_ok=True)
     key = image_key(bins, worker_conf)
-    target = root / f"nfd-upstream-{tag}-{key}.tar"
-    if target.exists():
-        return target
-    with open(root / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if target.exists():
-            return target
-        base = ensure_base(log=log)
-        start = time.monotonic()
+
+    def commit(base: str) -> str:
         ctr = f"nfd-upstream-{key}-{os.getpid()}"
         local = f"localhost/nfd-upstream:{key}"
         _run(_buildah("from", "--pull=never", "--name", ctr, base), what=f"buildah from {base}")
@@ -80,19 +67,10 @@ def ensure_upstream_image(bins: dict[str, Path], tag: str, *, worker_conf: Path 
         except BaseException:
             subprocess.run(_buildah("rm", ctr), capture_output=True)
             raise
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        try:
-            _run(_buildah("push", local, f"docker-archive:{tmp}:nfd-upstream:{tag}"),
-                 what="buildah push (docker-archive)")
-            os.replace(tmp, target)
-        finally:
-            tmp.unlink(missing_ok=True)
-            subprocess.run(_buildah("rmi", local), capture_output=True)
-        log(f"built upstream's image {target} ({target.stat().st_size / 2**20:.0f} MiB) "
-            f"in {time.monotonic() - start:.1f}s")
-    for old in sorted(root.glob(f"nfd-upstream-{tag}-*.tar"), key=lambda p: p.stat().st_mtime, reverse=True)[2:]:
-        old.unlink(missing_ok=True)
-    return target
+        return local
+
+    return cached_archive(cache_root() / f"nfd-upstream-{tag}-{key}.tar", f"nfd-upstream:{tag}", commit,
+                          keep=f"nfd-upstream-{tag}-*.tar", what="upstream's image", log=log)
 
 
 def release_binaries(*, log: Callable[[str], None] = print) -> dict[str, Path]:
