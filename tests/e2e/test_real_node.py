@@ -365,15 +365,18 @@ def test_helm_chart_installs_the_same(real_node: RealNode, installed: list[dict[
     labels stripped, then the Helm chart (topology-updater on) plus the same test overlay:
     every pod Ready, the labels published again."""
     kube = real_node.kube
+    # Read before the uninstall: the namespace's deletion removes the NodeFeature while the old
+    # master may still run, and after its grace period that master removes the labels (evidence).
+    labels = real_node.node()["metadata"]["labels"]
     for o in reversed(installed):
         if o["kind"] != "CustomResourceDefinition":
             with contextlib.suppress(HttpError):
                 kube.request("DELETE", kube.object_path(o))
     kube.wait_until(lambda: kube.get_or_none(f"/api/v1/namespaces/{NS}") is None, timeout=240, interval=1,
                     message=f"namespace {NS} deleted")
-    labels = real_node.node()["metadata"]["labels"]
+    left = real_node.node()["metadata"]["labels"]
     kube.request("PATCH", f"/api/v1/nodes/{real_node.name}", content_type="application/merge-patch+json",
-                 body={"metadata": {"labels": {k: None for k in nfd_labels(labels)}}})
+                 body={"metadata": {"labels": {k: None for k in nfd_labels(left)}}})
     argv = [str(helm_bin), "template", "nfd", str(CHART_DIR), "--namespace", NS, "--set", "image.tag=e2e",
             "--set", "topologyUpdater.enable=true"]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
@@ -389,8 +392,16 @@ def test_helm_chart_installs_the_same(real_node: RealNode, installed: list[dict[
     except TimeoutError:
         raise AssertionError(f"Helm's nfd pods not Ready:\n{pod_state(real_node)}") from None
     assert all(p["spec"]["containers"][0]["image"] == "nfd:e2e" for p in pods(real_node))
-    kube.wait_until(lambda: nfd_labels(real_node.node()["metadata"]["labels"]) == nfd_labels(labels), timeout=180,
-                    interval=1, message="labels published again by the Helm install")
+    try:
+        kube.wait_until(lambda: nfd_labels(real_node.node()["metadata"]["labels"]) == nfd_labels(labels),
+                        timeout=180, interval=1, message="labels published again by the Helm install")
+    except TimeoutError:
+        want_labels, got = nfd_labels(labels), nfd_labels(real_node.node()["metadata"]["labels"])
+        diff = {k: (want_labels.get(k), got.get(k)) for k in set(want_labels) | set(got)
+                if want_labels.get(k) != got.get(k)}
+        logs = "\n".join(f"--- {p['metadata']['name']}:\n{real_node.pod_log(NS, p['metadata']['name'])[-2500:]}"
+                         for p in pods(real_node) if component(p) in ("nfd-master", "nfd-worker"))
+        raise AssertionError(f"labels (kustomize install, Helm install) differ: {diff}\n{logs}") from None
     kube.wait_until(lambda: _nrt_available(real_node), timeout=180, interval=1,
                     message="the NodeResourceTopology published (Helm)")
 
