@@ -8,7 +8,9 @@ per-node budgets), and the result is planned against the Node as it is now by th
 ``plan_node_update``, so removals follow the bookkeeping annotations exactly as nfd-master would
 perform them. The plan's changes are counted per label, annotation, extended resource and taint
 (gain, change, lose), and the pods on each node that a new or changed NoExecute taint would evict
-(no toleration matches it) are listed.
+(no toleration matches it) are listed. The file's NodeFeatureGroups are evaluated over the same
+nodes as nfd-master's group pass would (``nfd.rules.groups``), and their membership is compared
+with each group's status in the cluster: the nodes that would join and leave.
 
 The master is assumed to be running steadily (it has processed every node once), so a node
 without any NodeFeature loses what nfd manages on it, as nfd-master would do.
@@ -51,6 +53,26 @@ class Eviction:
 
 
 @dataclass(slots=True)
+class GroupEffect:
+    """One NodeFeatureGroup of the file: its members among the evaluated nodes, and how that
+    differs from the group's status in the cluster (``now``: None when the group is not there)."""
+
+    namespace: str
+    name: str
+    members: list[str] = field(default_factory=list)
+    now: list[str] | None = None
+    now_count: int | None = None  # status.nodeCount (a CountOnly group lists no nodes)
+    count_only: bool = False
+    join: list[str] = field(default_factory=list)
+    leave: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"group": self.name, "namespace": self.namespace, "members": self.members,
+                "exists": self.now is not None, "nodeCountNow": self.now_count,
+                "join": self.join, "leave": self.leave}
+
+
+@dataclass(slots=True)
 class FleetReport:
     nodes: list[str] = field(default_factory=list)
     without_nodefeature: list[str] = field(default_factory=list)
@@ -63,6 +85,8 @@ class FleetReport:
     evictions: list[Eviction] = field(default_factory=list)
     # conflicts between rules (nfd.rules.conflicts), by message: (the conflict, nodes)
     conflicts: dict[str, tuple[Any, list[str]]] = field(default_factory=dict)
+    groups: list[GroupEffect] = field(default_factory=list)
+    group_errors: list[str] = field(default_factory=list)  # a file group that cannot be evaluated
 
     def effect(self, kind: str, key: str) -> ItemEffect:
         got = self.items.get((kind, key))
@@ -80,6 +104,8 @@ class FleetReport:
             "ruleObjects": self.rulebook_messages,
             "nodeFeatureErrors": self.merge_errors,
             "conflicts": [c.to_json() | {"message": m, "nodes": n} for m, (c, n) in sorted(self.conflicts.items())],
+            "groups": [g.to_json() for g in self.groups],
+            "groupErrors": self.group_errors,
         }
 
     def sorted_items(self) -> list[ItemEffect]:
@@ -113,6 +139,71 @@ def build_rulebook(cluster_rules: Iterable[dict[str, Any]], file_rules: Iterable
     return book
 
 
+def compile_file_groups(file_groups: Iterable[dict[str, Any]], cluster_groups: Iterable[dict[str, Any]], *,
+                        default_namespace: str, report: FleetReport) -> list[tuple[Any, dict[str, Any] | None]]:
+    """The file's NodeFeatureGroups compiled, each with the cluster's object of the same
+    namespace/name (None when absent); one without a namespace goes where ``kubectl apply``
+    would put it (``default_namespace``). A group that does not compile is named in
+    ``report.group_errors`` and left out."""
+    from nfd.api.errors import ValidationError
+    from nfd.rules.engine import compile_group_rules
+
+    in_cluster = {((o.get("metadata") or {}).get("namespace") or "", (o.get("metadata") or {}).get("name") or ""): o
+                  for o in cluster_groups}
+    out: list[tuple[Any, dict[str, Any] | None]] = []
+    for obj in file_groups:
+        raw = obj.get("metadata")
+        meta: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        ns = str(meta.get("namespace") or default_namespace)
+        name = str(meta.get("name") or "")
+        try:
+            group = compile_group_rules(obj)
+        except ValidationError as e:
+            report.group_errors.append(f"NodeFeatureGroup {ns}/{name}: {e}")
+            continue
+        group.namespace = ns
+        out.append((group, in_cluster.get((ns, name))))
+    return out
+
+
+def plan_groups(groups: Iterable[tuple[Any, dict[str, Any] | None]], merged: dict[str, Any], *,
+                whole_cluster: bool, report: FleetReport) -> None:
+    """Each group's members among the evaluated nodes (``merged``: node name -> its merged
+    NodeFeatures), as ``nfd.master.groups.compute_membership`` counts them, against the group's
+    status now. With a selector (not ``whole_cluster``) only status entries of the evaluated
+    nodes can leave. A group rule's error is collected like a rule's (the master logs it and
+    counts the rule as not matched)."""
+    from nfd.master.groups import FULL, policy_of
+    from nfd.rules.groups import evaluate_group, member_name
+
+    for group, current in groups:
+        eff = GroupEffect(group.namespace, group.name)
+        names: dict[str, str] = {}  # node -> the name status.nodes would carry for it
+        for node, m in merged.items():
+            if not m.sources:
+                continue
+            results = evaluate_group(group, m.features, node_name=node)
+            for r in results:
+                if r.error is not None:
+                    report.rule_errors.setdefault((f"{group.name}/{r.name}", r.error), []).append(node)
+            names[node] = member_name(m.features) or node
+            if any(r.matched for r in results) and names[node] not in eff.members:
+                eff.members.append(names[node])
+        if current is not None:
+            status = current.get("status") or {}
+            listed = [str(n.get("name")) for n in status.get("nodes") or [] if isinstance(n, dict)]
+            count = status.get("nodeCount")
+            eff.now_count = count if isinstance(count, int) else len(listed)
+            if policy_of(current) == FULL:
+                eff.now = listed
+                scope = set(listed) if whole_cluster else set(listed) & set(names.values())
+                eff.join = [n for n in eff.members if n not in listed]
+                eff.leave = sorted(scope - set(eff.members))
+            else:
+                eff.now, eff.count_only = [], True
+        report.groups.append(eff)
+
+
 def plan_fleet(
     *,
     nodes: list[dict[str, Any]],
@@ -122,8 +213,11 @@ def plan_fleet(
     namespace: str,
     instance: str = "",
     report: FleetReport | None = None,
+    groups: Iterable[tuple[Any, dict[str, Any] | None]] = (),
+    whole_cluster: bool = True,
 ) -> FleetReport:
-    """Evaluate and plan every node as nfd-master would; count the changes per item."""
+    """Evaluate and plan every node as nfd-master would; count the changes per item. ``groups``
+    (from ``compile_file_groups``) are evaluated over the same nodes (``plan_groups``)."""
     from nfd.master.bookkeeping import Taint
     from nfd.master.nodeplan import NodeState, plan_node_update
     from nfd.master.pipeline import compute_desired_steps
@@ -132,6 +226,7 @@ def plan_fleet(
     from nfd.rules.nodefeatures import compact_nodefeature, merge_node_features, node_name_of
 
     rep = report if report is not None else FleetReport()
+    merged_by_node: dict[str, Any] = {}
     by_node: dict[str, list[dict[str, Any]]] = {}
     for obj in nodefeatures:
         entry = compact_nodefeature(obj)
@@ -147,6 +242,7 @@ def plan_fleet(
             deny_third_party_labels=policy.deny_node_feature_labels, auto_prefix=not policy.disable_auto_prefix,
         )
         rep.merge_errors.extend(f"node {name}: {e}" for e in merged.errors)
+        merged_by_node[name] = merged
         if not merged.found:
             rep.without_nodefeature.append(name)
         desired, node_rep = run_to_end(compute_desired_steps(
@@ -189,6 +285,7 @@ def plan_fleet(
         for s in ch.taints_removed:
             t = Taint(*_split_taint(s))
             rep.effect("taint", f"{t.key}:{t.effect}").lose.append(name)
+    plan_groups(groups, merged_by_node, whole_cluster=whole_cluster, report=rep)
     return rep
 
 
@@ -287,6 +384,22 @@ def print_report(report: FleetReport, *, show_nodes: bool, write: Any) -> None:
         for msg, (_, names) in sorted(report.conflicts.items()):
             where = ", ".join(names) if show_nodes else f"{len(names)} node(s)"
             w(f"  {msg}: on {where}\n")
+    if report.groups:
+        w("NodeFeatureGroups:\n")
+    for g in report.groups:
+        if g.now is None:
+            now = "not in the cluster"
+        elif g.count_only:
+            now = f"now {g.now_count}; CountOnly: members not listed"
+        else:
+            now = f"now {g.now_count or 0}; join {len(g.join)}, leave {len(g.leave)}"
+        w(f"  {g.namespace}/{g.name}: {len(g.members)} member(s) of {n} nodes ({now})\n")
+        if show_nodes:
+            for verb, names in (("members", g.members), ("join", g.join), ("leave", g.leave)):
+                if names:
+                    w(f"    {verb}: {', '.join(names)}\n")
+    for err in report.group_errors:
+        w(f"error: {err}\n")
     for (rule, msg), failed in sorted(report.rule_errors.items()):
         where = ", ".join(failed) if show_nodes else f"{len(failed)} node(s)"
         w(f"rule {rule} failed on {where}: {msg}\n")
@@ -321,9 +434,11 @@ def fetch_and_plan(
     policy: Any,
     namespace: str,
     instance: str = "",
+    file_groups: list[dict[str, Any]] | None = None,
 ) -> FleetReport:
-    """List Nodes (by ``selector``), NodeFeatures and NodeFeatureRules, plan, then list the pods
-    of the nodes that gain a NoExecute taint. Raises ClusterError with the failed request."""
+    """List Nodes (by ``selector``), NodeFeatures and NodeFeatureRules (and NodeFeatureGroups when
+    the file has some), plan, then list the pods of the nodes that gain a NoExecute taint. Raises
+    ClusterError with the failed request."""
     from nfd.k8s.client import ApiClient
     from nfd.k8s.config import ConfigError, load_kubeconfig
     from nfd.k8s.errors import ApiError, ApiUnavailable
@@ -342,10 +457,17 @@ def fetch_and_plan(
                 nfs = await _list(api, f"{NFD_API}/nodefeatures")
                 what = "NodeFeatureRules"
                 nfrs = await _list(api, f"{NFD_API}/nodefeaturerules")
+                nfgs: list[dict[str, Any]] = []
+                if file_groups:
+                    what = "NodeFeatureGroups"
+                    nfgs = await _list(api, f"{NFD_API}/nodefeaturegroups")
                 rep = FleetReport()
                 book = build_rulebook(nfrs, file_rules, rep)
+                groups = compile_file_groups(file_groups or [], nfgs, default_namespace=cfg.namespace or "default",
+                                             report=rep)
                 plan_fleet(nodes=nodes, nodefeatures=nfs, rule_sets=book.ordered(), policy=policy,
-                           namespace=namespace, instance=instance, report=rep)
+                           namespace=namespace, instance=instance, report=rep, groups=groups,
+                           whole_cluster=not selector)
                 pods: list[dict[str, Any]] = []
                 what = "Pods"
                 for node in sorted(rep.new_noexecute):

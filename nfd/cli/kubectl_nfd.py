@@ -408,7 +408,9 @@ def run_fleet(args: argparse.Namespace) -> int:
     from nfd.cli.rules import InputError, _objects, _policy_config
 
     try:
-        file_rules = _objects(args.rules, ("NodeFeatureRule",), skip_other_nfd=True)
+        objs = _objects(args.rules, ("NodeFeatureRule", "NodeFeatureGroup"), skip_other_nfd=True)
+        file_rules = [o for o in objs if o.get("kind") == "NodeFeatureRule"]
+        file_groups = [o for o in objs if o.get("kind") == "NodeFeatureGroup"]
         policy = _policy_config(args)
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -416,7 +418,7 @@ def run_fleet(args: argparse.Namespace) -> int:
     where = f"nodes matching {go_quote(args.selector)}" if args.selector else "every node"
     try:
         rep = fetch_and_plan(kubeconfig=args.kubeconfig or None, selector=args.selector, file_rules=file_rules,
-                             policy=policy, namespace=args.namespace, instance=args.instance)
+                             policy=policy, namespace=args.namespace, instance=args.instance, file_groups=file_groups)
     except ClusterError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -426,7 +428,7 @@ def run_fleet(args: argparse.Namespace) -> int:
     else:
         print(f"Evaluating NodeFeatureRule {go_quote(args.rules)} against {where}: {len(rep.nodes)} node(s)")
         print_report(rep, show_nodes=args.show_nodes, write=sys.stdout.write)
-    return 1 if rep.rule_errors else 0
+    return 1 if rep.rule_errors or rep.group_errors else 0
 
 
 def main(argv: list[str] | None = None) -> int:

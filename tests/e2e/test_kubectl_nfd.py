@@ -305,3 +305,45 @@ def test_fleet_form_refusals_are_one_line(kube: KubeCluster, fleet: dict[str, An
     assert r.returncode == 1 and r.stderr.startswith("error: failed to list Nodes: "), r.stderr
     r = run("test", "-f", fleet["rules"], "-A", "-n", "x", "-k", kube.kubeconfig)
     assert r.returncode == 1 and "cannot be combined" in r.stderr
+
+
+def test_fleet_form_evaluates_the_files_groups_against_their_status(kube: KubeCluster, fleet: dict[str, Any],
+                                                                    tmp_path: Path) -> None:
+    """A NodeFeatureGroup in the file is not skipped: its members among the selected nodes, and
+    who joins and leaves against the group's status in the cluster."""
+    import json
+
+    a, b, c = fleet["nodes"]
+    name = kube.unique_name("e2e-fleet-group")
+    group = {"apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeatureGroup",
+             "metadata": {"name": name, "namespace": MASTER_NS},
+             "spec": {"featureGroupRules": [{"name": "intel", "matchFeatures": [
+                 {"feature": "cpu.model", "matchExpressions": {"vendor_id": {"op": "In", "value": ["Intel"]}}}]}]}}
+    kube.request("POST", f"{NFD_API}/namespaces/{MASTER_NS}/nodefeaturegroups", body=group)
+    try:
+        # the status a master wrote earlier: c (AMD) is listed, a is not
+        kube.request("PATCH", f"{NFD_API}/namespaces/{MASTER_NS}/nodefeaturegroups/{name}/status",
+                     content_type="application/merge-patch+json",
+                     body={"status": {"nodes": [{"name": b}, {"name": c}]}})
+        rv = kube.get(f"{NFD_API}/namespaces/{MASTER_NS}/nodefeaturegroups/{name}")["metadata"]["resourceVersion"]
+        both = tmp_path / "both.yaml"
+        both.write_text(Path(fleet["rules"]).read_text() + "---\n" + json.dumps(group))
+        r = run("test", "-f", str(both), "-l", fleet["selector"], "-k", kube.kubeconfig, "-o", "json")
+        assert r.returncode == 0, r.stdout + r.stderr
+        (g,) = json.loads(r.stdout)["groups"]
+        assert (g["group"], g["namespace"], g["exists"]) == (name, MASTER_NS, True)
+        assert (sorted(g["members"]), g["join"], g["leave"]) == (sorted([a, b]), [a], [c])
+        r = run("test", "-f", str(both), "-l", fleet["selector"], "-k", kube.kubeconfig, "--show-nodes")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert f"  {MASTER_NS}/{name}: 2 member(s) of 3 nodes (now 2; join 1, leave 1)\n" in r.stdout, r.stdout
+        assert f"    join: {a}\n    leave: {c}\n" in r.stdout, r.stdout
+        # a file of groups only is taken too; nothing was written
+        only = tmp_path / "only.yaml"
+        only.write_text(json.dumps(group | {"metadata": {"name": name + "-new", "namespace": MASTER_NS}}))
+        r = run("test", "-f", str(only), "-l", fleet["selector"], "-k", kube.kubeconfig, "-o", "json")
+        assert r.returncode == 0, r.stdout + r.stderr
+        (g,) = json.loads(r.stdout)["groups"]
+        assert g["exists"] is False and sorted(g["members"]) == sorted([a, b])
+        assert kube.get(f"{NFD_API}/namespaces/{MASTER_NS}/nodefeaturegroups/{name}")["metadata"]["resourceVersion"] == rv
+    finally:
+        kube.request("DELETE", f"{NFD_API}/namespaces/{MASTER_NS}/nodefeaturegroups/{name}")

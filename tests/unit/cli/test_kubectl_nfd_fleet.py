@@ -201,3 +201,81 @@ def test_two_rules_with_one_name_are_named() -> None:
     twice = nfr("dup", [{"name": "same", "labels": {"a": "1"}}, {"name": "same", "labels": {"b": "1"}}])
     rep = plan([node("a")], [nf("a", "Intel")], [], [twice])
     assert "NodeFeatureRule 'dup': spec.rules[1].name: \"same\" is also the name of spec.rules[0]" in rep.rulebook_messages
+
+
+def nfg(name: str, rules: list[dict[str, Any]], *, namespace: str | None = None, status: list[str] | None = None,
+        policy: str = "") -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if namespace:
+        meta["namespace"] = namespace
+    obj: dict[str, Any] = {"apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeatureGroup", "metadata": meta,
+                           "spec": {"featureGroupRules": rules}}
+    if policy:
+        obj["spec"]["materializePolicy"] = policy
+    if status is not None:
+        obj["status"] = {"nodes": [] if policy == "CountOnly" else [{"name": n} for n in status],
+                         "nodeCount": len(status)}
+    return obj
+
+
+def plan_with_groups(file_groups: list[dict[str, Any]], cluster_groups: list[dict[str, Any]], *,
+                     whole_cluster: bool = True, nodes: tuple[str, ...] = ("a", "b", "c")) -> FleetReport:
+    from nfd.cli.fleet import compile_file_groups
+
+    vendors = {"a": "Intel", "b": "Intel", "c": "AMD", "d": "AMD"}
+    rep = FleetReport()
+    groups = compile_file_groups(file_groups, cluster_groups, default_namespace="default", report=rep)
+    return plan_fleet(nodes=[node(n) for n in nodes], nodefeatures=[nf(n, vendors[n]) for n in nodes], rule_sets=[],
+                      policy=PolicyConfig(), namespace=NS, report=rep, groups=groups, whole_cluster=whole_cluster)
+
+
+def test_a_file_group_is_evaluated_over_the_nodes_and_compared_with_its_status() -> None:
+    intel = [{"name": "intel", "matchFeatures": [INTEL]}]
+    rep = plan_with_groups([nfg("intel", intel, namespace="ops"), nfg("new", intel)],
+                           [nfg("intel", [], namespace="ops", status=["b", "c", "gone"])])
+    by = {(g.namespace, g.name): g for g in rep.groups}
+    g = by[("ops", "intel")]
+    assert (g.members, g.now, g.join, g.leave) == (["a", "b"], ["b", "c", "gone"], ["a"], ["c", "gone"])
+    # without a namespace the group goes where kubectl apply puts it; not in the cluster: all join
+    new = by[("default", "new")]
+    assert (new.members, new.now, new.join, new.leave) == (["a", "b"], None, [], [])
+    assert rep.to_json()["groups"][0]["exists"] is True and rep.to_json()["groups"][1]["exists"] is False
+    lines: list[str] = []
+    from nfd.cli.fleet import print_report
+    print_report(rep, show_nodes=True, write=lines.append)
+    text = "".join(lines)
+    assert "  ops/intel: 2 member(s) of 3 nodes (now 3; join 1, leave 2)\n    members: a, b\n    join: a\n" \
+           "    leave: c, gone\n" in text, text
+    assert "  default/new: 2 member(s) of 3 nodes (not in the cluster)\n" in text, text
+
+
+def test_with_a_selector_only_the_selected_nodes_can_leave() -> None:
+    intel = [{"name": "intel", "matchFeatures": [INTEL]}]
+    rep = plan_with_groups([nfg("intel", intel)], [nfg("intel", [], namespace="default", status=["c", "d"])],
+                           whole_cluster=False, nodes=("a", "c"))
+    (g,) = rep.groups
+    assert (g.members, g.join, g.leave) == (["a"], ["a"], ["c"])  # d was not evaluated: not counted
+
+
+def test_a_count_only_group_reports_its_count_and_a_broken_group_is_an_error() -> None:
+    intel = [{"name": "intel", "matchFeatures": [INTEL]}]
+    rep = plan_with_groups([nfg("count", intel, policy="CountOnly"), nfg("bad", [{"name": "x"}]),
+                            {"kind": "NodeFeatureGroup", "metadata": {"name": "broken"}, "spec": {"featureGroupRules": 3}}],
+                           [nfg("count", [], namespace="default", status=["a", "b", "c"], policy="CountOnly")])
+    by = {g.name: g for g in rep.groups}
+    assert (by["count"].members, by["count"].now_count, by["count"].join, by["count"].leave) == (["a", "b"], 3, [], [])
+    assert rep.group_errors and rep.group_errors[0].startswith("NodeFeatureGroup default/broken: "), rep.group_errors
+    lines: list[str] = []
+    from nfd.cli.fleet import print_report
+    print_report(rep, show_nodes=False, write=lines.append)
+    assert "  default/count: 2 member(s) of 3 nodes (now 3; CountOnly: members not listed)\n" in "".join(lines)
+    assert "error: NodeFeatureGroup default/broken: " in "".join(lines)
+
+
+def test_a_group_rule_that_errors_is_collected_with_its_nodes() -> None:
+    bad = [{"name": "r", "matchFeatures": [{"feature": "cpu.model",
+                                            "matchExpressions": {"vendor_id": {"op": "Gt", "value": ["x"]}}}]}]
+    rep = plan_with_groups([nfg("g", bad)], [])
+    assert rep.groups[0].members == []
+    assert {rule for rule, _ in rep.rule_errors} == {"g/r"}
+    assert sorted(n for nodes in rep.rule_errors.values() for n in nodes) == ["a", "b", "c"]
