@@ -30,7 +30,7 @@ from nfd.master.metrics import MasterMetrics
 from nfd.master.nodeplan import Desired, NodePlan, NodeState, ops_to_strategic, plan_node_update
 from nfd.master.options import LiveConfig, MasterOptions
 from nfd.master.sharing import SharedValues
-from nfd.master.workqueue import ShutDown, WorkQueue
+from nfd.master.workqueue import RetryLater, ShutDown, WorkQueue
 from nfd.rules.nodefeatures import MergedNodeFeatures, merge_node_features
 
 if TYPE_CHECKING:
@@ -422,12 +422,12 @@ class NodeUpdater:
             klog.info_s("node update skipped, NoPublish=true", v=1, nodeName=name)
             self.evidence.commit(name, res)
             return
-        wrote = False
+        wrote = unsettled = False
         all_changes: list[str] = []
         counts: dict[str, int] = {}
         removed = False
         refreshed = False
-        for _ in range(3):
+        for _ in range(4):
             plan = plan_node_update(
                 node,
                 cd.desired,
@@ -462,9 +462,14 @@ class NodeUpdater:
             if desc and desc not in all_changes:
                 all_changes.append(desc)
             removed = removed or plan.changes.removed_anything()
-            break
+            # Plan again on the write's answer. The label, annotation and resource patches are
+            # not guarded by a resourceVersion, so a change someone made between our read and
+            # our write (a prune removing the labels) is in that answer only: its watch event
+            # carries an older resourceVersion than our write and is dropped as our own echo.
         else:
-            raise RuntimeError(f"node {name}: plan did not converge")
+            if not wrote:
+                raise RuntimeError(f"node {name}: plan did not converge")
+            unsettled = True
         self.evidence.commit(name, res)
         if wrote:
             self.counts["written"] += 1
@@ -476,6 +481,8 @@ class NodeUpdater:
             self.counts["noop"] += 1
             self.metrics.node_noop_updates.inc()
             klog.info_s("no updates to node", v=1, nodeName=name)
+        if unsettled:
+            raise RetryLater("written, but changed by someone else after each write; processing it again")
 
 
     def _node_event(self, name: str, message: str) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from nfd.k8s import errors as kerr
-from nfd.master.workqueue import ShutDown, WorkQueue
+from nfd.master.workqueue import RetryLater, ShutDown, WorkQueue
 
 log = logging.getLogger("nfd.master")
 
@@ -43,7 +43,7 @@ async def work(queue: WorkQueue[str], fn: Callable[[str], Any], *, kind: str,
             if n + 1 == MAX_REPORTED_RETRIES and gave_up is not None:
                 gave_up()
             delay = queue.add_rate_limited(item)
-            if isinstance(e, kerr.ApiError | kerr.ApiUnavailable):
+            if isinstance(e, kerr.ApiError | kerr.ApiUnavailable | RetryLater):
                 log.warning("%s %s: update failed (%s); retry %d in %.2fs", kind, item, e, n + 1, delay)
             else:
                 log.exception("%s %s: update failed; retry %d in %.2fs", kind, item, n + 1, delay)

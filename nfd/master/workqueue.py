@@ -18,6 +18,11 @@ from typing import Generic, TypeVar
 T = TypeVar("T", bound=Hashable)
 
 
+class RetryLater(Exception):
+    """Raised by a work function that made progress but must look at the item again: the
+    worker backs the item off as for a failure and logs the message on one line."""
+
+
 class ShutDown(Exception):
     pass
 

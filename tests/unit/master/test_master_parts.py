@@ -155,3 +155,37 @@ async def test_controller_queues_work_only_when_ready_and_reports_broken_rules()
     await asyncio.sleep(0.05)
     assert "n2" not in p.desired and "n2" not in p.evidence.nodes()
     await p.stop()
+
+
+async def test_a_change_made_between_the_read_and_an_unguarded_write_is_repaired_in_the_same_pass() -> None:
+    """A prune (or a person) removes nfd's labels while the master plans against its cache: the
+    label patch carries no resourceVersion, so it succeeds, and the watch event of that removal
+    arrives later with an older resourceVersion than ours (dropped as our own echo). The
+    write's answer shows the removal; the master plans again on it and puts the labels back."""
+    import copy
+
+    api = _api()
+    p = Parts(api)
+    p.ready = True
+    await p.start()
+    await p.updater.process_node("n1")
+    want = {f"{NS}/cpu-avx", f"{NS}/worker-label"}
+    assert want <= set(api.obj("nodes", "n1")["metadata"]["labels"])  # type: ignore[index]
+    # the worker adds a label; its event reaches the master at once
+    api.put("nodefeatures", nodefeature("n1", flags={"cpu.cpuid": ["AVX", "SSE"]},
+                                        labels={"worker-label": "1", "worker-label2": "2"}))
+    await asyncio.sleep(0.05)
+    # from now on events lag behind responses, as over a network; someone prunes the node
+    api.watch_lag = 5.0
+    pruned = copy.deepcopy(api.obj("nodes", "n1"))
+    assert pruned is not None
+    pruned["metadata"]["labels"] = {k: v for k, v in pruned["metadata"]["labels"].items() if not k.startswith(NS)}
+    pruned["metadata"]["annotations"].pop(bk.FEATURE_LABELS)
+    api.put("nodes", pruned)
+    await p.updater.process_node("n1")
+    node = api.obj("nodes", "n1")
+    assert node is not None
+    assert want | {f"{NS}/worker-label2"} <= set(node["metadata"]["labels"]), node["metadata"]["labels"]
+    assert node["metadata"]["annotations"][bk.FEATURE_LABELS] == "cpu-avx,worker-label,worker-label2"
+    api.watch_lag = 0.0
+    await p.stop()
