@@ -377,7 +377,8 @@ def test_helm_chart_installs_the_same(real_node: RealNode, installed: list[dict[
     left = real_node.node()["metadata"]["labels"]
     kube.request("PATCH", f"/api/v1/nodes/{real_node.name}", content_type="application/merge-patch+json",
                  body={"metadata": {"labels": {k: None for k in nfd_labels(left)}}})
-    argv = [str(helm_bin), "template", "nfd", str(CHART_DIR), "--namespace", NS, "--set", "image.tag=e2e",
+    # --no-hooks: as `helm install` does, not its post-delete prune Job, which would strip the labels
+    argv = [str(helm_bin), "template", "nfd", str(CHART_DIR), "--namespace", NS, "--no-hooks", "--set", "image.tag=e2e",
             "--set", "topologyUpdater.enable=true"]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stderr
