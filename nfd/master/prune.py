@@ -27,24 +27,36 @@ def prune_annotation_ops(node: NodeState, *, instance: str) -> list[dict[str, ob
 
 
 async def prune_node(api: ApiClient, name: str, *, instance: str) -> None:
-    obj = await get(api, NODES, name=name)
-    if obj is None:
-        return
-    node = NodeState.from_obj(obj)
-    for _ in range(4):
+    """Remove what nfd owns from one node, then its annotations. The JSON patches name each key
+    they remove, so one that someone else removed after our read fails (422): read the node
+    again and plan anew, a few times, then give up with that error."""
+    node: NodeState | None = None
+    last: kerr.ApiError | None = None
+    for _ in range(8):
+        if node is None:
+            obj = await get(api, NODES, name=name)
+            if obj is None:
+                return
+            node = NodeState.from_obj(obj)
         plan = plan_node_update(node, Desired(), instance=instance)
-        if plan.noop:
-            break
-        if plan.status_ops:
-            obj = await patch(api, NODES, name=name, body=plan.status_ops, subresource="status")
-        elif plan.metadata_ops:
-            obj = await patch(api, NODES, name=name, body=plan.metadata_ops)
-        else:
-            obj = await patch(api, NODES, name=name, body=plan.taints_patch, patch_type="strategic")
-        node = NodeState.from_obj(obj)
-    ops = prune_annotation_ops(node, instance=instance)
-    if ops:
-        await patch(api, NODES, name=name, body=ops)
+        try:
+            if plan.noop:
+                ops = prune_annotation_ops(node, instance=instance)
+                if ops:
+                    await patch(api, NODES, name=name, body=ops)
+                return
+            if plan.status_ops:
+                obj = await patch(api, NODES, name=name, body=plan.status_ops, subresource="status")
+            elif plan.metadata_ops:
+                obj = await patch(api, NODES, name=name, body=plan.metadata_ops)
+            else:
+                obj = await patch(api, NODES, name=name, body=plan.taints_patch, patch_type="strategic")
+            node = NodeState.from_obj(obj)
+        except (kerr.Invalid, kerr.Conflict) as e:
+            log.info("node %s changed while pruning (%s); reading it again", name, e.reason or e.status)
+            node, last = None, e
+    if last is not None:
+        raise last
 
 
 async def prune(api: ApiClient, *, config: MasterConfig, instance: str) -> int:

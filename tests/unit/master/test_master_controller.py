@@ -589,3 +589,33 @@ async def test_unknown_rule_fields_are_logged_once_per_revision(api: FakeApi, ca
     await settle(m, api)
     assert len(warned()) == 2
     await m.stop()
+
+
+async def test_prune_reads_the_node_again_when_a_key_it_removes_is_already_gone(api: FakeApi) -> None:
+    """A master still running changes the node between the prune's read and its JSON patch:
+    the patch names a key that is gone (422); the prune reads again and finishes."""
+    import copy
+
+    from nfd.master.prune import prune
+
+    m = await start(api)
+    await m.stop()
+    real = api._request
+    raced = []
+
+    async def racing(method: str, path: str, **kw: Any) -> Any:
+        if method == "PATCH" and not raced:
+            raced.append(path)
+            node = copy.deepcopy(api.obj("nodes", "n1"))
+            assert node is not None
+            node["metadata"]["labels"].pop(f"{NS}/cpu-avx")  # someone else removes one first
+            api.put("nodes", node)
+        return await real(method, path, **kw)
+
+    api._request = racing  # type: ignore[method-assign]
+    rc = await prune(api, config=MasterConfig(), instance="")  # type: ignore[arg-type]
+    assert raced and rc == 0
+    n1 = api.obj("nodes", "n1")
+    assert n1 is not None
+    assert n1["metadata"]["labels"] == {"kubernetes.io/hostname": "n1"}
+    assert not [k for k in n1["metadata"]["annotations"] if k.startswith("nfd.node.kubernetes.io/")]
