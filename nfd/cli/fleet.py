@@ -169,26 +169,22 @@ def compile_file_groups(file_groups: Iterable[dict[str, Any]], cluster_groups: I
 def plan_groups(groups: Iterable[tuple[Any, dict[str, Any] | None]], merged: dict[str, Any], *,
                 whole_cluster: bool, report: FleetReport) -> None:
     """Each group's members among the evaluated nodes (``merged``: node name -> its merged
-    NodeFeatures), as ``nfd.master.groups.compute_membership`` counts them, against the group's
+    NodeFeatures), by nfd-master's own ``nfd.rules.groups.group_members``, against the group's
     status now. With a selector (not ``whole_cluster``) only status entries of the evaluated
-    nodes can leave. A group rule's error is collected like a rule's (the master logs it and
-    counts the rule as not matched)."""
+    nodes can leave. A group rule's error is collected like a rule's (the master counts that
+    rule as not matched)."""
     from nfd.master.groups import FULL, policy_of
-    from nfd.rules.groups import evaluate_group, member_name
+    from nfd.rules.groups import group_members, member_name
 
+    # the name status.nodes carries for each evaluated node with a NodeFeature
+    names = {member_name(m.features) or node for node, m in merged.items() if m.sources}
     for group, current in groups:
         eff = GroupEffect(group.namespace, group.name)
-        names: dict[str, str] = {}  # node -> the name status.nodes would carry for it
-        for node, m in merged.items():
-            if not m.sources:
-                continue
-            results = evaluate_group(group, m.features, node_name=node)
-            for r in results:
-                if r.error is not None:
-                    report.rule_errors.setdefault((f"{group.name}/{r.name}", r.error), []).append(node)
-            names[node] = member_name(m.features) or node
-            if any(r.matched for r in results) and names[node] not in eff.members:
-                eff.members.append(names[node])
+
+        def failed(node: str, r: Any, group: Any = group) -> None:
+            report.rule_errors.setdefault((f"{group.name}/{r.name}", r.error), []).append(node)
+
+        eff.members = group_members(group, nodes=list(merged), merged_for=merged.__getitem__, on_error=failed)
         if current is not None:
             status = current.get("status") or {}
             listed = [str(n.get("name")) for n in status.get("nodes") or [] if isinstance(n, dict)]
@@ -196,7 +192,7 @@ def plan_groups(groups: Iterable[tuple[Any, dict[str, Any] | None]], merged: dic
             eff.now_count = count if isinstance(count, int) else len(listed)
             if policy_of(current) == FULL:
                 eff.now = listed
-                scope = set(listed) if whole_cluster else set(listed) & set(names.values())
+                scope = set(listed) if whole_cluster else set(listed) & names
                 eff.join = [n for n in eff.members if n not in listed]
                 eff.leave = sorted(scope - set(eff.members))
             else:

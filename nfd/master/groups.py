@@ -72,22 +72,9 @@ def _compile(obj: dict[str, Any]) -> Any:
 def compute_membership(
     obj: dict[str, Any], *, nodes: list[str], merged_for: Callable[[str], MergedNodeFeatures]
 ) -> list[str]:
-    from nfd.rules.groups import member_name, node_matches_group
+    from nfd.rules.groups import group_members
 
-    group = _compile(obj)
-    members: list[str] = []
-    seen: set[str] = set()
-    for node in nodes:
-        merged = merged_for(node)
-        if not merged.sources:
-            continue
-        if not node_matches_group(group, merged.features, node_name=node):
-            continue
-        name = member_name(merged.features) or node
-        if name not in seen:
-            seen.add(name)
-            members.append(name)
-    return members
+    return group_members(_compile(obj), nodes=nodes, merged_for=merged_for)
 
 
 def policy_of(obj: dict[str, Any]) -> str:

@@ -7,8 +7,11 @@ caller) and feeds nothing back.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+
 from nfd.api.features import Features
 from nfd.rules.engine import BackrefWriter, CompiledRuleSet, RuleResult, evaluate_rule, features_view
+from nfd.rules.nodefeatures import MergedNodeFeatures
 
 
 def evaluate_group(group: CompiledRuleSet, features: Features, *, node_name: str = "") -> list[RuleResult]:
@@ -34,3 +37,34 @@ def member_name(features: Features) -> str:
     """The name upstream records in ``status.nodes``: the ``system.name`` feature's ``nodename``
     (empty when the system source did not report it), not the Node object's name."""
     return features.attributes.get("system.name", {}).get("nodename", "")
+
+
+def group_members(
+    group: CompiledRuleSet,
+    *,
+    nodes: Iterable[str],
+    merged_for: Callable[[str], MergedNodeFeatures],
+    on_error: Callable[[str, RuleResult], None] | None = None,
+) -> list[str]:
+    """The names ``status.nodes`` lists for ``group`` over ``nodes`` (each node's merged
+    NodeFeatures by ``merged_for``): a node without any NodeFeature is never a member, a member
+    is named by ``member_name`` (its Node name when that is empty), each name once, in node
+    order. ``on_error(node, result)`` hears each group rule that failed on a node."""
+    members: list[str] = []
+    seen: set[str] = set()
+    for node in nodes:
+        merged = merged_for(node)
+        if not merged.sources:
+            continue
+        results = evaluate_group(group, merged.features, node_name=node)
+        if on_error is not None:
+            for r in results:
+                if r.error is not None:
+                    on_error(node, r)
+        if not any(r.matched for r in results):
+            continue
+        name = member_name(merged.features) or node
+        if name not in seen:
+            seen.add(name)
+            members.append(name)
+    return members
