@@ -17,6 +17,49 @@ from pathlib import Path
 
 LOCK = Path(os.environ.get("TMPDIR", "/tmp")) / "nfd-test-apt.lock"
 
+# Every Debian package the suite installs, in its groups: `ensure()` installs a group before its
+# first use, scripts/rehearse_fresh_machine.py purges them all, and
+# tests/unit/repo/test_suite_programs.py holds every program a test or script runs against
+# PROVIDERS and BASE_PROGRAMS below.
+#: the image build (tests/e2e/image.py): the Debian root and buildah
+IMAGE = ("buildah", "mmdebstrap", "ca-certificates")
+#: the real node (tests/e2e/node.py): the container runtime, the pod network, the netns firewall
+NODE = ("containerd", "runc", "containernetworking-plugins", "nftables")
+GROUPS: dict[str, tuple[str, ...]] = {"image": IMAGE, "node": NODE}
+#: packages a group names that the fresh machine already has (a minimal Debian may not): ensured
+#: like the rest, never purged by the rehearsal
+BASE_PACKAGES = ("ca-certificates",)
+#: the programs of those packages that tests and scripts run, by name: `program()` installs the
+#: package before it returns the path
+PROVIDERS: dict[str, str] = {
+    "buildah": "buildah",
+    "mmdebstrap": "mmdebstrap",
+    "containerd": "containerd",
+    "ctr": "containerd",
+    "runc": "runc",
+    "nft": "nftables",
+}
+#: programs a test or script runs that a fresh machine of this project's kind already has (its
+#: Debian base, Go at /usr/local/go), by the package that brings them: never installed by the suite
+BASE_PROGRAMS: dict[str, str] = {
+    "apt-get": "apt",
+    "dpkg-query": "dpkg",
+    "git": "git",
+    "go": "the Go toolchain (/usr/local/go)",
+    "ip": "iproute2",
+    "umount": "mount",
+    "unshare": "util-linux",
+    # benchmarks/ only, and only where present (they say so and go on without)
+    "valgrind": "valgrind",
+    "callgrind_control": "valgrind",
+    "time": "time",
+}
+
+
+def all_packages() -> tuple[str, ...]:
+    """Every package of every group, once, in order."""
+    return tuple(dict.fromkeys(p for group in GROUPS.values() for p in group))
+
 
 class PackageError(RuntimeError):
     pass
@@ -60,7 +103,8 @@ def ensure(packages: Iterable[str], *, log: Callable[[str], None] = print) -> No
             return
         log(f"apt-get install {' '.join(missing)} (first run)")
         env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        cmd = ["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing]
+        # another apt run (a person's, unattended-upgrades) holds dpkg's lock: wait for it, not fail
+        cmd = ["apt-get", "-o", "DPkg::Lock::Timeout=600", "install", "-y", "-q", "--no-install-recommends", *missing]
         start = time.monotonic()
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
         if proc.returncode != 0:  # a fresh machine's package lists may be empty or stale
@@ -70,3 +114,15 @@ def ensure(packages: Iterable[str], *, log: Callable[[str], None] = print) -> No
             tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
             raise PackageError(f"apt-get install {' '.join(missing)} failed (exit {proc.returncode}):\n{tail}")
         log(f"installed {' '.join(missing)} in {time.monotonic() - start:.1f}s")
+
+
+def program(name: str, *, log: Callable[[str], None] = print) -> str:
+    """The path of ``name``, a program of PROVIDERS, installing its package first when missing.
+
+    Every use of a program the suite installs goes through here (or after an `ensure()` of its
+    group): a version probe that ran before the install broke the first run on a fresh machine."""
+    ensure((PROVIDERS[name],), log=log)
+    path = shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin:/usr/bin:/bin")
+    if path is None:
+        raise PackageError(f"{name}: not on PATH after installing {PROVIDERS[name]}")
+    return path

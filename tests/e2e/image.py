@@ -38,7 +38,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = REPO_ROOT / "Dockerfile"
 #: the name the test overlay points the manifests at (containerd stores docker.io/library/nfd:e2e)
 IMAGE_REF = "nfd:e2e"
-PACKAGES = ("buildah", "mmdebstrap", "ca-certificates")
+PACKAGES = hostpkgs.IMAGE
 BASE_SUITE = "bookworm"  # Debian 12: Python 3.11, as python:3.11-slim
 BASE_INCLUDE = ("python3", "python3-venv", "ca-certificates")
 
@@ -54,8 +54,14 @@ def cache_root() -> Path:
 
 
 def _version(cmd: str) -> str:
-    proc = subprocess.run([cmd, "--version"], capture_output=True, text=True, check=False)
+    """``cmd --version``'s output, installing the program first: the keys hash it before any build."""
+    proc = subprocess.run([hostpkgs.program(cmd, log=_stderr), "--version"], capture_output=True, text=True,
+                          check=False)
     return proc.stdout.strip()
+
+
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
 
 
 def _run(argv: list[str], *, what: str, timeout: float = 1800) -> str:

@@ -73,7 +73,7 @@ COMMANDS = {
     # the DRA kubelet plugin Kubernetes' own e2e tests use (tests/e2e/test_node_dra.py)
     "dra-test-driver": "k8s.io/kubernetes/test/e2e/dra/test-driver",
 }
-PACKAGES = ("containerd", "runc", "containernetworking-plugins", "nftables")
+PACKAGES = hostpkgs.NODE
 CNI_BIN_DIR = "/usr/lib/cni"
 PAUSE_REF = "docker.io/library/nfd-pause:e2e"
 #: the registry mirror: on the node namespace's loopback; what it serves as registry.k8s.io/pause
