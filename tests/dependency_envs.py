@@ -45,7 +45,8 @@ def _dist(requirement: str) -> str:
 
 RUNTIME_DISTS = tuple(_dist(r) for r in PYPROJECT["project"]["dependencies"])
 # the test tools the lowest slice needs, at the bounds pyproject.toml's `test` extra gives them
-LOWEST_TEST_TOOLS = ("pytest", "pytest-timeout", "aiohttp", "grpcio", "ruff", "mypy", "types-pyyaml", "grimp")
+LOWEST_TEST_TOOLS = ("pytest", "pytest-timeout", "aiohttp", "grpcio", "ruff", "mypy", "types-pyyaml", "grimp",
+                     "packaging", "cyclonedx-bom")
 LOWEST_SLICE_LEFT_OUT = ["--ignore=tests/unit/lang/cel",
                          "--ignore=tests/unit/lang/goregex/test_goregex_conformance.py",
                          "--deselect=tests/unit/sources/nvml/test_gfd_corpus.py::test_gfd_corpus_identical"]

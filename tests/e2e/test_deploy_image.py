@@ -36,6 +36,7 @@ def test_dockerfile_build_context_installs_every_entry_point(tmp_path: Path) -> 
     assert "pyproject.toml" in copies and "nfd" in copies
     for src in copies:
         p = REPO_ROOT / src
+        (ctx / src).parent.mkdir(parents=True, exist_ok=True)  # deploy/image/requirements.txt
         if p.is_dir():
             shutil.copytree(p, ctx / src, ignore=shutil.ignore_patterns("__pycache__"))
         else:
