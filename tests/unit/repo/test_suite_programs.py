@@ -41,7 +41,8 @@ SHELL_WORDS = {"if", "then", "else", "elif", "fi", "for", "do", "done", "while",
                "cd", "echo", "export", "local", "[", "[[", "test", "true", "false", "exit", "return", "read",
                "printf", "shift", "trap", "source", ".", "unset", "wait", "rc=0", "{", "}"}
 #: the shell, the interpreter and coreutils a fresh machine always has, for the shell scripts
-SHELL_BASE = {"bash", "sh", "python", "python3", "dirname", "basename", "env", "cat", "grep", "mkdir", "rm"}
+SHELL_BASE = {"bash", "sh", "python", "python3", "dirname", "basename", "env", "cat", "grep", "mkdir", "rm",
+              "mktemp"}
 
 
 def _callee(node: ast.Call) -> str:
@@ -94,10 +95,18 @@ def shell_programs(source: str) -> list[tuple[str, int]]:
     ``&&``, ``||``, ``;``, ``|``, ``$(`` and the keywords that open a command list."""
     found: list[tuple[str, int]] = []
     lines = source.replace("\\\n", " ").splitlines()  # a continued line is one command
+    heredoc_end: str | None = None
     for n, raw in enumerate(lines, 1):
+        if heredoc_end is not None:  # a here-document's body is another program's input
+            if raw.strip() == heredoc_end:
+                heredoc_end = None
+            continue
         line = raw.split(" #")[0].strip()
         if not line or line.startswith("#"):
             continue
+        opened = re.search(r"<<-?\s*['\"]?(\w+)['\"]?", line)
+        if opened:
+            heredoc_end = opened.group(1)
         for part in re.split(r"&&|\|\||;|\||\$\(|`", line):
             try:
                 words = shlex.split(part, comments=True)
@@ -161,7 +170,8 @@ subprocess.Popen("zstd -d x", shell=True)
     found = {p for p, _ in python_programs(module)}
     assert found == {"mmdebstrap", "frobnicate-tool", "skopeo", "ip", "tcpdump", "zstd"}
     assert set(unprovided({p: ["x"] for p in found})) == {"frobnicate-tool", "skopeo", "tcpdump", "zstd"}
-    script = 'set -eu\ncd "$(dirname "$0")/.."\nFOO=1 kubeconform -strict x && python3 -m pytest \\\n  tests/x.proto\n'
+    script = ('set -eu\ncd "$(dirname "$0")/.."\nFOO=1 kubeconform -strict x && python3 -m pytest \\\n  tests/x.proto\n'
+              "python3 - <<'PY'\nimport tomllib\nprint(1)\nPY\n")
     assert {p for p, _ in shell_programs(script)} == {"dirname", "kubeconform", "python3"}
 
 
