@@ -45,6 +45,7 @@ pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "dra"
 SAMPLES = REPO / "deploy" / "nodefeaturerule" / "samples"
+GPU_LABELS = REPO / "deploy" / "nodefeaturerule" / "nvidia-gpu-labels-from-dra" / "nvidia-gpu-labels-from-dra.yaml"
 RESOURCE = "/apis/resource.k8s.io/v1"
 
 NV = 'device.attributes["gpu.nvidia.com"]'
@@ -118,6 +119,7 @@ def dra(install_kube: AuditedCluster, kustomize_bin: Path, tmp_path_factory: pyt
                 if fixture != "incomplete-pool.yaml":
                     devices[node] = devices.get(node, 0) + len(s["spec"]["devices"])
         rules = [yaml.safe_load((SAMPLES / f).read_text()) for f in ("dra-nvidia-gpu.yaml", "dra-dranet-nics.yaml")]
+        rules.append(yaml.safe_load(GPU_LABELS.read_text()))
         kube.apply_objects([*rules, selector_rule()])
         master = inst.start_master()
         kube.wait_until(lambda: "nvidia.com/gpu.product" in (inst.node(nodes["nvidia"])["metadata"].get("labels") or {}),
@@ -126,7 +128,7 @@ def dra(install_kube: AuditedCluster, kustomize_bin: Path, tmp_path_factory: pyt
     finally:
         for s in made:
             _delete_quietly(kube, s)
-        for r in ("dra-nvidia-gpu", "dra-dranet-nics", "e2e-dra-selectors"):
+        for r in ("dra-nvidia-gpu", "dra-dranet-nics", "e2e-dra-selectors", "nvidia-gpu-labels-from-dra"):
             _delete_quietly(kube, {"metadata": {"name": r}}, path=f"{NFD_API}/nodefeaturerules/{r}")
         inst.close()
 
@@ -153,9 +155,14 @@ def test_sample_rules_label_dra_only_nodes_as_gfd(dra: DraSetup) -> None:
         "nvidia.com/cuda.driver-version.major": "550",
         "nvidia.com/cuda.driver-version.minor": "54",
         "nvidia.com/cuda.driver-version.revision": "15",
+        "nvidia.com/cuda.driver.major": "550",
+        "nvidia.com/cuda.driver.minor": "54",
+        "nvidia.com/cuda.driver.rev": "15",
         "nvidia.com/cuda.runtime-version.full": "12.4",
         "nvidia.com/cuda.runtime-version.major": "12",
         "nvidia.com/cuda.runtime-version.minor": "4",
+        "nvidia.com/cuda.runtime.major": "12",
+        "nvidia.com/cuda.runtime.minor": "4",
     }
     dra.inst.kube.wait_until(lambda: dra.labels("nic").get("feature.node.kubernetes.io/rdma.capable") == "true",
                              timeout=30, message="NIC labels")
