@@ -18,6 +18,7 @@ GPU Operator's DRA path replaces the device plugin and GFD.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -266,3 +267,48 @@ def test_incomplete_pool_warns_and_slice_delete_removes_only_its_labels(dra: Dra
     finally:
         _delete_quietly(kube, part2)
     assert dra.master.running, dra.master.logs()[-3000:]
+
+
+def test_shipped_gpu_rule_on_mixed_model_and_mig_nodes(dra: DraSetup) -> None:
+    """deploy/nodefeaturerule/nvidia-gpu-labels-from-dra on slices as NVIDIA's driver writes
+    them, through the API server and nfd-master: a count per model on a node with two models,
+    whole GPUs counted once under MIG, and a rewrite listing the devices in another order
+    changes no label."""
+    kube = dra.inst.kube
+    nodes = {k: dra.inst.make_node(f"dra-{k}") for k in ("mixed", "mig")}
+    made: list[dict[str, Any]] = []
+
+    def nv(k: str) -> dict[str, str]:
+        labels = dra.inst.node(nodes[k])["metadata"].get("labels") or {}
+        return {key: v for key, v in labels.items() if key.startswith(("nvidia.com/gpu.", "nvidia.com/mig"))}
+
+    try:
+        for fixture, k in (("nvidia-gpu-mixed-models.yaml", "mixed"), ("nvidia-gpu-mig-static.yaml", "mig")):
+            for s in slices(fixture, nodes[k]):
+                made.append(kube.request("POST", f"{RESOURCE}/resourceslices", body=s))
+        kube.wait_until(lambda: nv("mixed").get("nvidia.com/gpu.count.Tesla-T4") == "1"
+                        and nv("mig").get("nvidia.com/mig-1g.10gb.count") == "2", timeout=90,
+                        message="GPU labels from the shipped rule")
+        mixed = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "NVIDIA-A100-80GB-PCIe",
+                 "nvidia.com/gpu.count": "2", "nvidia.com/gpu.memory": "81920", "nvidia.com/gpu.family": "ampere",
+                 "nvidia.com/gpu.compute.major": "8", "nvidia.com/gpu.compute.minor": "0",
+                 "nvidia.com/gpu.count.NVIDIA-A100-80GB-PCIe": "2", "nvidia.com/gpu.count.Tesla-T4": "1",
+                 "nvidia.com/gpu.memory-40gi-plus": "true"}  # the sample's pasted selector
+        assert nv("mixed") == mixed
+        assert nv("mig") == {
+            "nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+            "nvidia.com/gpu.count": "2", "nvidia.com/gpu.memory": "81559", "nvidia.com/gpu.family": "hopper",
+            "nvidia.com/gpu.compute.major": "9", "nvidia.com/gpu.compute.minor": "0",
+            "nvidia.com/mig-3g.40gb.count": "1", "nvidia.com/mig-1g.10gb.count": "2", "nvidia.com/mig.capable": "true",
+            "nvidia.com/gpu.memory-40gi-plus": "true"}
+        # the driver republishes its pool (generation 2) listing the devices in another order
+        obj = made[0]
+        obj["spec"]["devices"] = list(reversed(obj["spec"]["devices"]))
+        obj["spec"]["pool"]["generation"] = 2
+        made[0] = kube.request("PUT", f"{RESOURCE}/resourceslices/{obj['metadata']['name']}", body=obj)
+        for _ in range(40):  # 10 s: the master re-evaluates the node within its batching delay
+            assert nv("mixed") == mixed
+            time.sleep(0.25)
+    finally:
+        for s in made:
+            _delete_quietly(kube, s)
