@@ -212,7 +212,8 @@ def make_rules(version: str = "v1", *, taints: str = "all") -> list[dict[str, An
 
 
 DRA_FIXTURE = REPO / "tests" / "fixtures" / "dra" / "nvidia-gpu-h100x8.yaml"
-DRA_SAMPLES = ("dra-nvidia-gpu.yaml", "dra-dranet-nics.yaml")
+DRA_SAMPLES = ("samples/dra-nvidia-gpu.yaml", "samples/dra-dranet-nics.yaml",
+               "nvidia-gpu-labels-from-dra/nvidia-gpu-labels-from-dra.yaml")
 
 
 def dra_slice(node: str) -> dict[str, Any]:
@@ -225,7 +226,7 @@ def dra_slice(node: str) -> dict[str, Any]:
 def dra_rules() -> list[dict[str, Any]]:
     import yaml
 
-    return [yaml.safe_load((REPO / "deploy" / "nodefeaturerule" / "samples" / f).read_text()) for f in DRA_SAMPLES]
+    return [yaml.safe_load((REPO / "deploy" / "nodefeaturerule" / f).read_text()) for f in DRA_SAMPLES]
 
 
 def dra_merged(p: int, *, with_dra: bool) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -13,6 +14,12 @@ from nfd.sources.hostfs import go_trim_space, list_dir, read_text
 MANDATORY = ("class", "vendor", "device", "subsystem_vendor", "subsystem_device")
 OPTIONAL = ("sriov_totalvfs", "iommu_group/type", "iommu/intel-iommu/version")
 DEFAULT_LABEL_FIELDS = ["class", "vendor"]
+#: ours, not upstream's: where the device sits (features only; never label fields, as
+#: ``deviceLabelFields`` accepts only the MANDATORY attributes, as upstream)
+LOCALITY = ("numa_node", "pcie_root")
+#: a PCI root bus as the first component under /sys/devices, as k8s.io/dynamic-resource-allocation's
+#: deviceattribute reads ``resource.kubernetes.io/pcieRoot``: ``pci<domain>:<bus>``
+_PCI_ROOT = re.compile(r"pci[0-9a-f]{4,}:[0-9a-f]{2}")
 
 
 def label_fields(configured: list[str], valid: tuple[str, ...], default: list[str]) -> list[str]:
@@ -66,6 +73,7 @@ class PciSource(DeviceClassSource):
             if info is None:
                 ctx.warn(f"{os.path.join(base, dev)}: incomplete PCI device skipped")
                 continue
+            info.update(read_locality(ctx, os.path.join(base, dev)))
             out.append(info)
         f = Features()
         f.instances["pci.device"] = out
@@ -79,6 +87,47 @@ class PciSource(DeviceClassSource):
             if "sriov_totalvfs" in dev:
                 out[f"{label}.sriov.capable"] = "true"
         return out
+
+
+def read_locality(ctx: DiscoveryContext, dev_path: str) -> dict[str, str]:
+    """``numa_node`` and ``pcie_root`` of the device at ``dev_path`` (``bus/pci/devices/<bdf>``),
+    each left out where sysfs does not say it.
+
+    ``numa_node``: the kernel's ``numa_node`` file as a decimal string (``"0"``, ``"1"``); left
+    out when it is ``-1`` (NUMA_NO_NODE: the firmware gave no proximity, or the kernel has no
+    NUMA), missing or not an integer, so a rule cannot take two devices without a node for
+    devices on one node. ``pcie_root``: the PCI root bus the device hangs under, the first
+    component of the entry's link target below ``/sys/devices`` (``pci0000:17``, the value of
+    DRA's standard attribute ``resource.kubernetes.io/pcieRoot``); left out when the entry is not
+    a link (a copied tree) or points elsewhere (a virtual bus, such as Hyper-V's).
+    """
+    out: dict[str, str] = {}
+    text = read_text(ctx, os.path.join(dev_path, "numa_node"), limit=4096)
+    if text is not None:
+        try:
+            node = int(go_trim_space(text))
+        except ValueError:
+            node = -1
+        if node >= 0:
+            out["numa_node"] = str(node)
+    root = pcie_root(ctx, dev_path)
+    if root is not None:
+        out["pcie_root"] = root
+    return out
+
+
+def pcie_root(ctx: DiscoveryContext, dev_path: str) -> str | None:
+    try:
+        target = os.readlink(dev_path)
+    except OSError:
+        return None
+    if os.path.isabs(target):
+        # an absolute link names the host's /sys, which may be mounted elsewhere here
+        rel = os.path.relpath(target, "/sys/devices")
+    else:
+        rel = os.path.relpath(os.path.normpath(os.path.join(os.path.dirname(dev_path), target)), ctx.paths.sys("devices"))
+    first = rel.split(os.sep, 1)[0]
+    return first if _PCI_ROOT.fullmatch(first) else None
 
 
 def read_attr(ctx: DiscoveryContext, dev_path: str, attr: str) -> str | None:

@@ -5,6 +5,7 @@ run), and every container's command line accepted by the nfd process it starts.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -60,6 +61,7 @@ HELM_VALUES: dict[str, dict[str, Any]] = {
                             "config": {"excludeList": {"*": ["hugepages-1Gi"]}}, "watchNamespace": "team-a",
                             "kubeletConfigPath": "/var/lib/kubelet/config.yaml"},
         "gc": {"interval": "30m", "podDisruptionBudget": {"enable": True}},
+        "nodeFeatureRules": {"nvidiaGpuLabelsFromDRA": True},
     },
     "master-only": {"worker": {"enable": False}, "gc": {"enable": False}, "postDeleteCleanup": False},
     # the GPU Operator preset as shipped (docs/gpu-operator.md)
@@ -114,7 +116,7 @@ def test_helm_rendering_accepted_by_apiserver(values: str, helm_bin: Path, insta
     _dry_run(install_kube, objs)
     for o in objs:
         if o["kind"] not in ("ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition",
-                             "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"):
+                             "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "NodeFeatureRule"):
             assert o["metadata"].get("namespace") == "nfd-helm", f"{o['kind']}/{o['metadata']['name']}"
 
 
@@ -459,3 +461,33 @@ def test_samples_custom_rules_overlay(kustomize_bin: Path) -> None:
     (cm,) = [o for o in objs if o["kind"] == "ConfigMap" and o["metadata"]["name"].startswith("custom-source-extra-rules-1")]
     rules = compile_custom_rules(yaml.safe_load(cm["data"]["custom.conf"]), path="custom.conf")
     assert [r.name for r in rules] == ["rdma capable", "nvidia gpu present"]
+
+
+GPU_LABELS_RULE = DEPLOY_DIR / "nodefeaturerule" / "nvidia-gpu-labels-from-dra" / "nvidia-gpu-labels-from-dra.yaml"
+
+
+def test_shipped_nodefeaturerule_from_helm_and_kustomize(helm_bin: Path, kustomize_bin: Path, tmp_path: Path,
+                                                         install_kube: AuditedCluster) -> None:
+    """nvidia-gpu-labels-from-dra (docs/gpu.md): off by default in the chart, the file's object
+    with `nodeFeatureRules.nvidiaGpuLabelsFromDRA` (its Go template left to nfd-master, not
+    rendered by Helm), the same object from the kustomize component in a user's overlay, and
+    accepted by the API server."""
+    rule = yaml.safe_load(GPU_LABELS_RULE.read_text())
+    assert not [o for o in helm_template(helm_bin, tmpdir=tmp_path) if o["kind"] == "NodeFeatureRule"]
+    (helm,) = [o for o in helm_template(helm_bin, values={"nodeFeatureRules": {"nvidiaGpuLabelsFromDRA": True}},
+                                        tmpdir=tmp_path) if o["kind"] == "NodeFeatureRule"]
+    assert helm == rule
+    mine = tmp_path / "my-overlay"
+    mine.mkdir()
+    rel = os.path.relpath(DEPLOY_DIR, mine)
+    (mine / "kustomization.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "namespace": NS,
+        "resources": [f"{rel}/overlays/default"], "components": [f"{rel}/components/nvidia-gpu-labels-from-dra"]}))
+    objs = kustomize_build(kustomize_bin, mine)
+    (kust,) = [o for o in objs if o["kind"] == "NodeFeatureRule"]
+    # kustomize puts the overlay's namespace on kinds it does not know; the API server drops it
+    # from a cluster-scoped object
+    kust["metadata"].pop("namespace", None)
+    assert kust == rule
+    assert len(objs) == len(kustomize_build(kustomize_bin, DEPLOY_DIR / "overlays" / "default")) + 1
+    _dry_run(install_kube, [kust])

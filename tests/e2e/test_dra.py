@@ -18,6 +18,7 @@ GPU Operator's DRA path replaces the device plugin and GFD.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,7 @@ pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "dra"
 SAMPLES = REPO / "deploy" / "nodefeaturerule" / "samples"
+GPU_LABELS = REPO / "deploy" / "nodefeaturerule" / "nvidia-gpu-labels-from-dra" / "nvidia-gpu-labels-from-dra.yaml"
 RESOURCE = "/apis/resource.k8s.io/v1"
 
 NV = 'device.attributes["gpu.nvidia.com"]'
@@ -118,6 +120,7 @@ def dra(install_kube: AuditedCluster, kustomize_bin: Path, tmp_path_factory: pyt
                 if fixture != "incomplete-pool.yaml":
                     devices[node] = devices.get(node, 0) + len(s["spec"]["devices"])
         rules = [yaml.safe_load((SAMPLES / f).read_text()) for f in ("dra-nvidia-gpu.yaml", "dra-dranet-nics.yaml")]
+        rules.append(yaml.safe_load(GPU_LABELS.read_text()))
         kube.apply_objects([*rules, selector_rule()])
         master = inst.start_master()
         kube.wait_until(lambda: "nvidia.com/gpu.product" in (inst.node(nodes["nvidia"])["metadata"].get("labels") or {}),
@@ -126,7 +129,7 @@ def dra(install_kube: AuditedCluster, kustomize_bin: Path, tmp_path_factory: pyt
     finally:
         for s in made:
             _delete_quietly(kube, s)
-        for r in ("dra-nvidia-gpu", "dra-dranet-nics", "e2e-dra-selectors"):
+        for r in ("dra-nvidia-gpu", "dra-dranet-nics", "e2e-dra-selectors", "nvidia-gpu-labels-from-dra"):
             _delete_quietly(kube, {"metadata": {"name": r}}, path=f"{NFD_API}/nodefeaturerules/{r}")
         inst.close()
 
@@ -153,9 +156,14 @@ def test_sample_rules_label_dra_only_nodes_as_gfd(dra: DraSetup) -> None:
         "nvidia.com/cuda.driver-version.major": "550",
         "nvidia.com/cuda.driver-version.minor": "54",
         "nvidia.com/cuda.driver-version.revision": "15",
+        "nvidia.com/cuda.driver.major": "550",
+        "nvidia.com/cuda.driver.minor": "54",
+        "nvidia.com/cuda.driver.rev": "15",
         "nvidia.com/cuda.runtime-version.full": "12.4",
         "nvidia.com/cuda.runtime-version.major": "12",
         "nvidia.com/cuda.runtime-version.minor": "4",
+        "nvidia.com/cuda.runtime.major": "12",
+        "nvidia.com/cuda.runtime.minor": "4",
     }
     dra.inst.kube.wait_until(lambda: dra.labels("nic").get("feature.node.kubernetes.io/rdma.capable") == "true",
                              timeout=30, message="NIC labels")
@@ -259,3 +267,48 @@ def test_incomplete_pool_warns_and_slice_delete_removes_only_its_labels(dra: Dra
     finally:
         _delete_quietly(kube, part2)
     assert dra.master.running, dra.master.logs()[-3000:]
+
+
+def test_shipped_gpu_rule_on_mixed_model_and_mig_nodes(dra: DraSetup) -> None:
+    """deploy/nodefeaturerule/nvidia-gpu-labels-from-dra on slices as NVIDIA's driver writes
+    them, through the API server and nfd-master: a count per model on a node with two models,
+    whole GPUs counted once under MIG, and a rewrite listing the devices in another order
+    changes no label."""
+    kube = dra.inst.kube
+    nodes = {k: dra.inst.make_node(f"dra-{k}") for k in ("mixed", "mig")}
+    made: list[dict[str, Any]] = []
+
+    def nv(k: str) -> dict[str, str]:
+        labels = dra.inst.node(nodes[k])["metadata"].get("labels") or {}
+        return {key: v for key, v in labels.items() if key.startswith(("nvidia.com/gpu.", "nvidia.com/mig"))}
+
+    try:
+        for fixture, k in (("nvidia-gpu-mixed-models.yaml", "mixed"), ("nvidia-gpu-mig-static.yaml", "mig")):
+            for s in slices(fixture, nodes[k]):
+                made.append(kube.request("POST", f"{RESOURCE}/resourceslices", body=s))
+        kube.wait_until(lambda: nv("mixed").get("nvidia.com/gpu.count.Tesla-T4") == "1"
+                        and nv("mig").get("nvidia.com/mig-1g.10gb.count") == "2", timeout=90,
+                        message="GPU labels from the shipped rule")
+        mixed = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "NVIDIA-A100-80GB-PCIe",
+                 "nvidia.com/gpu.count": "2", "nvidia.com/gpu.memory": "81920", "nvidia.com/gpu.family": "ampere",
+                 "nvidia.com/gpu.compute.major": "8", "nvidia.com/gpu.compute.minor": "0",
+                 "nvidia.com/gpu.count.NVIDIA-A100-80GB-PCIe": "2", "nvidia.com/gpu.count.Tesla-T4": "1",
+                 "nvidia.com/gpu.memory-40gi-plus": "true"}  # the sample's pasted selector
+        assert nv("mixed") == mixed
+        assert nv("mig") == {
+            "nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+            "nvidia.com/gpu.count": "2", "nvidia.com/gpu.memory": "81559", "nvidia.com/gpu.family": "hopper",
+            "nvidia.com/gpu.compute.major": "9", "nvidia.com/gpu.compute.minor": "0",
+            "nvidia.com/mig-3g.40gb.count": "1", "nvidia.com/mig-1g.10gb.count": "2", "nvidia.com/mig.capable": "true",
+            "nvidia.com/gpu.memory-40gi-plus": "true"}
+        # the driver republishes its pool (generation 2) listing the devices in another order
+        obj = made[0]
+        obj["spec"]["devices"] = list(reversed(obj["spec"]["devices"]))
+        obj["spec"]["pool"]["generation"] = 2
+        made[0] = kube.request("PUT", f"{RESOURCE}/resourceslices/{obj['metadata']['name']}", body=obj)
+        for _ in range(40):  # 10 s: the master re-evaluates the node within its batching delay
+            assert nv("mixed") == mixed
+            time.sleep(0.25)
+    finally:
+        for s in made:
+            _delete_quietly(kube, s)
