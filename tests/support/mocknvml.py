@@ -46,6 +46,35 @@ GO_NVML = "github.com/NVIDIA/go-nvml"
 CFLAGS = ("-shared", "-fPIC", "-O1", "-Wall", "-Wextra", "-fvisibility=hidden", f"-Wl,-soname,{LIBRARY}")
 
 
+#: the C symbols pynvml (nvidia-ml-py) looks up for the calls the nvml source and the profile
+#: recorder make (pynvml picks the versioned names itself: nvmlDeviceGetCount -> ..._v2, ...)
+PYNVML_SYMBOLS = (
+    "nvmlInitWithFlags", "nvmlShutdown", "nvmlErrorString", "nvmlSystemGetDriverVersion",
+    "nvmlSystemGetCudaDriverVersion", "nvmlSystemGetNVMLVersion", "nvmlDeviceGetCount_v2",
+    "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetName", "nvmlDeviceGetUUID", "nvmlDeviceGetBrand",
+    "nvmlDeviceGetArchitecture", "nvmlDeviceGetMemoryInfo", "nvmlDeviceGetCudaComputeCapability",
+    "nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetNumaNodeId", "nvmlDeviceGetMigMode", "nvmlDeviceGetMaxMigDeviceCount",
+    "nvmlDeviceGetMigDeviceHandleByIndex", "nvmlDeviceGetAttributes_v2", "nvmlDeviceGetGpuInstanceId",
+    "nvmlDeviceGetComputeInstanceId", "nvmlDeviceGetGpuInstanceById", "nvmlGpuInstanceGetInfo",
+    "nvmlGpuInstanceGetComputeInstanceById", "nvmlComputeInstanceGetInfo_v2",
+    "nvmlDeviceGetGpuInstanceProfileInfoV", "nvmlDeviceGetGpuInstanceProfileInfo",
+    "nvmlGpuInstanceGetComputeInstanceProfileInfoV", "nvmlGpuInstanceGetComputeInstanceProfileInfo",
+    "nvmlDeviceGetGpuFabricInfoV", "nvmlDeviceGetGpuFabricInfo",
+)
+#: what gpu-feature-discovery and nvidia-device-plugin v0.17.4 call through go-nvml v0.12.9-0 and
+#: go-nvlib v0.7.4 (their Go sources, grepped for go-nvml's methods) beyond the above; go-nvml
+#: binds the unversioned name when a versioned one is missing, so both are exported
+GO_SYMBOLS = (
+    "nvmlInit_v2", "nvmlInit", "nvmlSystemGetCudaDriverVersion_v2", "nvmlDeviceGetCount",
+    "nvmlDeviceGetHandleByIndex", "nvmlDeviceGetHandleByUUID", "nvmlDeviceGetHandleByPciBusId_v2",
+    "nvmlDeviceGetPciInfo_v2", "nvmlDeviceGetAttributes", "nvmlComputeInstanceGetInfo", "nvmlDeviceGetMinorNumber",
+    "nvmlDeviceIsMigDeviceHandle", "nvmlDeviceGetDeviceHandleFromMigDeviceHandle", "nvmlDeviceGetMemoryInfo_v2",
+    "nvmlDeviceGetSupportedEventTypes", "nvmlDeviceRegisterEvents", "nvmlEventSetCreate", "nvmlEventSetWait_v2",
+    "nvmlEventSetWait", "nvmlEventSetFree", "nvmlDeviceGetComputeRunningProcesses_v3",
+    "nvmlDeviceGetGraphicsRunningProcesses_v3",
+)
+
+
 class MockNvmlUnavailable(RuntimeError):
     """No Go (for the header) or no C compiler: the mock cannot be built here."""
 
@@ -141,7 +170,8 @@ def data_text(doc: dict[str, Any], faults: str = "") -> str:
     from nfd.nvml_fake.fake import ci_profile_table
 
     fake = _fake(doc, faults)
-    answers = _fake(doc)  # no faults: the values themselves
+    answers = _fake(doc)
+    answers.clear_faults()  # the values themselves; the faults go in as "error" records
     answers.nvmlInit()
 
     def ask(call: str, *args: Any) -> Any:
@@ -229,6 +259,7 @@ def host_root(doc: dict[str, Any], root: Path) -> Path:
     from nfd.sources.nvml.hostinfo import sysfs_bus_id
 
     fake = _fake(doc)
+    fake.clear_faults()
     fake.nvmlInit()
     (root / "proc" / "driver" / "nvidia").mkdir(parents=True, exist_ok=True)
     machine = fake.host.machine_type()
@@ -283,6 +314,62 @@ def prepare(profile: str | dict[str, Any], workdir: Path, *, faults: str = "", l
     data.write_text(data_text(doc, faults))
     root = host_root(doc, workdir / "host") if with_host else None
     return environment(lib_dir, data, root)
+
+
+# ---- what the worker makes of it -----------------------------------------------------------------
+
+STRATEGIES = ("none", "single", "mixed")
+TIMESTAMP = 1724632719
+
+
+def worker_view(backend: Any = None, host: Any = None) -> dict[str, Any]:
+    """The nvml source's result on this process's NVML (``backend``/``host``: the Python fake's;
+    None: pynvml and the host root of ``NFD_HOST_ROOT``, as the worker runs): features, labels per
+    MIG strategy, and the error it counted, in JSON-able form."""
+    from nfd.hostpaths import HostPaths
+    from nfd.sources.base import DiscoveryContext
+    from nfd.sources.nvml.source import NvmlSource
+
+    source = NvmlSource(backend=backend, host=host, clock=lambda: TIMESTAMP)
+    ctx = DiscoveryContext(paths=HostPaths.detect())
+    config = source.default_config()
+    features = source.discover(ctx, config)
+    view: dict[str, Any] = {
+        "features": features.to_json(),
+        "labels": {s: source.labels(features, {**config, "migStrategy": s}, ctx) for s in STRATEGIES},
+        "errors_total": source.errors_total,
+        "last_error": source.last_error,
+    }
+    if backend is None:
+        import pynvml
+
+        lib = getattr(pynvml, "nvmlLib", None)
+        view["library"] = getattr(lib, "_name", None)
+        view["backend"] = getattr(source._backend, "__name__", type(source._backend).__name__)
+    return view
+
+
+VIEW_SCRIPT = "import json, sys; from tests.support.mocknvml import worker_view; json.dump(worker_view(), sys.stdout)"
+
+
+def mock_view(env: dict[str, str]) -> dict[str, Any]:
+    """:func:`worker_view` in a fresh process under the mock (``env`` from :func:`prepare`)."""
+    proc = subprocess.run([sys.executable, "-c", VIEW_SCRIPT], cwd=REPO_ROOT, env=env, capture_output=True,
+                          text=True, check=False, timeout=300)
+    if proc.returncode != 0:
+        raise RuntimeError(f"worker under the mock NVML failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    view: dict[str, Any] = json.loads(proc.stdout)
+    view["stderr"] = proc.stderr
+    return view
+
+
+def fake_view(profile: str | dict[str, Any], faults: str = "") -> dict[str, Any]:
+    """:func:`worker_view` on the Python fake (in this process)."""
+    from nfd.nvml_fake import load_profile
+
+    doc = load_profile(profile) if isinstance(profile, str) else profile
+    fake = _fake(doc, faults)
+    return worker_view(fake, fake.host)
 
 
 def main(argv: list[str] | None = None) -> int:
