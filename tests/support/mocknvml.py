@@ -256,6 +256,8 @@ def _vgpu_config(version: str, branch: str) -> bytes:
 def host_root(doc: dict[str, Any], root: Path) -> Path:
     """Write the profile's host facts under ``root`` as the host's /sys and /proc: what the
     Python fake's FakeHost answers, read back by the worker's own sysfs code."""
+    import pynvml
+
     from nfd.sources.nvml.hostinfo import sysfs_bus_id
 
     fake = _fake(doc)
@@ -271,10 +273,19 @@ def host_root(doc: dict[str, Any], root: Path) -> Path:
     devices = root / "sys" / "bus" / "pci" / "devices"
     devices.mkdir(parents=True, exist_ok=True)
     for g in fake.gpus:
-        bus = str(fake.nvmlDeviceGetPciInfo(g).busId)
+        pci = fake.nvmlDeviceGetPciInfo(g)
+        bus = str(pci.busId)
         dev = devices / sysfs_bus_id(bus)
         dev.mkdir(parents=True, exist_ok=True)
         (dev / "vendor").write_text("0x10de\n")
+        (dev / "device").write_text(f"0x{int(pci.pciDeviceId) >> 16 & 0xFFFF:04x}\n")
+        # what else a PCI function's sysfs directory shows and go-nvlib's nvpci (GFD) reads
+        try:
+            numa = int(fake.nvmlDeviceGetNumaNodeId(g))
+        except pynvml.NVMLError:
+            numa = -1
+        (dev / "numa_node").write_text(f"{numa}\n")
+        (dev / "resource").write_text("0x0000000000000000 0x0000000000000000 0x0000000000000000\n")
         cls = fake.host.pci_class(bus)
         if cls is not None:
             (dev / "class").write_text(f"0x{cls:06x}\n")
@@ -322,30 +333,33 @@ STRATEGIES = ("none", "single", "mixed")
 TIMESTAMP = 1724632719
 
 
-def worker_view(backend: Any = None, host: Any = None) -> dict[str, Any]:
-    """The nvml source's result on this process's NVML (``backend``/``host``: the Python fake's;
-    None: pynvml and the host root of ``NFD_HOST_ROOT``, as the worker runs): features, labels per
-    MIG strategy, and the error it counted, in JSON-able form."""
+def worker_view(fake: Callable[[], Any] | None = None) -> dict[str, Any]:
+    """The nvml source's result on this process's NVML (``fake``: makes a Python fake, whose host
+    facts come with it; None: pynvml and the host root of ``NFD_HOST_ROOT``, as the worker runs), once per MIG
+    strategy, each with a fresh source as a worker so configured: the features (strategy
+    ``none``), the labels, and the error each counted, in JSON-able form."""
     from nfd.hostpaths import HostPaths
     from nfd.sources.base import DiscoveryContext
     from nfd.sources.nvml.source import NvmlSource
 
-    source = NvmlSource(backend=backend, host=host, clock=lambda: TIMESTAMP)
-    ctx = DiscoveryContext(paths=HostPaths.detect())
-    config = source.default_config()
-    features = source.discover(ctx, config)
-    view: dict[str, Any] = {
-        "features": features.to_json(),
-        "labels": {s: source.labels(features, {**config, "migStrategy": s}, ctx) for s in STRATEGIES},
-        "errors_total": source.errors_total,
-        "last_error": source.last_error,
-    }
-    if backend is None:
-        import pynvml
+    view: dict[str, Any] = {"labels": {}, "errors_total": {}, "last_error": {}}
+    for strategy in STRATEGIES:
+        backend = fake() if fake is not None else None
+        source = NvmlSource(backend=backend, host=getattr(backend, "host", None), clock=lambda: TIMESTAMP)
+        ctx = DiscoveryContext(paths=HostPaths.detect())
+        config = {**source.default_config(), "migStrategy": strategy}
+        features = source.discover(ctx, config)
+        if strategy == "none":
+            view["features"] = features.to_json()
+        view["labels"][strategy] = source.labels(features, config, ctx)
+        view["errors_total"][strategy] = source.errors_total
+        view["last_error"][strategy] = source.last_error
+        if backend is None:
+            import pynvml
 
-        lib = getattr(pynvml, "nvmlLib", None)
-        view["library"] = getattr(lib, "_name", None)
-        view["backend"] = getattr(source._backend, "__name__", type(source._backend).__name__)
+            lib = getattr(pynvml, "nvmlLib", None)
+            view["library"] = getattr(lib, "_name", None)
+            view["backend"] = getattr(source._backend, "__name__", type(source._backend).__name__)
     return view
 
 
@@ -368,8 +382,7 @@ def fake_view(profile: str | dict[str, Any], faults: str = "") -> dict[str, Any]
     from nfd.nvml_fake import load_profile
 
     doc = load_profile(profile) if isinstance(profile, str) else profile
-    fake = _fake(doc, faults)
-    return worker_view(fake, fake.host)
+    return worker_view(lambda: _fake(doc, faults))
 
 
 def main(argv: list[str] | None = None) -> int:
