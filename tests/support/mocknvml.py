@@ -203,7 +203,7 @@ def data_text(doc: dict[str, Any], faults: str = "") -> str:
             na if mem is None else mem.total,
             na if cc is None else cc[0], na if cc is None else cc[1],
             pci.busId, pci.pciDeviceId & 0xFFFFFFFF, na if numa is None else numa,
-            int(mig is not None), mig[0] if mig else 0, mig[1] if mig else 0, max_mig or 0, "-")))
+            int(mig is not None), mig[0] if mig else 0, mig[1] if mig else 0, max_mig or 0)))
         fabric = g.spec.get("fabric", g.model.get("fabric"))
         if fabric is not None:
             import uuid as uuidlib

@@ -205,7 +205,7 @@ static nvmlReturn_t load(void) {
             copy(S.driver, f[1]);
             S.cuda = (int)num(f[2]);
             copy(S.nvml_version, f[3]);
-        } else if (!strcmp(f[0], "gpu") && n >= 16 && S.ngpus < MAX_GPUS) {
+        } else if (!strcmp(f[0], "gpu") && n >= 15 && S.ngpus < MAX_GPUS) {
             g = &S.gpus[S.ngpus];
             g->kind = KIND_GPU;
             g->index = S.ngpus++;
@@ -225,7 +225,6 @@ static nvmlReturn_t load(void) {
             g->mig_current = num(f[12]);
             g->mig_pending = num(f[13]);
             g->max_mig = num(f[14]);
-            (void)f[15];
         } else if (!strcmp(f[0], "fabric") && g && n >= 5 && strlen(f[4]) == 32) {
             g->has_fabric = 1;
             g->fabric_state = num(f[1]);
@@ -323,11 +322,11 @@ static struct nvmlComputeInstance_st *ci_handle(nvmlComputeInstance_t h) {
 
 static int gpu_index(struct nvmlDevice_st *d) { return d->kind == KIND_MIG ? d->parent->index : d->index; }
 
-/* the prologue of a device call: initialised, a known handle, no injected error */
-#define ENTER(call) \
+/* the prologue of a call: initialised; of a device call also a known handle, no injected error */
+#define ENTER() \
     do { if (S.refcount == 0) return NVML_ERROR_UNINITIALIZED; } while (0)
 #define DEVICE(call, handle, var)                                       \
-    ENTER(call);                                                        \
+    ENTER();                                                            \
     struct nvmlDevice_st *var = device_of(handle);                      \
     if (!var) return NVML_ERROR_INVALID_ARGUMENT;                       \
     do {                                                                \
@@ -367,7 +366,7 @@ EXPORT nvmlReturn_t nvmlInitWithFlags(unsigned int flags) {
 }
 
 EXPORT nvmlReturn_t nvmlShutdown(void) {
-    ENTER("nvmlShutdown");
+    ENTER();
     nvmlReturn_t r = fault("nvmlShutdown", -1);
     if (r != NVML_SUCCESS) return r;
     S.refcount--;
@@ -410,19 +409,19 @@ EXPORT const char *nvmlErrorString(nvmlReturn_t result) {
 }
 
 EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length) {
-    ENTER("nvmlSystemGetDriverVersion");
+    ENTER();
     nvmlReturn_t r = fault("nvmlSystemGetDriverVersion", -1);
     return r != NVML_SUCCESS ? r : put_string(version, length, S.driver);
 }
 
 EXPORT nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned int length) {
-    ENTER("nvmlSystemGetNVMLVersion");
+    ENTER();
     nvmlReturn_t r = fault("nvmlSystemGetNVMLVersion", -1);
     return r != NVML_SUCCESS ? r : put_string(version, length, S.nvml_version);
 }
 
 static nvmlReturn_t cuda_version(int *v) {
-    ENTER("nvmlSystemGetCudaDriverVersion");
+    ENTER();
     NOT_NULL(v);
     nvmlReturn_t r = fault("nvmlSystemGetCudaDriverVersion", -1);
     if (r != NVML_SUCCESS) return r;
@@ -435,7 +434,7 @@ EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *v) { return cuda_vers
 /* ---- enumeration -------------------------------------------------------------------------- */
 
 static nvmlReturn_t count(unsigned int *n) {
-    ENTER("nvmlDeviceGetCount");
+    ENTER();
     NOT_NULL(n);
     nvmlReturn_t r = fault("nvmlDeviceGetCount", -1);
     if (r != NVML_SUCCESS) return r;
@@ -446,7 +445,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *n) { return count(n); }
 EXPORT nvmlReturn_t nvmlDeviceGetCount(unsigned int *n) { return count(n); }
 
 static nvmlReturn_t by_index(unsigned int index, nvmlDevice_t *device) {
-    ENTER("nvmlDeviceGetHandleByIndex");
+    ENTER();
     NOT_NULL(device);
     if (index >= (unsigned int)S.ngpus) return NVML_ERROR_INVALID_ARGUMENT;
     nvmlReturn_t r = fault("nvmlDeviceGetHandleByIndex", (int)index);
@@ -458,7 +457,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int i, nvmlDevice_t *
 EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int i, nvmlDevice_t *d) { return by_index(i, d); }
 
 EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device) {
-    ENTER("nvmlDeviceGetHandleByUUID");
+    ENTER();
     NOT_NULL(uuid);
     NOT_NULL(device);
     for (int i = 0; i < S.ngpus; i++)
@@ -479,7 +478,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *de
 }
 
 static nvmlReturn_t by_bus_id(const char *bus_id, nvmlDevice_t *device) {
-    ENTER("nvmlDeviceGetHandleByPciBusId");
+    ENTER();
     NOT_NULL(bus_id);
     NOT_NULL(device);
     for (int i = 0; i < S.ngpus; i++)
@@ -731,7 +730,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceById(nvmlDevice_t device, unsigned i
 }
 
 EXPORT nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t handle, nvmlGpuInstanceInfo_t *info) {
-    ENTER("nvmlGpuInstanceGetInfo");
+    ENTER();
     struct nvmlGpuInstance_st *gi = gi_handle(handle);
     if (!gi) return NVML_ERROR_INVALID_ARGUMENT;
     NOT_NULL(info);
@@ -747,7 +746,7 @@ EXPORT nvmlReturn_t nvmlGpuInstanceGetInfo(nvmlGpuInstance_t handle, nvmlGpuInst
 
 EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstanceById(nvmlGpuInstance_t handle, unsigned int id,
                                                           nvmlComputeInstance_t *ci) {
-    ENTER("nvmlGpuInstanceGetComputeInstanceById");
+    ENTER();
     struct nvmlGpuInstance_st *gi = gi_handle(handle);
     if (!gi) return NVML_ERROR_INVALID_ARGUMENT;
     NOT_NULL(ci);
@@ -762,7 +761,7 @@ EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstanceById(nvmlGpuInstance_t hand
 }
 
 static nvmlReturn_t ci_info(nvmlComputeInstance_t handle, nvmlComputeInstanceInfo_t *info) {
-    ENTER("nvmlComputeInstanceGetInfo");
+    ENTER();
     struct nvmlComputeInstance_st *ci = ci_handle(handle);
     if (!ci) return NVML_ERROR_INVALID_ARGUMENT;
     NOT_NULL(info);
@@ -860,7 +859,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoV(nvmlDevice_t device, un
 /* compute-instance profile `profile` of a GPU instance: the model's table, sizes that fit */
 static nvmlReturn_t ci_profile(const char *call, nvmlGpuInstance_t handle, unsigned int profile,
                                unsigned int eng, profile_t **out) {
-    ENTER(call);
+    ENTER();
     struct nvmlGpuInstance_st *gi = gi_handle(handle);
     if (!gi) return NVML_ERROR_INVALID_ARGUMENT;
     nvmlReturn_t r = fault(call, gi->gpu->index);
@@ -960,7 +959,7 @@ static struct nvmlEventSet_st event_sets[16];
 static int nevent_sets;
 
 EXPORT nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set) {
-    ENTER("nvmlEventSetCreate");
+    ENTER();
     NOT_NULL(set);
     nvmlReturn_t r = fault("nvmlEventSetCreate", -1);
     if (r != NVML_SUCCESS) return r;
@@ -979,7 +978,7 @@ EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long 
 }
 
 static nvmlReturn_t event_wait(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeout_ms) {
-    ENTER("nvmlEventSetWait");
+    ENTER();
     if (!set.handle) return NVML_ERROR_INVALID_ARGUMENT;
     NOT_NULL(data);
     nvmlReturn_t r = fault("nvmlEventSetWait", -1);
@@ -992,7 +991,7 @@ EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t s, nvmlEventData_t *d, un
 EXPORT nvmlReturn_t nvmlEventSetWait(nvmlEventSet_t s, nvmlEventData_t *d, unsigned int t) { return event_wait(s, d, t); }
 
 EXPORT nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {
-    ENTER("nvmlEventSetFree");
+    ENTER();
     if (!set.handle) return NVML_ERROR_INVALID_ARGUMENT;
     return NVML_SUCCESS;
 }
