@@ -12,6 +12,7 @@ from typing import Any
 import pynvml
 
 from nfd.sources.nvml.fields import set_field_bytes
+from nfd.sources.nvml.naming import CI_ENGINE_PROFILE_COUNT, CI_PROFILE_COUNT, GI_PROFILE_COUNT
 from nfd.sources.nvml.snapshot import Vgpu
 
 # CI profile index by compute slices (NVML_COMPUTE_INSTANCE_PROFILE_*). A model's `ciProfiles`
@@ -141,6 +142,12 @@ class FakeNvml:
             g = _Gpu(index=i, spec=spec, model=models[spec["model"]])
             g.migs = self._build_migs(g)
             self.gpus.append(g)
+        # errors the profile itself states: a node whose GPUs answer errors
+        for call, error in (profile.get("errors") or {}).items():
+            self.inject(call, error)
+        for i, spec in enumerate(profile["gpus"]):
+            for call, error in (spec.get("errors") or {}).items():
+                self.inject(call, error, device=i)
 
     # -- profile -> MIG objects ----------------------------------------------------------------
     def _build_migs(self, g: _Gpu) -> list[_Mig]:
@@ -401,13 +408,18 @@ class FakeNvml:
             if int(p["index"]) == profile:
                 info = {k: v for k, v in p.items() if k not in ("index", "name")}
                 return SimpleNamespace(name="MIG " + str(p["name"]), **info)
-        raise pynvml.NVMLError(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        # as nvml.h says: an index past the table is an invalid argument, one the GPU lacks is not supported
+        if not 0 <= profile < GI_PROFILE_COUNT:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
 
     def nvmlGpuInstanceGetComputeInstanceProfileInfo(
         self, gi: _Gi, profile: int, eng_profile: int, version: int = 2
     ) -> Any:
         call = "nvmlGpuInstanceGetComputeInstanceProfileInfo" + ("V" if version == 2 else "")
         self._enter(call, gi.mig.parent.index)
+        if not (0 <= profile < CI_PROFILE_COUNT and 0 <= eng_profile < CI_ENGINE_PROFILE_COUNT):
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_INVALID_ARGUMENT)
         gi_slices = int(gi.mig.gi_profile["sliceCount"])
         for p in ci_profile_table(gi.mig.parent.model):
             if int(p["index"]) == profile and eng_profile == 0 and int(p["sliceCount"]) <= gi_slices:

@@ -20,6 +20,9 @@ hash of the module's files and the Go version:
   and, as module "upstream-nfd-image", the same release's nfd-master, nfd-worker,
   nfd-topology-updater, nfd-gc and kubectl-nfd built as upstream's image ships them (static,
   /host- prefix), for tests/e2e/upstream_image.py.
+- tests/tools/gfd: NVIDIA's gpu-feature-discovery (k8s-device-plugin v0.17.4, with a stand-in for
+  the NFD v0.15.7 packages it names, which the proxy does not serve), run over the mock NVML
+  library by tests/unit/sources/nvml/test_nvml_gfd_mock.py.
 
 `python -m tests.e2e.tools [--if-go]` builds everything missing (but "upstream-nfd-image", built
 when `--upstream-image` first asks for it) and prints the paths and build times. Tests get the binaries from the fixtures below; they skip only when Go is missing.
@@ -71,6 +74,11 @@ class Module:
     #: built when first asked for (build_module), not by `python -m tests.e2e.tools`: no test of
     #: the default run uses it, and a cold build costs minutes of CI
     on_demand: bool = False
+    #: the build key covers every file under the module's directory (a local replace module in
+    #: a subdirectory), not only its top-level go.mod, go.sum and *.go
+    tree: bool = False
+    #: needs cgo (a C compiler): CGO_ENABLED=1 whatever the environment says
+    cgo: bool = False
 
     @property
     def dir(self) -> Path:
@@ -105,6 +113,10 @@ MODULES = (
     # needs modules the pinned go.sum does not hold)
     Module("upstream-nfd-image", {f"{b}": f"sigs.k8s.io/node-feature-discovery/cmd/{b}" for b in UPSTREAM_IMAGE_BINARIES},
            src="upstream-nfd", static=True, on_demand=True),
+    # NVIDIA's gpu-feature-discovery (k8s-device-plugin v0.17.4, cgo: go-nvml dlopens
+    # libnvidia-ml.so.1), run over tests/tools/mocknvml by tests/unit/sources/nvml/test_nvml_gfd_mock.py
+    Module("gfd", {"gpu-feature-discovery": "github.com/NVIDIA/k8s-device-plugin/cmd/gpu-feature-discovery"},
+           tree=True, cgo=True),
 )
 TOOL_MODULE = {tool: m for m in MODULES for tool in m.packages}
 
@@ -129,7 +141,11 @@ def cache_root() -> Path:
 
 def build_key(go: str, module: Module) -> str:
     h = hashlib.sha256()
-    for name in ["go.mod", "go.sum", *sorted(p.name for p in module.dir.glob("*.go"))]:
+    if module.tree:
+        names = sorted(str(p.relative_to(module.dir)) for p in module.dir.rglob("*") if p.is_file())
+    else:
+        names = ["go.mod", "go.sum", *sorted(p.name for p in module.dir.glob("*.go"))]
+    for name in names:
         h.update(name.encode() + b"\0" + (module.dir / name).read_bytes() + b"\0")
     h.update(go_version(go).encode())
     return h.hexdigest()[:16]
@@ -152,6 +168,8 @@ def build_module(module: Module, *, log: Callable[[str], None] = print) -> dict[
         env = dict(os.environ)
         env["GOFLAGS"] = (env.get("GOFLAGS", "") + " -buildvcs=false -mod=readonly").strip()
         tags: list[str] = []
+        if module.cgo:
+            env["CGO_ENABLED"] = "1"
         if module.static:
             env["CGO_ENABLED"] = "0"
             tags = ["-tags", "osusergo,netgo"]

