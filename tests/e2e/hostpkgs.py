@@ -44,6 +44,8 @@ PROVIDERS: dict[str, str] = {
 BASE_PROGRAMS: dict[str, str] = {
     "apt-get": "apt",
     "dpkg-query": "dpkg",
+    "cc": "gcc",  # the mock libnvidia-ml.so (tests/support/mocknvml.py)
+    "gcc": "gcc",
     "git": "git",
     "go": "the Go toolchain (/usr/local/go)",
     "ip": "iproute2",
