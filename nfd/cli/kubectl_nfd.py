@@ -14,8 +14,10 @@ As upstream: dryrun/test read the first YAML document of each file, rules run wi
 NodeFeature's attributes, sections ``*** Labels ***`` etc. are printed with their validation
 errors, and a rule that fails to run (or a file that cannot be read) gives exit status 1.
 Beyond upstream: validate runs ``nfd rules validate``'s check (nfd.rules.lint.check_object) on
-every document, so it refuses what nfd-master would; unknown fields are warned about; a file of
-the wrong kind is refused; rules run within nfd-master's per-node budgets. ``nfd rules
+every document, so it refuses what nfd-master would; unknown fields are errors (as kubectl
+apply's strict field validation); a section's validation errors fail dryrun and test (upstream
+prints them and says "is valid"); a file of the wrong kind is refused; rules run within
+nfd-master's per-node budgets. ``nfd rules
 validate|dryrun`` is the richer form (master policy, feedback, JSON); see docs/rules.md.
 
 ``test`` merges the node's NodeFeatures as nfd-master does (objects in the master's namespace,
@@ -87,28 +89,24 @@ def _first_document(path: str, what: str) -> dict[str, Any]:
     return doc
 
 
-def _load_rule_set(path: str) -> Any:
-    """The rule file compiled; a structural problem (a wrong type) is a file error as upstream's
-    unmarshalling error is. Unknown fields and notes are printed as warnings."""
+def _load_rule_set(path: str) -> tuple[Any, list[str]]:
+    """(the rule file compiled, its unknown fields as errors: kubectl apply refuses them, and a
+    misspelt match term makes the rule match every node); a structural problem (a wrong type)
+    is a file error as upstream's unmarshalling error is. Notes are printed as warnings."""
     from nfd.api.errors import ValidationError
     from nfd.rules.engine import compile_nodefeaturerule
+    from nfd.rules.lint import check_object, warning_lines
 
     doc = _first_document(path, "NodeFeatureRule")
     obj = dict(doc)
     obj["kind"] = "NodeFeatureRule"  # as upstream, a document without a kind is taken as one
-    _print_warnings(obj)
+    check = check_object(obj, kinds=("NodeFeatureRule",))
+    for line in warning_lines(check):
+        print(f"Warning: {line}", file=sys.stderr)
     try:
-        return compile_nodefeaturerule(obj)
+        return compile_nodefeaturerule(obj), [f"{p}: {m}" for p, m in check.unknown]
     except ValidationError as e:
         raise FileError(f"error parsing NodeFeatureRule: {path}: {e}") from None
-
-
-def _print_warnings(obj: dict[str, Any]) -> None:
-    """What validate warns about (unknown fields, notes such as a NoExecute taint's), on stderr."""
-    from nfd.rules.lint import check_object, warning_lines
-
-    for line in warning_lines(check_object(obj, kinds=("NodeFeatureRule",))):
-        print(f"Warning: {line}", file=sys.stderr)
 
 
 def _features_of_nodefeature(path: str) -> Any:
@@ -157,12 +155,20 @@ def validate_file(path: str) -> tuple[list[str], list[str]]:
     return errs, warns
 
 
+def _as_master_names(name: str) -> str:
+    """A name as nfd-master publishes it: an unprefixed one gets the default namespace
+    (``feature.node.kubernetes.io/``), so it is no validation error here, as in validate."""
+    from nfd.api import DEFAULT_LABEL_NS
+
+    return name if "/" in name else f"{DEFAULT_LABEL_NS}/{name}"
+
+
 def _label_errors(labels: dict[str, str]) -> list[str]:
     from nfd.api.validation import validate_label
 
     out = []
     for k, v in sorted(labels.items()):
-        err = validate_label(k, v)
+        err = validate_label(_as_master_names(k), v)
         if err:
             out.append(f"invalid label {go_quote(k)}:{go_quote(v)} {err}")
     return out
@@ -173,7 +179,7 @@ def _annotation_errors(annotations: dict[str, str]) -> list[str]:
 
     out = []
     for k, v in sorted(annotations.items()):
-        err = validate_annotation(k, v)
+        err = validate_annotation(_as_master_names(k), v)
         if err:
             out.append(f"invalid annotation {go_quote(k)}:{go_quote(v)} {err}")
     return out
@@ -184,7 +190,7 @@ def _er_errors(resources: dict[str, str]) -> list[str]:
 
     out = []
     for k, v in sorted(resources.items()):
-        err = validate_extended_resource(k, v)
+        err = validate_extended_resource(_as_master_names(k), v)
         if err:
             out.append(f"invalid extended resource {go_quote(k)}:{go_quote(v)} {err}")
     return out
@@ -206,9 +212,10 @@ def _taint_errors(taints: list[dict[str, str]]) -> list[str]:
 
 def process_rules(rule_set: Any, features: Any) -> list[str]:
     """Run every rule against ``features`` (no feedback) and print upstream's sections; returns
-    the processing errors (which make the exit status 1). The rules run within nfd-master's
-    per-node budgets (EvalBudget): a rule the master would stop fails here with the error that
-    names the budget."""
+    the processing errors and the sections' validation errors (either makes the exit status
+    1: nfd-master would not publish an output that fails validation). The rules run within
+    nfd-master's per-node budgets (EvalBudget): a rule the master would stop fails here with
+    the error that names the budget."""
     from nfd.rules.engine import EvalBudget, process_rule_sets
     from nfd.rules.policy import resolve_value
 
@@ -244,6 +251,7 @@ def process_rules(rule_set: Any, features: Any) -> list[str]:
             print("\t-Validation errors-")
             for p in problems:
                 print(p)
+            errs.extend(f"{title}: {p}" for p in problems)
 
     if taints:
         section("Taints", [f"{{{t['key']} {t.get('value', '')} {t.get('effect', '')} <nil>}}" for t in taints],
@@ -377,8 +385,8 @@ def run(args: argparse.Namespace) -> int:
         rq, nq = go_quote(args.rules), go_quote(args.nodefeature)
         print(f"Evaluating NodeFeatureRule {rq} against NodeFeature {nq}")
         try:
-            rule_set = _load_rule_set(args.rules)
-            errs = process_rules(rule_set, _features_of_nodefeature(args.nodefeature))
+            rule_set, errs = _load_rule_set(args.rules)
+            errs += process_rules(rule_set, _features_of_nodefeature(args.nodefeature))
         except FileError as e:
             errs = [str(e)]
         return _report(errs, f"NodeFeatureRule {rq} is not valid for NodeFeature {nq}",
@@ -393,7 +401,8 @@ def run(args: argparse.Namespace) -> int:
         features, names = node_features_from_cluster(args.node, kubeconfig=args.kubeconfig or None,
                                                      namespace=args.namespace)
         print(f"Found {len(names)} NodeFeature objects for node {go_quote(args.node)}: {', '.join(names)}")
-        errs = process_rules(_load_rule_set(args.rules), features)
+        rule_set, errs = _load_rule_set(args.rules)
+        errs += process_rules(rule_set, features)
     except FileError as e:
         errs = [str(e)]
     return _report(errs, f"NodeFeatureRule is not valid for Node {args.node}",

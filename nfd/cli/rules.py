@@ -63,19 +63,21 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for c in rep.conflicts:
         print(f"warning: conflict: where both rules match, {c.message()}")
     if rep.problem_count:
-        print(f"{rep.problem_count} problem(s) found", file=sys.stderr)
+        print(f"{rep.problem_count} problem(s) found")
         return 1
-    print(f"{rep.object_count} object(s) valid", file=sys.stderr)
+    print(f"{rep.object_count} object(s) valid")
     return 0
 
 
-def checked(path: str, obj: dict[str, Any]) -> tuple[Any, list[str]]:
-    """(the object compiled, or None; what validation warns about in it: unknown fields and
-    notes, worded as ``validate`` words them, headed by the file and object)."""
+def checked(path: str, obj: dict[str, Any]) -> tuple[Any, list[str], list[tuple[str, str]]]:
+    """(the object compiled, or None; what validation warns about in it: its notes, worded as
+    ``validate`` words them, headed by the file and object; its unknown fields, (path,
+    message), which kubectl apply refuses)."""
     from nfd.rules.lint import check_object, warning_lines
 
     check = check_object(obj)
-    return check.rule_set, [f"{path}: {check.kind} {check.name!r}: {line}" for line in warning_lines(check)]
+    head = f"{path}: {check.kind} {check.name!r}"
+    return check.rule_set, [f"{head}: {line}" for line in warning_lines(check)], check.unknown
 
 
 # -- dryrun --------------------------------------------------------------------------------
@@ -151,13 +153,19 @@ def cmd_dryrun(args: argparse.Namespace) -> int:
                   f"The features in {args.nodefeature}")
 
     warnings: list[str] = []
+    unknown_errors: list[dict[str, str]] = []
     rule_sets: list[CompiledRuleSet] = []
     groups: list[CompiledRuleSet] = []
     files: dict[str, str] = {}  # rule set name -> file, for messages
     for fname, obj in rule_objs:
         files.setdefault(_obj_name(obj), fname)
-        rs, warns = checked(fname, obj)  # compiled once, for the warnings and the evaluation
+        rs, warns, unknown = checked(fname, obj)  # compiled once, for the warnings and the evaluation
         warnings.extend(warns)
+        # kubectl apply refuses an unknown field (a typo such as matchFeature: the engine would
+        # ignore it, and a rule left without its match term matches every node)
+        name = _obj_name(obj)
+        unknown_errors.extend({"rule": _rule_name_at(obj, p) or name,
+                               "message": f"{fname}: {obj.get('kind')} {name!r}: {p}: {m}"} for p, m in unknown)
         group = obj.get("kind") == "NodeFeatureGroup"
         try:
             (groups if group else rule_sets).append(
@@ -169,11 +177,13 @@ def cmd_dryrun(args: argparse.Namespace) -> int:
                 kind=str(obj.get("kind")), namespace=str((obj.get("metadata") or {}).get("namespace") or "")))
     for w in warnings:
         print(f"Warning: {w}", file=sys.stderr)
+    for u in unknown_errors:
+        print(f"error: {u['message']}", file=sys.stderr)
     # the master's per-node budgets (EvalBudget's defaults, as nfd-master uses them), so a rule
     # that the master would stop is stopped here too, its error naming the budget
     budget = None if args.no_budget else EvalBudget()
     res = process_rule_sets(rule_sets, features, node_name=node_name, auto_prefix=auto_prefix, budget=budget)
-    errors = [{"rule": n, "message": m} for n, m in res.errors]
+    errors = unknown_errors + [{"rule": n, "message": m} for n, m in res.errors]
     out: dict[str, Any] = {"node": node_name or member_name(features)}
     if args.raw:
         o = res.output
@@ -222,6 +232,19 @@ def cmd_dryrun(args: argparse.Namespace) -> int:
     else:
         _print_text(out, rejected, raw=args.raw, title=node_title)
     return 1 if errors else 0
+
+
+def _rule_name_at(obj: dict[str, Any], path: str) -> str | None:
+    """The name of the rule that ``path`` (``spec.rules[2]...``) is in, if any."""
+    import re
+
+    m = re.match(r"spec\.(rules|featureGroupRules)\[(\d+)\]", path)
+    spec = obj.get("spec")
+    rules = spec.get(m.group(1)) if m and isinstance(spec, dict) else None
+    if not isinstance(rules, list) or int(m.group(2)) >= len(rules):  # type: ignore[union-attr]
+        return None
+    r = rules[int(m.group(2))]  # type: ignore[union-attr]
+    return str(r.get("name")) if isinstance(r, dict) and r.get("name") else None
 
 
 def _result_json(r: Any, files: dict[str, str]) -> dict[str, Any]:

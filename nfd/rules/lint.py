@@ -1,6 +1,6 @@
 """The one offline validation of NodeFeatureRule and NodeFeatureGroup files: ``check_files`` is
 what ``nfd rules validate`` and ``kubectl nfd validate`` both print, so they agree on every file
-(the dryruns name the same unknown fields and notes).
+(the dryruns name the same unknown fields, as errors, and notes).
 
 It refuses what the API server refuses and what nfd-master would refuse, naming every problem
 with its field path (not only the first of a rule):
@@ -14,8 +14,10 @@ with its field path (not only the first of a rule):
 - outputs the master would reject (label/annotation/extended resource names and values after
   auto-prefixing, taint keys and effects; ``@`` values for form only).
 
-Warnings (the master takes the object): unknown fields (pruned by the API server), two rules of
-one object with one name, a NoExecute taint and an ``@`` value in an annotation (with upstream's
+Unknown fields are problems too, as ``kubectl apply``'s strict field validation refuses them,
+each with the nearest valid name (nfd.api.nodefeaturerule.unknown_field_problems).
+
+Warnings (the master takes the object): two rules of one object with one name, a NoExecute taint and an ``@`` value in an annotation (with upstream's
 notes), and conflicts between rules (nfd.rules.conflicts).
 """
 
@@ -28,7 +30,7 @@ from typing import Any
 
 from nfd.api import API_VERSION, DEFAULT_LABEL_NS
 from nfd.api.errors import ValidationError, ValidationErrors
-from nfd.api.nodefeaturerule import Rule, parse_rule, unknown_field_message, unknown_fields
+from nfd.api.nodefeaturerule import Rule, parse_rule, unknown_field_problems
 from nfd.api.validation import (
     ERR_UNPREFIXED,
     dns1123_subdomain_errors,
@@ -180,8 +182,9 @@ def _covered(path: str, by: set[str]) -> bool:
 @dataclass(slots=True)
 class ObjectCheck:
     """What validation found in one object. ``problems`` are what the API server or nfd-master
-    would refuse (field path, message); ``warnings`` the unknown fields (pruned, as kubectl warns);
-    ``notes`` what the master takes but the author should know (field path, message).
+    would refuse (field path, message), unknown fields included; ``unknown`` those alone (kubectl
+    apply's strict field validation refuses them; the API server prunes them from what it stores
+    without it, and the engine ignores them); ``notes`` what the master takes but the author should know (field path, message).
     ``rule_set`` is None when the object could not be compiled (and after check_file, which
     keeps only ``rule_names`` and ``outputs``)."""
 
@@ -189,7 +192,7 @@ class ObjectCheck:
     name: str
     rule_set: CompiledRuleSet | None = None
     problems: list[tuple[str, str]] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    unknown: list[tuple[str, str]] = field(default_factory=list)
     notes: list[tuple[str, str]] = field(default_factory=list)
     rule_names: list[str] = field(default_factory=list)
     # the literal outputs of a NodeFeatureRule's rules, for conflicts (nfd.rules.conflicts)
@@ -235,7 +238,7 @@ def check_object(
         out.problems.append(("metadata.name", "required"))
     else:
         out.problems.extend(("metadata.name", e) for e in dns1123_subdomain_errors(name))
-    out.warnings = unknown_fields(obj, kind=kind)
+    out.unknown = unknown_field_problems(obj, kind=kind)
     schema = _schema_problems(obj, kind, out)
     said = {p for p, _ in schema}
     engine: list[tuple[str, str]] = []
@@ -265,7 +268,7 @@ def check_object(
     # master and dryrun use), the schema's where it refused a field above (a wrong type).
     engine = [pm for pm in engine if pm[0] in said or not _covered(pm[0], said)]
     spoken = {p for p, _ in engine}
-    merged = engine + [pm for pm in schema if pm[0] not in spoken]
+    merged = engine + [pm for pm in schema if pm[0] not in spoken] + out.unknown
     seen: set[tuple[str, str]] = set(out.problems)
     for pm in sorted(merged, key=lambda x: _rule_index(x[0])):
         if pm not in seen:
@@ -276,8 +279,8 @@ def check_object(
 
 
 def warning_lines(check: ObjectCheck) -> list[str]:
-    """Unknown fields as kubectl words them, then the notes (``path: note``)."""
-    return [unknown_field_message(p) for p in check.warnings] + [f"{p}: {m}" if p else m for p, m in check.notes]
+    """The notes (``path: note``)."""
+    return [f"{p}: {m}" if p else m for p, m in check.notes]
 
 
 # -- files ---------------------------------------------------------------------------------
