@@ -3,7 +3,7 @@
 Same subcommands, flags, messages and exit codes as upstream's plugin, so scripts written for it
 run unchanged:
 
-    kubectl nfd validate -f RULES.yaml
+    kubectl nfd validate -f RULES.yaml [--cluster [-k KUBECONFIG] | --crds DIR]
     kubectl nfd dryrun   -f RULES.yaml -n NODEFEATURE.yaml
     kubectl nfd test     -f RULES.yaml -n NODE [-k KUBECONFIG] [-s NAMESPACE]
     kubectl nfd test     -f RULES.yaml (-A | -l SELECTOR) [--show-nodes] [-o text|json]
@@ -128,16 +128,47 @@ def _features_of_nodefeature(path: str) -> Any:
 # -- validate ------------------------------------------------------------------------------
 
 
-def validate_file(path: str) -> tuple[list[str], list[str]]:
+def cluster_crds(kubeconfig: str | None) -> Any:
+    """nfd.rules.lint.ServedCRDs of the cluster: its NodeFeatureRule and NodeFeatureGroup
+    CustomResourceDefinitions, as the API server serves them (read with a kubeconfig found as
+    kubectl finds it)."""
+    import asyncio
+
+    from nfd.k8s.client import ApiClient
+    from nfd.k8s.config import ConfigError, load_kubeconfig
+    from nfd.k8s.errors import ApiError, ApiUnavailable
+    from nfd.k8s.fetching import get
+    from nfd.k8s.resources import CUSTOMRESOURCEDEFINITIONS, RULE_CRD_NAMES
+    from nfd.rules.lint import ServedCRDs
+
+    try:
+        cfg = load_kubeconfig(kubeconfig)
+    except ConfigError as e:
+        raise FileError(f"error building kubeconfig: {e}") from None
+
+    async def fetch() -> list[dict[str, Any]]:
+        async with ApiClient(cfg, user_agent="kubectl-nfd") as api:
+            crds = [await get(api, CUSTOMRESOURCEDEFINITIONS, name=n) for n in RULE_CRD_NAMES]
+            return [c for c in crds if c is not None]
+
+    try:
+        crds = asyncio.run(fetch())
+    except (ApiError, ApiUnavailable, OSError) as e:
+        raise FileError(f"failed to read the cluster's CustomResourceDefinitions: {e}") from None
+    return ServedCRDs.from_crds(crds, "the cluster's CRDs")
+
+
+def validate_file(path: str, *, served: Any = None) -> tuple[list[str], list[str]]:
     """(errors, warnings) of every NodeFeatureRule and NodeFeatureGroup in ``path``:
     nfd.rules.lint.check_file, the validation of ``nfd rules validate``, so both find the same
     problems (upstream's plugin checks names and values only). Prints upstream's
     ``Validating rule:`` lines."""
     from nfd.rules.files import InputError
     from nfd.rules.lint import check_files, warning_lines
+    from nfd.sources.registry import published_features
 
     try:
-        rep = check_files([path])
+        rep = check_files([path], published=published_features(), served=served)
     except InputError as e:
         msg = str(e)
         verb = "reading" if "cannot read" in msg else "parsing"
@@ -334,6 +365,13 @@ def build_parser() -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=_SHORT[name], description=_LONG[name])
         sp.add_argument("-f", "--nodefeaturerule-file", dest="rules", required=True,
                         help="Path to the NodeFeatureRule file to validate")
+        if name == "validate":
+            # ours: also against the CRDs a cluster serves (they may be an older release's)
+            sp.add_argument("--cluster", action="store_true",
+                            help="also check against the cluster's served NodeFeatureRule/NodeFeatureGroup CRDs: "
+                            "every field they would prune, and each rule that would then match every node")
+            sp.add_argument("-k", "--kubeconfig", default="", help="kubeconfig file to use (with --cluster)")
+            sp.add_argument("--crds", metavar="DIR", help="also check against the CRD YAML files in DIR")
         if name == "dryrun":
             sp.add_argument("-n", "--nodefeature-file", dest="nodefeature", required=True,
                             help="Path to the NodeFeature file to validate against")
@@ -375,7 +413,17 @@ def run(args: argparse.Namespace) -> int:
     if args.command == "validate":
         print(f"Validating NodeFeatureRule {args.rules}")
         try:
-            errs, warns = validate_file(args.rules)
+            served = None
+            if args.cluster:
+                served = cluster_crds(args.kubeconfig or None)
+            elif args.crds:
+                from nfd.cli.rules import InputError, served_crds_of
+
+                try:
+                    served = served_crds_of(args.crds)
+                except InputError as e:
+                    raise FileError(f"error reading CRDs: {e}") from None
+            errs, warns = validate_file(args.rules, served=served)
         except FileError as e:
             errs, warns = [str(e)], []
         for w in warns:

@@ -1,6 +1,6 @@
 """``nfd rules``: offline NodeFeatureRule tools (no cluster, no kubernetes client library).
 
-    nfd rules validate -f FILE [-f FILE ...]
+    nfd rules validate -f FILE [-f FILE ...] [--crds DIR]
     nfd rules dryrun -f RULES.yaml --nodefeature NF.yaml [-o text|json] [--raw]
                      (NF.yaml: NodeFeature object(s), or ``nfd export features`` output)
                      [--config nfd-master.conf] [--enable-taints] [--disable-auto-prefix]
@@ -45,9 +45,12 @@ def _objects(path: str, kinds: tuple[str, ...], *, skip_other_nfd: bool = False)
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from nfd.rules.lint import check_files, warning_lines
+    from nfd.sources.registry import published_features
 
     try:
-        rep = check_files(args.files, auto_prefix=not args.disable_auto_prefix)
+        served = served_crds_of(args.crds) if args.crds else None
+        rep = check_files(args.files, auto_prefix=not args.disable_auto_prefix, published=published_features(),
+                          served=served)
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -67,6 +70,23 @@ def cmd_validate(args: argparse.Namespace) -> int:
         return 1
     print(f"{rep.object_count} object(s) valid")
     return 0
+
+
+def served_crds_of(directory: str) -> Any:
+    """nfd.rules.lint.ServedCRDs from a directory of CRD YAML files (another release's crds/,
+    such as the NFD 0.19 CRDs a GPU Operator bundles). Raises InputError."""
+    import yaml
+
+    from nfd.api.crds import load_crds
+    from nfd.rules.lint import ServedCRDs
+
+    try:
+        crds = load_crds(directory)
+    except (OSError, yaml.YAMLError) as e:
+        raise InputError(f"--crds {directory}: {e}") from None
+    if not crds:
+        raise InputError(f"--crds {directory}: no CustomResourceDefinition in its *.yaml files")
+    return ServedCRDs.from_crds(crds, f"the CRDs in {directory}")
 
 
 def checked(path: str, obj: dict[str, Any]) -> tuple[Any, list[str], list[tuple[str, str]]]:
@@ -320,6 +340,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     v.add_argument("--disable-auto-prefix", action="store_true",
                    help="check label names as nfd-master does with the DisableAutoPrefix feature gate")
+    v.add_argument("--crds", metavar="DIR",
+                   help="also check against the CRDs in DIR (*.yaml; e.g. an older NFD's, as a cluster serves "
+                   "them): every field their schema would prune, and each rule that would then match every node")
     d = sub.add_parser(
         "dryrun",
         help="evaluate rules against a NodeFeature object",
