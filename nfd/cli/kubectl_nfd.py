@@ -472,6 +472,15 @@ def run_fleet(args: argparse.Namespace) -> int:
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+    # kubectl apply's strict field validation refuses an unknown field; the report below is for
+    # the object as the API server stores it without that (the field pruned)
+    from nfd.api.nodefeaturerule import unknown_field_problems
+    from nfd.rules.files import object_name
+
+    unknown = [f"{o.get('kind')} {object_name(o)!r}: {p}: {m}" for o in objs for p, m in unknown_field_problems(o)]
+    for u in unknown:
+        print(f"error: {u} (kubectl apply refuses the object; the report is for it without the field)",
+              file=sys.stderr)
     where = f"nodes matching {go_quote(args.selector)}" if args.selector else "every node"
     try:
         rep = fetch_and_plan(kubeconfig=args.kubeconfig or None, selector=args.selector, file_rules=file_rules,
@@ -480,12 +489,12 @@ def run_fleet(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 1
     if args.output == "json":
-        json.dump(rep.to_json(), sys.stdout, indent=2)
+        json.dump(rep.to_json() | {"unknownFields": unknown}, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         print(f"Evaluating NodeFeatureRule {go_quote(args.rules)} against {where}: {len(rep.nodes)} node(s)")
         print_report(rep, show_nodes=args.show_nodes, write=sys.stdout.write)
-    return 1 if rep.rule_errors or rep.group_errors else 0
+    return 1 if rep.rule_errors or rep.group_errors or unknown else 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -275,3 +276,40 @@ def test_no_command_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     for cmd in ("dryrun", "test", "validate"):
         assert cmd in out
+
+
+def test_fleet_test_names_unknown_fields_as_kubectl_apply_refuses_them(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``test -A`` predicts an apply: an unknown field is an error (exit 1), the report is for
+    the object as the API server stores it without strict validation (the field pruned)."""
+    import json
+
+    from nfd.cli import fleet
+
+    seen: list[Any] = []
+
+    def fetch_and_plan(**kw: Any) -> fleet.FleetReport:
+        seen.append(kw["file_rules"])
+        return fleet.FleetReport(nodes=["n1"])
+
+    monkeypatch.setattr(fleet, "fetch_and_plan", fetch_and_plan)
+    rules = write(tmp_path, "r.yaml", """
+        apiVersion: nfd.k8s-sigs.io/v1alpha1
+        kind: NodeFeatureRule
+        metadata: {name: typo}
+        spec:
+          rules:
+          - name: r
+            labels: {example.com/x: "1"}
+            matchFeature: [{feature: cpu.cpuid, matchExpressions: {AVX512F: {op: Exists}}}]
+        """)
+    assert main(["test", "-f", rules, "-A"]) == 1
+    cap = capsys.readouterr()
+    assert cap.err == ("error: NodeFeatureRule 'typo': spec.rules[0].matchFeature: unknown field; did you mean "
+                       "matchFeatures? (as written, the rule has no match term and matches every node) (kubectl apply "
+                       "refuses the object; the report is for it without the field)\n")
+    assert "1 node(s)" in cap.out and seen
+    assert main(["test", "-f", rules, "-A", "-o", "json"]) == 1
+    assert json.loads(capsys.readouterr().out)["unknownFields"] == [
+        "NodeFeatureRule 'typo': spec.rules[0].matchFeature: unknown field; did you mean matchFeatures? "
+        "(as written, the rule has no match term and matches every node)"]
