@@ -87,12 +87,17 @@ class CrdCheck:
         for name in RULE_CRD_NAMES:
             try:
                 obj = await get(self.api, CUSTOMRESOURCEDEFINITIONS, name=name)
-            except (kerr.ApiError, kerr.ApiUnavailable) as e:
-                if not self._unreadable:
-                    log.warning("cannot read the CustomResourceDefinition %s (%s): the CRDs the cluster serves are "
-                                "not checked against this nfd-master's fields", name, e)
-                self._unreadable = True
-                return
+            except kerr.ApiError as e:
+                if e.status == 403:  # upstream's ClusterRole: nothing to watch either
+                    log.warning("cannot read the CustomResourceDefinition %s (%s): the CRDs the cluster serves "
+                                "are not checked against this nfd-master's fields", name, e)
+                    self._unreadable = True
+                    return
+                log.warning("cannot read the CustomResourceDefinition %s yet (%s); watching it", name, e)
+                continue
+            except kerr.ApiUnavailable as e:  # the watch below retries
+                log.warning("cannot read the CustomResourceDefinition %s yet (%s); watching it", name, e)
+                continue
             self.check(name, obj)
         for inf in self.informers:
             await inf.start()

@@ -107,3 +107,25 @@ def test_the_event_is_a_warning_on_the_crd(monkeypatch: pytest.MonkeyPatch) -> N
     assert kw["involved"] == {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
                               "metadata": {"name": RULES_CRD, "uid": "u1"}}
     assert "spec.rules[].matchCEL" in kw["message"]
+
+
+def test_without_rbac_one_line_and_no_watch(caplog: pytest.LogCaptureFixture) -> None:
+    """Under upstream's ClusterRole (no CRD grant) the check is skipped with one line."""
+    import asyncio
+
+    from nfd.k8s.errors import ApiError
+
+    class Forbidden:
+        async def request(self, method: str, path: str, **kw: Any) -> Any:
+            raise ApiError(403, "Forbidden", "customresourcedefinitions is forbidden")
+
+    metrics = MasterMetrics()
+    chk = CrdCheck(Forbidden(), write_api=Forbidden(), metrics=metrics, spawn=lambda c: c.close(),  # type: ignore[arg-type]
+                   leading=lambda: True)
+    caplog.set_level(logging.INFO, logger="nfd.master")
+    asyncio.run(chk.start())
+    msgs = [r.getMessage() for r in caplog.records]
+    assert len(msgs) == 1 and msgs[0].startswith(f"cannot read the CustomResourceDefinition {RULES_CRD} (403")
+    assert msgs[0].endswith("the CRDs the cluster serves are not checked against this nfd-master's fields")
+    assert all(inf._task is None for inf in chk.informers)
+    assert gauge(metrics, RULES_CRD) is None
