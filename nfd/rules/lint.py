@@ -216,9 +216,10 @@ def _schema_problems(obj: dict[str, Any], kind: str, out: ObjectCheck) -> list[t
 
 
 def _unpublished_features(obj: dict[str, Any], kind: str, published: Collection[str]) -> list[tuple[str, str]]:
-    """A term's ``feature`` in the domain of a source (``nvml``, ``cpu``, ...) that no source
-    publishes, with the nearest published name (``nvml.gpus``: did you mean nvml.gpu?). Other
-    domains (a third party's NodeFeatures, ``rule.matched``) are not judged."""
+    """A term's ``feature`` (or the feature of an ``@domain.feature.element`` label or extended
+    resource value) in the domain of a source (``nvml``, ``cpu``, ...) that no source publishes,
+    with the nearest published name (``nvml.gpus``: did you mean nvml.gpu?). Other domains (a
+    third party's NodeFeatures, ``rule.matched``) are not judged."""
     from nfd.api.nodefeaturerule import nearest_name
     from nfd.lang.gostd.strconv import quote as go_quote
 
@@ -227,10 +228,29 @@ def _unpublished_features(obj: dict[str, Any], kind: str, published: Collection[
     spec = obj.get("spec")
     rules = spec.get(LIST_FIELD[kind]) if isinstance(spec, dict) else None
     out: list[tuple[str, str]] = []
+
+    def judge(f: str, path: str, head: str = "") -> None:
+        low = f.lower()  # the engine looks feature names up lower-cased
+        dom = low.split(".", 1)[0]
+        if dom not in domains or low in known:
+            return
+        near = nearest_name(low, [k for k in known if k.startswith(dom + ".")])
+        same = sorted(k for k in known if k.startswith(dom + "."))
+        msg = f"{head}no source publishes feature {go_quote(f)}"
+        msg += f"; did you mean {near}?" if near else f" (the {dom} source publishes {', '.join(same)})"
+        out.append((path, msg))
+
     for i, r in enumerate(rules if isinstance(rules, list) else []):
         if not isinstance(r, dict):
             continue
         rp = f"spec.{LIST_FIELD[kind]}[{i}]"
+        # '@domain.feature.element' values (labels, extended resources) read a feature too
+        for field_name in ("labels", "extendedResources"):
+            vals = r.get(field_name)
+            for k, v in (vals.items() if isinstance(vals, dict) else ()):
+                parts = v[1:].split(".", 2) if isinstance(v, str) and v.startswith("@") else []
+                if len(parts) == 3:
+                    judge(f"{parts[0]}.{parts[1]}", f"{rp}.{field_name}.{k}", f"{go_quote(v)}: ")
         groups = [(f"{rp}.matchFeatures", r.get("matchFeatures"))]
         ma = r.get("matchAny")
         groups += [(f"{rp}.matchAny[{k}].matchFeatures", m.get("matchFeatures"))
@@ -238,17 +258,8 @@ def _unpublished_features(obj: dict[str, Any], kind: str, published: Collection[
         for gp, terms in groups:
             for j, t in enumerate(terms if isinstance(terms, list) else []):
                 f = t.get("feature") if isinstance(t, dict) else None
-                if not isinstance(f, str) or len(f.split(".")) != 2:
-                    continue  # no feature, or not <domain>.<feature>: the engine says so
-                low = f.lower()  # the engine looks feature names up lower-cased
-                dom = low.split(".", 1)[0]
-                if dom not in domains or low in known:
-                    continue
-                near = nearest_name(low, [k for k in known if k.startswith(dom + ".")])
-                same = sorted(k for k in known if k.startswith(dom + "."))
-                msg = f"no source publishes feature {go_quote(f)}"
-                msg += f"; did you mean {near}?" if near else f" (the {dom} source publishes {', '.join(same)})"
-                out.append((f"{gp}[{j}].feature", msg))
+                if isinstance(f, str) and len(f.split(".")) == 2:  # else the engine says what is wrong
+                    judge(f, f"{gp}[{j}].feature")
     return out
 
 

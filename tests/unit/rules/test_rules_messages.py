@@ -135,7 +135,8 @@ def test_a_feature_no_source_publishes_names_the_nearest(tmp_path: Path, capsys:
         spec:
           rules:
           - name: gpu
-            labels: {example.com/gpu: "true"}
+            labels: {example.com/gpu: "true", example.com/count: "@nvml.gpus.count"}
+            extendedResources: {example.com/gpus: "@pci.count.10de", example.com/ok: "@rule.matched.x"}
             matchFeatures:
             - feature: nvml.gpus
               matchExpressions: {count: {op: Gt, value: ["0"]}}
@@ -151,10 +152,14 @@ def test_a_feature_no_source_publishes_names_the_nearest(tmp_path: Path, capsys:
     out = capsys.readouterr().out.splitlines()
     head = f"{p}: NodeFeatureRule 'gpu': "
     assert out == [
+        f'{head}spec.rules[0].labels.example.com/count: "@nvml.gpus.count": no source publishes feature "nvml.gpus"; '
+        "did you mean nvml.gpu?",
+        f'{head}spec.rules[0].extendedResources.example.com/gpus: "@pci.count.10de": no source publishes feature '
+        '"pci.count" (the pci source publishes pci.device)',
         f'{head}spec.rules[0].matchFeatures[0].feature: no source publishes feature "nvml.gpus"; did you mean nvml.gpu?',
         f'{head}spec.rules[0].matchAny[0].matchFeatures[0].feature: no source publishes feature "pci.zzz" '
         "(the pci source publishes pci.device)",
-        "2 problem(s) found",
+        "4 problem(s) found",
     ]
     from nfd.cli.kubectl_nfd import main as kubectl_main
 
