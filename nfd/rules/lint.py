@@ -215,9 +215,13 @@ def _schema_problems(obj: dict[str, Any], kind: str, out: ObjectCheck) -> list[t
             if p.split(".")[0] not in ("apiVersion", "kind", "metadata")]
 
 
+# a feature map indexed with a string literal: attributes["kernel.version"]
+_CEL_FEATURE_KEY = re.compile(r"""(?<![\w.])(flags|attributes|instances)\s*\[\s*(["'])([^"'\\]+)\2\s*\]""")
+
+
 def _unpublished_features(obj: dict[str, Any], kind: str, published: Collection[str]) -> list[tuple[str, str]]:
     """A term's ``feature`` (or the feature of an ``@domain.feature.element`` label or extended
-    resource value) in the domain of a source (``nvml``, ``cpu``, ...) that no source publishes,
+    resource value, or a feature map's literal key in a CEL expression) in the domain of a source (``nvml``, ``cpu``, ...) that no source publishes,
     with the nearest published name (``nvml.gpus``: did you mean nvml.gpu?). Other domains (a
     third party's NodeFeatures, ``rule.matched``) are not judged."""
     from nfd.api.nodefeaturerule import nearest_name
@@ -260,6 +264,12 @@ def _unpublished_features(obj: dict[str, Any], kind: str, published: Collection[
                 f = t.get("feature") if isinstance(t, dict) else None
                 if isinstance(f, str) and len(f.split(".")) == 2:  # else the engine says what is wrong
                     judge(f, f"{gp}[{j}].feature")
+        # a CEL expression indexes a feature map with the feature's name
+        cel = r.get("matchCEL")
+        for j, src in enumerate(cel if isinstance(cel, list) else []):
+            for m in _CEL_FEATURE_KEY.finditer(src if isinstance(src, str) else ""):
+                if len(m.group(3).split(".")) == 2:
+                    judge(m.group(3), f"{rp}.matchCEL[{j}]", f"{m.group(1)}[{m.group(2)}{m.group(3)}{m.group(2)}]: ")
     return out
 
 

@@ -137,6 +137,8 @@ def test_a_feature_no_source_publishes_names_the_nearest(tmp_path: Path, capsys:
           - name: gpu
             labels: {example.com/gpu: "true", example.com/count: "@nvml.gpus.count"}
             extendedResources: {example.com/gpus: "@pci.count.10de", example.com/ok: "@rule.matched.x"}
+            matchCEL:
+            - instances["pci.devices"].exists(d, d.vendor == "10de") && attributes["kernel.version"].major == "6"
             matchFeatures:
             - feature: nvml.gpus
               matchExpressions: {count: {op: Gt, value: ["0"]}}
@@ -159,7 +161,9 @@ def test_a_feature_no_source_publishes_names_the_nearest(tmp_path: Path, capsys:
         f'{head}spec.rules[0].matchFeatures[0].feature: no source publishes feature "nvml.gpus"; did you mean nvml.gpu?',
         f'{head}spec.rules[0].matchAny[0].matchFeatures[0].feature: no source publishes feature "pci.zzz" '
         "(the pci source publishes pci.device)",
-        "4 problem(s) found",
+        f'{head}spec.rules[0].matchCEL[0]: instances["pci.devices"]: no source publishes feature "pci.devices"; '
+        "did you mean pci.device?",
+        "5 problem(s) found",
     ]
     from nfd.cli.kubectl_nfd import main as kubectl_main
 
