@@ -8,6 +8,8 @@ with its field path, e.g. ``spec.rules[2].matchFeatures[0].matchExpressions.vend
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -354,13 +356,29 @@ def unknown_field_message(path: str) -> str:
     return f'unknown field "{path}"'
 
 
-def unknown_rule_fields(obj: Any, *, path: str, group: bool = False) -> list[str]:
-    """The path of every field of one rule that the API does not define, in document order."""
-    out: list[str] = []
+MATCH_TERMS = ("matchFeatures", "matchAny", "matchCEL")
+
+
+def nearest_name(name: str, allowed: Iterable[str]) -> str | None:
+    """The valid field name ``name`` was most likely meant to be (a typo, a wrong case, a
+    missing or extra letter), or None when none is close."""
+    import difflib
+
+    names = sorted(allowed)
+    low = {n.lower(): n for n in names}
+    if name.lower() in low:
+        return low[name.lower()]
+    got = difflib.get_close_matches(name.lower(), list(low), n=1, cutoff=0.6)
+    return low[got[0]] if got else None
+
+
+def _walk_unknown(obj: Any, kind: str, path: str = "") -> list[tuple[str, str, frozenset[str]]]:
+    """(path, field name, the names allowed there) of every field the schema does not define."""
+    out: list[tuple[str, str, frozenset[str]]] = []
 
     def check(o: Any, allowed: frozenset[str], p: str) -> None:
         if isinstance(o, dict):
-            out.extend(f"{p}.{k}" for k in o if k not in allowed)
+            out.extend((f"{p}.{k}" if p else str(k), str(k), allowed) for k in o if k not in allowed)
 
     def terms(ts: Any, p: str) -> None:
         if not isinstance(ts, list):
@@ -376,21 +394,41 @@ def unknown_rule_fields(obj: Any, *, path: str, group: bool = False) -> list[str
                     check(e, _EXPR_FIELDS, f"{tp}.matchExpressions.{k}")
             check(t.get("matchName"), _EXPR_FIELDS, f"{tp}.matchName")
 
-    check(obj, _GROUP_RULE_FIELDS if group else _RULE_FIELDS, path)
-    if not isinstance(obj, dict):
+    def rule(r: Any, p: str, group: bool) -> None:
+        check(r, _GROUP_RULE_FIELDS if group else _RULE_FIELDS, p)
+        if not isinstance(r, dict):
+            return
+        terms(r.get("matchFeatures"), f"{p}.matchFeatures")
+        ma = r.get("matchAny")
+        if isinstance(ma, list):
+            for i, m in enumerate(ma):
+                check(m, frozenset({"matchFeatures"}), f"{p}.matchAny[{i}]")
+                if isinstance(m, dict):
+                    terms(m.get("matchFeatures"), f"{p}.matchAny[{i}].matchFeatures")
+        tt = r.get("taints")
+        if not group and isinstance(tt, list):
+            for i, t in enumerate(tt):
+                check(t, _TAINT_FIELDS, f"{p}.taints[{i}]")
+
+    if kind == "rule" or kind == "group-rule":
+        rule(obj, path, kind == "group-rule")
         return out
-    terms(obj.get("matchFeatures"), f"{path}.matchFeatures")
-    ma = obj.get("matchAny")
-    if isinstance(ma, list):
-        for i, m in enumerate(ma):
-            check(m, frozenset({"matchFeatures"}), f"{path}.matchAny[{i}]")
-            if isinstance(m, dict):
-                terms(m.get("matchFeatures"), f"{path}.matchAny[{i}].matchFeatures")
-    tt = obj.get("taints")
-    if not group and isinstance(tt, list):
-        for i, t in enumerate(tt):
-            check(t, _TAINT_FIELDS, f"{path}.taints[{i}]")
+    list_field, group = _SPEC_FIELDS[kind]
+    check(obj, _TOP_FIELDS[kind], "")
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return out
+    check(spec, frozenset({list_field}) | _SPEC_EXTRA[kind], "spec")
+    rules = spec.get(list_field)
+    if isinstance(rules, list):
+        for i, r in enumerate(rules):
+            rule(r, f"spec.{list_field}[{i}]", group)
     return out
+
+
+def unknown_rule_fields(obj: Any, *, path: str, group: bool = False) -> list[str]:
+    """The path of every field of one rule that the API does not define, in document order."""
+    return [p for p, _, _ in _walk_unknown(obj, "group-rule" if group else "rule", path)]
 
 
 def unknown_fields(obj: Any, *, kind: str | None = None) -> list[str]:
@@ -398,19 +436,40 @@ def unknown_fields(obj: Any, *, kind: str | None = None) -> list[str]:
     does not define: top level, ``spec`` and every rule. ``kind`` defaults to the object's own;
     an object of another kind has none reported. The one list that ``nfd rules``,
     ``kubectl-nfd`` and nfd-master's log all use."""
+    return [p for p, _ in unknown_field_problems(obj, kind=kind)]
+
+
+def unknown_field_problems(obj: Any, *, kind: str | None = None) -> list[tuple[str, str]]:
+    """(path, message) of every field of a NodeFeatureRule or NodeFeatureGroup object that its
+    schema does not define, as errors, the way ``kubectl apply``'s strict field validation
+    refuses them, with the nearest valid name: ``spec.rules[0].matchFeature: unknown field;
+    did you mean matchFeatures?``. A rule whose only match terms are misspelt says that it would
+    match every node as written (the engine ignores the field, and a rule without a match term
+    always matches)."""
     if not isinstance(obj, dict):
         return []
     kind = kind or obj.get("kind")
     if kind not in _SPEC_FIELDS:
         return []
-    list_field, group = _SPEC_FIELDS[kind]
-    out = [k for k in obj if k not in _TOP_FIELDS[kind]]
-    spec = obj.get("spec")
-    if not isinstance(spec, dict):
-        return [str(k) for k in out]
-    out.extend(f"spec.{k}" for k in spec if k != list_field and k not in _SPEC_EXTRA[kind])
-    rules = spec.get(list_field)
-    if isinstance(rules, list):
-        for i, r in enumerate(rules):
-            out.extend(unknown_rule_fields(r, path=f"spec.{list_field}[{i}]", group=group))
-    return [str(k) for k in out]
+    out: list[tuple[str, str]] = []
+    for path, name, allowed in _walk_unknown(obj, kind):
+        near = nearest_name(name, allowed)
+        msg = f"unknown field; did you mean {near}?" if near else \
+            f"unknown field (valid here: {', '.join(sorted(allowed))})"
+        if _rule_left_without_terms(obj, path, name, near):
+            msg += " (as written, the rule has no match term and matches every node)"
+        out.append((path, msg))
+    return out
+
+
+_RULE_PATH = re.compile(r"spec\.(rules|featureGroupRules)\[(\d+)\]\.([^.\[]+)\Z")
+
+
+def _rule_left_without_terms(obj: dict[str, Any], path: str, name: str, near: str | None) -> bool:
+    """Whether ``path`` is a misspelt match term of a rule that has no valid one."""
+    m = _RULE_PATH.match(path)
+    if m is None or not (near in MATCH_TERMS or name.lower().startswith("match")):
+        return False
+    rules = (obj.get("spec") or {}).get(m.group(1))
+    r = rules[int(m.group(2))] if isinstance(rules, list) and int(m.group(2)) < len(rules) else None
+    return isinstance(r, dict) and not any(r.get(t) for t in MATCH_TERMS)

@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["schema_problems", "object_schema", "SchemaUnavailable"]
+__all__ = ["schema_problems", "pruned_fields", "missing_fields", "object_schema", "served_schema", "SchemaUnavailable"]
 
 _TYPE_WORDS = {
     "object": "an object",
@@ -218,6 +218,69 @@ def _array(v: list[Any], s: dict[str, Any], path: str, out: list[tuple[str, str]
                 seen[key] = i
 
 
+def pruned_fields(obj: Any, schema: dict[str, Any], *, path: str = "") -> list[str]:
+    """The path of every field of ``obj`` that the API server prunes when it stores ``obj``
+    under ``schema`` (a field the schema does not define, where no
+    ``x-kubernetes-preserve-unknown-fields`` keeps it), in document order. ``apiVersion``,
+    ``kind`` and ``metadata`` at the top are the server's own and never pruned."""
+    out: list[str] = []
+    _prune_walk(obj, schema, path, out, top=not path)
+    return out
+
+
+def _prune_walk(v: Any, s: dict[str, Any], path: str, out: list[str], *, top: bool = False) -> None:
+    if isinstance(v, dict):
+        props: dict[str, Any] = s.get("properties") or {}
+        extra = s.get("additionalProperties")
+        keep = s.get("x-kubernetes-preserve-unknown-fields") or extra is True
+        for k, x in v.items():
+            key = str(k)
+            if top and key in ("apiVersion", "kind", "metadata"):
+                continue
+            sub = props.get(key)
+            if sub is None and isinstance(extra, dict):
+                sub = extra
+            if sub is None:
+                if not keep:
+                    out.append(_join(path, key))
+                continue
+            _prune_walk(x, sub, _join(path, key), out)
+    elif isinstance(v, list):
+        items = s.get("items")
+        if isinstance(items, dict):
+            for i, x in enumerate(v):
+                _prune_walk(x, items, f"{path}[{i}]", out)
+
+
+def missing_fields(ours: dict[str, Any], served: dict[str, Any], *, path: str = "") -> list[str]:
+    """The fields ``ours`` defines that ``served`` would prune (it defines no such property, and
+    neither ``additionalProperties`` nor ``x-kubernetes-preserve-unknown-fields`` keeps it), as
+    generic paths: ``spec.rules[].matchCEL``, ``spec.x.*.y`` for a map's values. The fields an
+    nfd reading objects stored under ``served`` never sees."""
+    if served.get("x-kubernetes-preserve-unknown-fields"):
+        return []
+    out: list[str] = []
+    sprops: dict[str, Any] = served.get("properties") or {}
+    sextra = served.get("additionalProperties")
+    for k, sub in (ours.get("properties") or {}).items():
+        p = _join(path, k)
+        if k in sprops:
+            if isinstance(sub, dict) and isinstance(sprops[k], dict):
+                out.extend(missing_fields(sub, sprops[k], path=p))
+        elif isinstance(sextra, dict):
+            if isinstance(sub, dict):
+                out.extend(missing_fields(sub, sextra, path=p))
+        elif sextra is not True:
+            out.append(p)
+    extra = ours.get("additionalProperties")
+    if isinstance(extra, dict) and isinstance(sextra, dict):
+        out.extend(missing_fields(extra, sextra, path=f"{path}.*"))
+    items, sitems = ours.get("items"), served.get("items")
+    if isinstance(items, dict) and isinstance(sitems, dict):
+        out.extend(missing_fields(items, sitems, path=f"{path}[]"))
+    return out
+
+
 def has_cel_rules(schema: Any) -> bool:
     """Whether any part of ``schema`` carries ``x-kubernetes-validations`` (not evaluated here)."""
     stack = [schema]
@@ -230,6 +293,19 @@ def has_cel_rules(schema: Any) -> bool:
         elif isinstance(s, list):
             stack.extend(s)
     return False
+
+
+def served_schema(crd: dict[str, Any], version: str = "v1alpha1") -> dict[str, Any] | None:
+    """The openAPIV3Schema that a CustomResourceDefinition (as the API server serves it, or as a
+    file of an older release holds it) applies to ``version``; None when it does not serve that
+    version. A version without a schema keeps every field (the server prunes nothing)."""
+    spec = crd.get("spec") if isinstance(crd, dict) else None
+    for v in (spec or {}).get("versions") or []:
+        if isinstance(v, dict) and v.get("name") == version and v.get("served", True):
+            schema = ((v.get("schema") or {}).get("openAPIV3Schema")
+                      or (spec or {}).get("validation", {}).get("openAPIV3Schema"))
+            return schema if isinstance(schema, dict) else {"x-kubernetes-preserve-unknown-fields": True}
+    return None
 
 
 @functools.cache

@@ -3,7 +3,7 @@
 Same subcommands, flags, messages and exit codes as upstream's plugin, so scripts written for it
 run unchanged:
 
-    kubectl nfd validate -f RULES.yaml
+    kubectl nfd validate -f RULES.yaml [--cluster [-k KUBECONFIG] | --crds DIR]
     kubectl nfd dryrun   -f RULES.yaml -n NODEFEATURE.yaml
     kubectl nfd test     -f RULES.yaml -n NODE [-k KUBECONFIG] [-s NAMESPACE]
     kubectl nfd test     -f RULES.yaml (-A | -l SELECTOR) [--show-nodes] [-o text|json]
@@ -14,8 +14,10 @@ As upstream: dryrun/test read the first YAML document of each file, rules run wi
 NodeFeature's attributes, sections ``*** Labels ***`` etc. are printed with their validation
 errors, and a rule that fails to run (or a file that cannot be read) gives exit status 1.
 Beyond upstream: validate runs ``nfd rules validate``'s check (nfd.rules.lint.check_object) on
-every document, so it refuses what nfd-master would; unknown fields are warned about; a file of
-the wrong kind is refused; rules run within nfd-master's per-node budgets. ``nfd rules
+every document, so it refuses what nfd-master would; unknown fields are errors (as kubectl
+apply's strict field validation); a section's validation errors fail dryrun and test (upstream
+prints them and says "is valid"); a file of the wrong kind is refused; rules run within
+nfd-master's per-node budgets. ``nfd rules
 validate|dryrun`` is the richer form (master policy, feedback, JSON); see docs/rules.md.
 
 ``test`` merges the node's NodeFeatures as nfd-master does (objects in the master's namespace,
@@ -87,28 +89,24 @@ def _first_document(path: str, what: str) -> dict[str, Any]:
     return doc
 
 
-def _load_rule_set(path: str) -> Any:
-    """The rule file compiled; a structural problem (a wrong type) is a file error as upstream's
-    unmarshalling error is. Unknown fields and notes are printed as warnings."""
+def _load_rule_set(path: str) -> tuple[Any, list[str]]:
+    """(the rule file compiled, its unknown fields as errors: kubectl apply refuses them, and a
+    misspelt match term makes the rule match every node); a structural problem (a wrong type)
+    is a file error as upstream's unmarshalling error is. Notes are printed as warnings."""
     from nfd.api.errors import ValidationError
     from nfd.rules.engine import compile_nodefeaturerule
+    from nfd.rules.lint import check_object, warning_lines
 
     doc = _first_document(path, "NodeFeatureRule")
     obj = dict(doc)
     obj["kind"] = "NodeFeatureRule"  # as upstream, a document without a kind is taken as one
-    _print_warnings(obj)
+    check = check_object(obj, kinds=("NodeFeatureRule",))
+    for line in warning_lines(check):
+        print(f"Warning: {line}", file=sys.stderr)
     try:
-        return compile_nodefeaturerule(obj)
+        return compile_nodefeaturerule(obj), [f"{p}: {m}" for p, m in check.unknown]
     except ValidationError as e:
         raise FileError(f"error parsing NodeFeatureRule: {path}: {e}") from None
-
-
-def _print_warnings(obj: dict[str, Any]) -> None:
-    """What validate warns about (unknown fields, notes such as a NoExecute taint's), on stderr."""
-    from nfd.rules.lint import check_object, warning_lines
-
-    for line in warning_lines(check_object(obj, kinds=("NodeFeatureRule",))):
-        print(f"Warning: {line}", file=sys.stderr)
 
 
 def _features_of_nodefeature(path: str) -> Any:
@@ -130,16 +128,47 @@ def _features_of_nodefeature(path: str) -> Any:
 # -- validate ------------------------------------------------------------------------------
 
 
-def validate_file(path: str) -> tuple[list[str], list[str]]:
+def cluster_crds(kubeconfig: str | None) -> Any:
+    """nfd.rules.lint.ServedCRDs of the cluster: its NodeFeatureRule and NodeFeatureGroup
+    CustomResourceDefinitions, as the API server serves them (read with a kubeconfig found as
+    kubectl finds it)."""
+    import asyncio
+
+    from nfd.k8s.client import ApiClient
+    from nfd.k8s.config import ConfigError, load_kubeconfig
+    from nfd.k8s.errors import ApiError, ApiUnavailable
+    from nfd.k8s.fetching import get
+    from nfd.k8s.resources import CUSTOMRESOURCEDEFINITIONS, RULE_CRD_NAMES
+    from nfd.rules.lint import ServedCRDs
+
+    try:
+        cfg = load_kubeconfig(kubeconfig)
+    except ConfigError as e:
+        raise FileError(f"error building kubeconfig: {e}") from None
+
+    async def fetch() -> list[dict[str, Any]]:
+        async with ApiClient(cfg, user_agent="kubectl-nfd") as api:
+            crds = [await get(api, CUSTOMRESOURCEDEFINITIONS, name=n) for n in RULE_CRD_NAMES]
+            return [c for c in crds if c is not None]
+
+    try:
+        crds = asyncio.run(fetch())
+    except (ApiError, ApiUnavailable, OSError) as e:
+        raise FileError(f"failed to read the cluster's CustomResourceDefinitions: {e}") from None
+    return ServedCRDs.from_crds(crds, "the cluster's CRDs")
+
+
+def validate_file(path: str, *, served: Any = None) -> tuple[list[str], list[str]]:
     """(errors, warnings) of every NodeFeatureRule and NodeFeatureGroup in ``path``:
     nfd.rules.lint.check_file, the validation of ``nfd rules validate``, so both find the same
     problems (upstream's plugin checks names and values only). Prints upstream's
     ``Validating rule:`` lines."""
     from nfd.rules.files import InputError
     from nfd.rules.lint import check_files, warning_lines
+    from nfd.sources.registry import published_features
 
     try:
-        rep = check_files([path])
+        rep = check_files([path], published=published_features(), served=served)
     except InputError as e:
         msg = str(e)
         verb = "reading" if "cannot read" in msg else "parsing"
@@ -157,12 +186,20 @@ def validate_file(path: str) -> tuple[list[str], list[str]]:
     return errs, warns
 
 
+def _as_master_names(name: str) -> str:
+    """A name as nfd-master publishes it: an unprefixed one gets the default namespace
+    (``feature.node.kubernetes.io/``), so it is no validation error here, as in validate."""
+    from nfd.api import DEFAULT_LABEL_NS
+
+    return name if "/" in name else f"{DEFAULT_LABEL_NS}/{name}"
+
+
 def _label_errors(labels: dict[str, str]) -> list[str]:
     from nfd.api.validation import validate_label
 
     out = []
     for k, v in sorted(labels.items()):
-        err = validate_label(k, v)
+        err = validate_label(_as_master_names(k), v)
         if err:
             out.append(f"invalid label {go_quote(k)}:{go_quote(v)} {err}")
     return out
@@ -173,7 +210,7 @@ def _annotation_errors(annotations: dict[str, str]) -> list[str]:
 
     out = []
     for k, v in sorted(annotations.items()):
-        err = validate_annotation(k, v)
+        err = validate_annotation(_as_master_names(k), v)
         if err:
             out.append(f"invalid annotation {go_quote(k)}:{go_quote(v)} {err}")
     return out
@@ -184,7 +221,7 @@ def _er_errors(resources: dict[str, str]) -> list[str]:
 
     out = []
     for k, v in sorted(resources.items()):
-        err = validate_extended_resource(k, v)
+        err = validate_extended_resource(_as_master_names(k), v)
         if err:
             out.append(f"invalid extended resource {go_quote(k)}:{go_quote(v)} {err}")
     return out
@@ -206,9 +243,10 @@ def _taint_errors(taints: list[dict[str, str]]) -> list[str]:
 
 def process_rules(rule_set: Any, features: Any) -> list[str]:
     """Run every rule against ``features`` (no feedback) and print upstream's sections; returns
-    the processing errors (which make the exit status 1). The rules run within nfd-master's
-    per-node budgets (EvalBudget): a rule the master would stop fails here with the error that
-    names the budget."""
+    the processing errors and the sections' validation errors (either makes the exit status
+    1: nfd-master would not publish an output that fails validation). The rules run within
+    nfd-master's per-node budgets (EvalBudget): a rule the master would stop fails here with
+    the error that names the budget."""
     from nfd.rules.engine import EvalBudget, process_rule_sets
     from nfd.rules.policy import resolve_value
 
@@ -244,6 +282,7 @@ def process_rules(rule_set: Any, features: Any) -> list[str]:
             print("\t-Validation errors-")
             for p in problems:
                 print(p)
+            errs.extend(f"{title}: {p}" for p in problems)
 
     if taints:
         section("Taints", [f"{{{t['key']} {t.get('value', '')} {t.get('effect', '')} <nil>}}" for t in taints],
@@ -326,6 +365,13 @@ def build_parser() -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=_SHORT[name], description=_LONG[name])
         sp.add_argument("-f", "--nodefeaturerule-file", dest="rules", required=True,
                         help="Path to the NodeFeatureRule file to validate")
+        if name == "validate":
+            # ours: also against the CRDs a cluster serves (they may be an older release's)
+            sp.add_argument("--cluster", action="store_true",
+                            help="also check against the cluster's served NodeFeatureRule/NodeFeatureGroup CRDs: "
+                            "every field they would prune, and each rule that would then match every node")
+            sp.add_argument("-k", "--kubeconfig", default="", help="kubeconfig file to use (with --cluster)")
+            sp.add_argument("--crds", metavar="DIR", help="also check against the CRD YAML files in DIR")
         if name == "dryrun":
             sp.add_argument("-n", "--nodefeature-file", dest="nodefeature", required=True,
                             help="Path to the NodeFeature file to validate against")
@@ -367,7 +413,17 @@ def run(args: argparse.Namespace) -> int:
     if args.command == "validate":
         print(f"Validating NodeFeatureRule {args.rules}")
         try:
-            errs, warns = validate_file(args.rules)
+            served = None
+            if args.cluster:
+                served = cluster_crds(args.kubeconfig or None)
+            elif args.crds:
+                from nfd.cli.rules import InputError, served_crds_of
+
+                try:
+                    served = served_crds_of(args.crds)
+                except InputError as e:
+                    raise FileError(f"error reading CRDs: {e}") from None
+            errs, warns = validate_file(args.rules, served=served)
         except FileError as e:
             errs, warns = [str(e)], []
         for w in warns:
@@ -377,8 +433,8 @@ def run(args: argparse.Namespace) -> int:
         rq, nq = go_quote(args.rules), go_quote(args.nodefeature)
         print(f"Evaluating NodeFeatureRule {rq} against NodeFeature {nq}")
         try:
-            rule_set = _load_rule_set(args.rules)
-            errs = process_rules(rule_set, _features_of_nodefeature(args.nodefeature))
+            rule_set, errs = _load_rule_set(args.rules)
+            errs += process_rules(rule_set, _features_of_nodefeature(args.nodefeature))
         except FileError as e:
             errs = [str(e)]
         return _report(errs, f"NodeFeatureRule {rq} is not valid for NodeFeature {nq}",
@@ -393,7 +449,8 @@ def run(args: argparse.Namespace) -> int:
         features, names = node_features_from_cluster(args.node, kubeconfig=args.kubeconfig or None,
                                                      namespace=args.namespace)
         print(f"Found {len(names)} NodeFeature objects for node {go_quote(args.node)}: {', '.join(names)}")
-        errs = process_rules(_load_rule_set(args.rules), features)
+        rule_set, errs = _load_rule_set(args.rules)
+        errs += process_rules(rule_set, features)
     except FileError as e:
         errs = [str(e)]
     return _report(errs, f"NodeFeatureRule is not valid for Node {args.node}",
@@ -415,6 +472,15 @@ def run_fleet(args: argparse.Namespace) -> int:
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+    # kubectl apply's strict field validation refuses an unknown field; the report below is for
+    # the object as the API server stores it without that (the field pruned)
+    from nfd.api.nodefeaturerule import unknown_field_problems
+    from nfd.rules.files import object_name
+
+    unknown = [f"{o.get('kind')} {object_name(o)!r}: {p}: {m}" for o in objs for p, m in unknown_field_problems(o)]
+    for u in unknown:
+        print(f"error: {u} (kubectl apply refuses the object; the report is for it without the field)",
+              file=sys.stderr)
     where = f"nodes matching {go_quote(args.selector)}" if args.selector else "every node"
     try:
         rep = fetch_and_plan(kubeconfig=args.kubeconfig or None, selector=args.selector, file_rules=file_rules,
@@ -423,12 +489,12 @@ def run_fleet(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 1
     if args.output == "json":
-        json.dump(rep.to_json(), sys.stdout, indent=2)
+        json.dump(rep.to_json() | {"unknownFields": unknown}, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         print(f"Evaluating NodeFeatureRule {go_quote(args.rules)} against {where}: {len(rep.nodes)} node(s)")
         print_report(rep, show_nodes=args.show_nodes, write=sys.stdout.write)
-    return 1 if rep.rule_errors or rep.group_errors else 0
+    return 1 if rep.rule_errors or rep.group_errors or unknown else 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,6 +1,6 @@
 """``nfd rules``: offline NodeFeatureRule tools (no cluster, no kubernetes client library).
 
-    nfd rules validate -f FILE [-f FILE ...]
+    nfd rules validate -f FILE [-f FILE ...] [--crds DIR]
     nfd rules dryrun -f RULES.yaml --nodefeature NF.yaml [-o text|json] [--raw]
                      (NF.yaml: NodeFeature object(s), or ``nfd export features`` output)
                      [--config nfd-master.conf] [--enable-taints] [--disable-auto-prefix]
@@ -45,9 +45,12 @@ def _objects(path: str, kinds: tuple[str, ...], *, skip_other_nfd: bool = False)
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from nfd.rules.lint import check_files, warning_lines
+    from nfd.sources.registry import published_features
 
     try:
-        rep = check_files(args.files, auto_prefix=not args.disable_auto_prefix)
+        served = served_crds_of(args.crds) if args.crds else None
+        rep = check_files(args.files, auto_prefix=not args.disable_auto_prefix, published=published_features(),
+                          served=served)
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -63,19 +66,38 @@ def cmd_validate(args: argparse.Namespace) -> int:
     for c in rep.conflicts:
         print(f"warning: conflict: where both rules match, {c.message()}")
     if rep.problem_count:
-        print(f"{rep.problem_count} problem(s) found", file=sys.stderr)
+        print(f"{rep.problem_count} problem(s) found")
         return 1
-    print(f"{rep.object_count} object(s) valid", file=sys.stderr)
+    print(f"{rep.object_count} object(s) valid")
     return 0
 
 
-def checked(path: str, obj: dict[str, Any]) -> tuple[Any, list[str]]:
-    """(the object compiled, or None; what validation warns about in it: unknown fields and
-    notes, worded as ``validate`` words them, headed by the file and object)."""
+def served_crds_of(directory: str) -> Any:
+    """nfd.rules.lint.ServedCRDs from a directory of CRD YAML files (another release's crds/,
+    such as the NFD 0.19 CRDs a GPU Operator bundles). Raises InputError."""
+    import yaml
+
+    from nfd.api.crds import load_crds
+    from nfd.rules.lint import ServedCRDs
+
+    try:
+        crds = load_crds(directory)
+    except (OSError, yaml.YAMLError) as e:
+        raise InputError(f"--crds {directory}: {e}") from None
+    if not crds:
+        raise InputError(f"--crds {directory}: no CustomResourceDefinition in its *.yaml files")
+    return ServedCRDs.from_crds(crds, f"the CRDs in {directory}")
+
+
+def checked(path: str, obj: dict[str, Any]) -> tuple[Any, list[str], list[tuple[str, str]]]:
+    """(the object compiled, or None; what validation warns about in it: its notes, worded as
+    ``validate`` words them, headed by the file and object; its unknown fields, (path,
+    message), which kubectl apply refuses)."""
     from nfd.rules.lint import check_object, warning_lines
 
     check = check_object(obj)
-    return check.rule_set, [f"{path}: {check.kind} {check.name!r}: {line}" for line in warning_lines(check)]
+    head = f"{path}: {check.kind} {check.name!r}"
+    return check.rule_set, [f"{head}: {line}" for line in warning_lines(check)], check.unknown
 
 
 # -- dryrun --------------------------------------------------------------------------------
@@ -151,13 +173,19 @@ def cmd_dryrun(args: argparse.Namespace) -> int:
                   f"The features in {args.nodefeature}")
 
     warnings: list[str] = []
+    unknown_errors: list[dict[str, str]] = []
     rule_sets: list[CompiledRuleSet] = []
     groups: list[CompiledRuleSet] = []
     files: dict[str, str] = {}  # rule set name -> file, for messages
     for fname, obj in rule_objs:
         files.setdefault(_obj_name(obj), fname)
-        rs, warns = checked(fname, obj)  # compiled once, for the warnings and the evaluation
+        rs, warns, unknown = checked(fname, obj)  # compiled once, for the warnings and the evaluation
         warnings.extend(warns)
+        # kubectl apply refuses an unknown field (a typo such as matchFeature: the engine would
+        # ignore it, and a rule left without its match term matches every node)
+        name = _obj_name(obj)
+        unknown_errors.extend({"rule": _rule_name_at(obj, p) or name,
+                               "message": f"{fname}: {obj.get('kind')} {name!r}: {p}: {m}"} for p, m in unknown)
         group = obj.get("kind") == "NodeFeatureGroup"
         try:
             (groups if group else rule_sets).append(
@@ -169,11 +197,13 @@ def cmd_dryrun(args: argparse.Namespace) -> int:
                 kind=str(obj.get("kind")), namespace=str((obj.get("metadata") or {}).get("namespace") or "")))
     for w in warnings:
         print(f"Warning: {w}", file=sys.stderr)
+    for u in unknown_errors:
+        print(f"error: {u['message']}", file=sys.stderr)
     # the master's per-node budgets (EvalBudget's defaults, as nfd-master uses them), so a rule
     # that the master would stop is stopped here too, its error naming the budget
     budget = None if args.no_budget else EvalBudget()
     res = process_rule_sets(rule_sets, features, node_name=node_name, auto_prefix=auto_prefix, budget=budget)
-    errors = [{"rule": n, "message": m} for n, m in res.errors]
+    errors = unknown_errors + [{"rule": n, "message": m} for n, m in res.errors]
     out: dict[str, Any] = {"node": node_name or member_name(features)}
     if args.raw:
         o = res.output
@@ -222,6 +252,19 @@ def cmd_dryrun(args: argparse.Namespace) -> int:
     else:
         _print_text(out, rejected, raw=args.raw, title=node_title)
     return 1 if errors else 0
+
+
+def _rule_name_at(obj: dict[str, Any], path: str) -> str | None:
+    """The name of the rule that ``path`` (``spec.rules[2]...``) is in, if any."""
+    import re
+
+    m = re.match(r"spec\.(rules|featureGroupRules)\[(\d+)\]", path)
+    spec = obj.get("spec")
+    rules = spec.get(m.group(1)) if m and isinstance(spec, dict) else None
+    if not isinstance(rules, list) or int(m.group(2)) >= len(rules):  # type: ignore[union-attr]
+        return None
+    r = rules[int(m.group(2))]  # type: ignore[union-attr]
+    return str(r.get("name")) if isinstance(r, dict) and r.get("name") else None
 
 
 def _result_json(r: Any, files: dict[str, str]) -> dict[str, Any]:
@@ -297,6 +340,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     v.add_argument("--disable-auto-prefix", action="store_true",
                    help="check label names as nfd-master does with the DisableAutoPrefix feature gate")
+    v.add_argument("--crds", metavar="DIR",
+                   help="also check against the CRDs in DIR (*.yaml; e.g. an older NFD's, as a cluster serves "
+                   "them): every field their schema would prune, and each rule that would then match every node")
     d = sub.add_parser(
         "dryrun",
         help="evaluate rules against a NodeFeature object",

@@ -42,6 +42,11 @@ DAEMONSETS = Resource("apps", "v1", "daemonsets", "DaemonSet", True)
 NODEFEATURES = Resource("nfd.k8s-sigs.io", "v1alpha1", "nodefeatures", "NodeFeature", True)
 NODEFEATURERULES = Resource("nfd.k8s-sigs.io", "v1alpha1", "nodefeaturerules", "NodeFeatureRule", False)
 NODEFEATUREGROUPS = Resource("nfd.k8s-sigs.io", "v1alpha1", "nodefeaturegroups", "NodeFeatureGroup", True)
+CUSTOMRESOURCEDEFINITIONS = Resource(
+    "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
+)
+#: the CRDs of the NFD rule objects (nfd-master and ``kubectl nfd validate --cluster`` read them)
+RULE_CRD_NAMES = ("nodefeaturerules.nfd.k8s-sigs.io", "nodefeaturegroups.nfd.k8s-sigs.io")
 RESOURCESLICES = Resource("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False)
 NODERESOURCETOPOLOGIES = Resource(
     "topology.node.k8s.io", "v1alpha2", "noderesourcetopologies", "NodeResourceTopology", False

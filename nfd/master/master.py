@@ -26,6 +26,7 @@ from nfd.k8s.resources import NODES
 from nfd.master import bookkeeping as bk
 from nfd.master.config import MasterConfig
 from nfd.master.core import MasterCore
+from nfd.master.crdcheck import CrdCheck
 from nfd.master.events import ApiEvents, NoEvents
 from nfd.master.leadership import elect_until
 from nfd.master.metrics import MasterMetrics
@@ -56,6 +57,9 @@ class NfdMaster(MasterCore):
                                                                 leading=lambda: self.is_leader)
         super().__init__(api, config=config, options=options, metrics=metrics, write_api=write_api,
                          process_group=self.process_group if groups else None, events=events, tasks=tasks)
+        # the CRDs the cluster serves, against the fields this master evaluates (not for one node)
+        self.crdcheck = None if options.only_node else CrdCheck(
+            api, write_api=self.write_api, metrics=self.metrics, spawn=self.spawn, leading=lambda: self.is_leader)
 
     async def process_group(self, key: str) -> None:
         from nfd.master.groups import process_group
@@ -74,6 +78,8 @@ class NfdMaster(MasterCore):
         self.evidence.reset_processed()
         self.start_updaters("became leader")
         self.controller.all_groups()
+        if self.crdcheck is not None:
+            self.crdcheck.post_pending()
         for name, msg in sorted(self.rulebook.broken.items()):
             log.error("NodeFeatureRule %s is invalid: %s", name, msg)
 
@@ -86,6 +92,8 @@ class NfdMaster(MasterCore):
     async def stop(self) -> None:
         self._stop.set()
         await self.step_down() if self.is_leader else None
+        if self.crdcheck is not None:
+            await self.crdcheck.stop()
         await super().stop()
 
     async def run(self, *, elector_factory: Callable[[], Any] | None = None) -> None:
@@ -94,6 +102,8 @@ class NfdMaster(MasterCore):
         ``elector_factory()`` returns a fresh nfd.k8s.lease.LeaderElector wired to
         become_leader/step_down; after losing the lease we stand by again instead of exiting.
         """
+        if self.crdcheck is not None:
+            await self.crdcheck.start()
         await self.start_caches()
         if elector_factory is None:
             await self.become_leader()

@@ -69,6 +69,13 @@ class MasterMetrics:
             "nfd_master_node_noop_updates", "Node updates that needed no write.", registry=r
         )
         self.is_leader = Gauge("nfd_master_is_leader", "1 while this instance holds the lease.", registry=r)
+        # Ours: fields this nfd-master evaluates that the served CRD lacks (the API server prunes
+        # them from every object); 0 when the CRD is current (nfd.master.crdcheck).
+        self.crd_missing_fields = Gauge(
+            "nfd_master_crd_missing_fields",
+            "Fields this nfd-master evaluates that the served CRD lacks (pruned from every object).",
+            ["crd"], registry=r,
+        )
 
     def bind_api_counts(self, counts: Mapping[str, int]) -> None:
         self.registry.register(_ApiRequests(counts))

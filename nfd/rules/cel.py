@@ -15,6 +15,7 @@ See docs/cel.md.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from nfd.api.errors import ValidationError
@@ -83,7 +84,32 @@ class CelMatcher:
         except RecursionError:
             raise CelEvalError(f"{self.path}[{i}] {_short(src)}: evaluation nested too deeply") from None
         except Exception as e:  # CelError, or a Python error from a function: fail this rule only
-            raise CelEvalError(f"{self.path}[{i}] {_short(src)}: {e}") from None
+            raise CelEvalError(f"{self.path}[{i}] {_short(src)}: {e}{map_hint(src)}") from None
+
+
+# a field selection on a feature map (``attributes.kernel.version``; not a method: ``.exists(``)
+_FIELD_ON_FEATURES = re.compile(r"(?<![\w.`])(flags|attributes|instances)((?:\.[A-Za-z_][A-Za-z0-9_]*(?![\w(]))+)")
+
+
+def map_hint(src: str) -> str:
+    """How to index the feature maps, where ``src`` selects a field of one
+    (``attributes.kernel.version.major``): feature names hold a dot, so ``.kernel`` reads the
+    key "kernel", which no feature has. "" when ``src`` does not."""
+    m = _FIELD_ON_FEATURES.search(src)
+    if m is None:
+        return ""
+    var, segs = m.group(1), m.group(2)[1:].split(".")
+    wrote = f"{var}.{'.'.join(segs)}"
+    if len(segs) == 1:
+        good = f'{var}["{segs[0]}.<feature>"]'
+    else:
+        good = f'{var}["{segs[0]}.{segs[1]}"]' + "".join(f'["{x}"]' for x in segs[2:3] if var == "attributes")
+        if len(segs) > 2 and var != "attributes":
+            good += "." + ".".join(segs[2:])
+        elif len(segs) > 3:
+            good += "." + ".".join(segs[3:])
+    return (f"; {var} is a map keyed by feature name (<domain>.<feature>, with a dot): index it, "
+            f"{good}, not {wrote}")
 
 
 def _short(src: str) -> str:
@@ -106,7 +132,7 @@ def compile_expressions(exprs: list[str], *, path: str, step_limit: int = DEFAUL
         try:
             programs.append(compile_program(src))
         except CelSyntaxError as e:
-            raise ValidationError(p, f"{e} in {_short(src)}") from None
+            raise ValidationError(p, f"{e} in {_short(src)}{map_hint(src)}") from None
         except RecursionError:
             raise ValidationError(p, "expression is nested too deeply") from None
     return CelMatcher(path, programs, step_limit=step_limit)

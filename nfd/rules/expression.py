@@ -272,11 +272,11 @@ def _compile_test(
             f"invalid expression, 'type' field only accepts \"version\" value for Op {go_quote(op)} (have {go_quote(vtype)})",
             None,
         )
-    read = _reader(go_atoi, "number", pfx)
+    read = _reader(go_atoi, "number", pfx, version_hint=True)
     bounds_i = [go_atoi(v) for v in values]
     for v, bi in zip(values, bounds_i, strict=True):
         if bi is None:
-            msg = f"not a number {go_quote(v)} in {desc}"
+            msg = f"not a number {go_quote(v)} in {desc}" + _version_hint(v)
             return None, _bad_bound(read, msg, pfx), None, msg
     if two and bounds_i[0] >= bounds_i[1]:  # type: ignore[operator]
         msg = f"invalid expression, value[0] must be less than Value[1] for Op {go_quote(op)} (have {go_list(values)})"
@@ -284,13 +284,27 @@ def _compile_test(
     return None, _ordered_test(op, bounds_i, read), None, None
 
 
-def _reader(parse: Callable[[str], Any], what: str, pfx: str) -> Callable[[str], Any]:
-    """An input value read as the expression's type (number, version); a bad one is an error."""
+def _version_hint(v: str) -> str:
+    """Where a value that is no integer reads as a version ("5.15", "1.2.3"), point at
+    ``type: version`` (upstream's MatchExpression ``type``: the ordering operators compare
+    versions with it, integers without)."""
+    if "." not in v:
+        return ""
+    from nfd.lang.semver import parse_version
+
+    if parse_version(v) is None:
+        return ""
+    return "; the ordering operators compare integers: to compare versions, add type: version to the expression"
+
+
+def _reader(parse: Callable[[str], Any], what: str, pfx: str, version_hint: bool = False) -> Callable[[str], Any]:
+    """An input value read as the expression's type (number, version); a bad one is an error
+    (``version_hint``: name ``type: version`` where an integer was expected and a version found)."""
 
     def read(v: str) -> Any:
         x = parse(v)
         if x is None:
-            raise RuleError(f"{pfx}not a {what} {go_quote(v)}")
+            raise RuleError(f"{pfx}not a {what} {go_quote(v)}" + (_version_hint(v) if version_hint else ""))
         return x
 
     return read

@@ -1,6 +1,6 @@
 """The one offline validation of NodeFeatureRule and NodeFeatureGroup files: ``check_files`` is
 what ``nfd rules validate`` and ``kubectl nfd validate`` both print, so they agree on every file
-(the dryruns name the same unknown fields and notes).
+(the dryruns name the same unknown fields, as errors, and notes).
 
 It refuses what the API server refuses and what nfd-master would refuse, naming every problem
 with its field path (not only the first of a rule):
@@ -14,8 +14,10 @@ with its field path (not only the first of a rule):
 - outputs the master would reject (label/annotation/extended resource names and values after
   auto-prefixing, taint keys and effects; ``@`` values for form only).
 
-Warnings (the master takes the object): unknown fields (pruned by the API server), two rules of
-one object with one name, a NoExecute taint and an ``@`` value in an annotation (with upstream's
+Unknown fields are problems too, as ``kubectl apply``'s strict field validation refuses them,
+each with the nearest valid name (nfd.api.nodefeaturerule.unknown_field_problems).
+
+Warnings (the master takes the object): two rules of one object with one name, a NoExecute taint and an ``@`` value in an annotation (with upstream's
 notes), and conflicts between rules (nfd.rules.conflicts).
 """
 
@@ -23,12 +25,13 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
 from nfd.api import API_VERSION, DEFAULT_LABEL_NS
 from nfd.api.errors import ValidationError, ValidationErrors
-from nfd.api.nodefeaturerule import Rule, parse_rule, unknown_field_message, unknown_fields
+from nfd.api.nodefeaturerule import MATCH_TERMS, Rule, parse_rule, unknown_field_problems
 from nfd.api.validation import (
     ERR_UNPREFIXED,
     dns1123_subdomain_errors,
@@ -180,8 +183,9 @@ def _covered(path: str, by: set[str]) -> bool:
 @dataclass(slots=True)
 class ObjectCheck:
     """What validation found in one object. ``problems`` are what the API server or nfd-master
-    would refuse (field path, message); ``warnings`` the unknown fields (pruned, as kubectl warns);
-    ``notes`` what the master takes but the author should know (field path, message).
+    would refuse (field path, message), unknown fields included; ``unknown`` those alone (kubectl
+    apply's strict field validation refuses them; the API server prunes them from what it stores
+    without it, and the engine ignores them); ``notes`` what the master takes but the author should know (field path, message).
     ``rule_set`` is None when the object could not be compiled (and after check_file, which
     keeps only ``rule_names`` and ``outputs``)."""
 
@@ -189,7 +193,7 @@ class ObjectCheck:
     name: str
     rule_set: CompiledRuleSet | None = None
     problems: list[tuple[str, str]] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    unknown: list[tuple[str, str]] = field(default_factory=list)
     notes: list[tuple[str, str]] = field(default_factory=list)
     rule_names: list[str] = field(default_factory=list)
     # the literal outputs of a NodeFeatureRule's rules, for conflicts (nfd.rules.conflicts)
@@ -211,11 +215,132 @@ def _schema_problems(obj: dict[str, Any], kind: str, out: ObjectCheck) -> list[t
             if p.split(".")[0] not in ("apiVersion", "kind", "metadata")]
 
 
+# a feature map indexed with a string literal: attributes["kernel.version"]
+_CEL_FEATURE_KEY = re.compile(r"""(?<![\w.])(flags|attributes|instances)\s*\[\s*(["'])([^"'\\]+)\2\s*\]""")
+
+
+def _unpublished_features(obj: dict[str, Any], kind: str, published: Collection[str]) -> list[tuple[str, str]]:
+    """A term's ``feature`` (or the feature of an ``@domain.feature.element`` label or extended
+    resource value, or a feature map's literal key in a CEL expression) in the domain of a source (``nvml``, ``cpu``, ...) that no source publishes,
+    with the nearest published name (``nvml.gpus``: did you mean nvml.gpu?). Other domains (a
+    third party's NodeFeatures, ``rule.matched``) are not judged."""
+    from nfd.api.nodefeaturerule import nearest_name
+    from nfd.lang.gostd.strconv import quote as go_quote
+
+    known = {f.lower() for f in published}
+    domains = {f.split(".", 1)[0] for f in known}
+    spec = obj.get("spec")
+    rules = spec.get(LIST_FIELD[kind]) if isinstance(spec, dict) else None
+    out: list[tuple[str, str]] = []
+
+    def judge(f: str, path: str, head: str = "") -> None:
+        low = f.lower()  # the engine looks feature names up lower-cased
+        dom = low.split(".", 1)[0]
+        if dom not in domains or low in known:
+            return
+        near = nearest_name(low, [k for k in known if k.startswith(dom + ".")])
+        same = sorted(k for k in known if k.startswith(dom + "."))
+        msg = f"{head}no source publishes feature {go_quote(f)}"
+        msg += f"; did you mean {near}?" if near else f" (the {dom} source publishes {', '.join(same)})"
+        out.append((path, msg))
+
+    for i, r in enumerate(rules if isinstance(rules, list) else []):
+        if not isinstance(r, dict):
+            continue
+        rp = f"spec.{LIST_FIELD[kind]}[{i}]"
+        # '@domain.feature.element' values (labels, extended resources) read a feature too
+        for field_name in ("labels", "extendedResources"):
+            vals = r.get(field_name)
+            for k, v in (vals.items() if isinstance(vals, dict) else ()):
+                parts = v[1:].split(".", 2) if isinstance(v, str) and v.startswith("@") else []
+                if len(parts) == 3:
+                    judge(f"{parts[0]}.{parts[1]}", f"{rp}.{field_name}.{k}", f"{go_quote(v)}: ")
+        groups = [(f"{rp}.matchFeatures", r.get("matchFeatures"))]
+        ma = r.get("matchAny")
+        groups += [(f"{rp}.matchAny[{k}].matchFeatures", m.get("matchFeatures"))
+                   for k, m in enumerate(ma if isinstance(ma, list) else []) if isinstance(m, dict)]
+        for gp, terms in groups:
+            for j, t in enumerate(terms if isinstance(terms, list) else []):
+                f = t.get("feature") if isinstance(t, dict) else None
+                if isinstance(f, str) and len(f.split(".")) == 2:  # else the engine says what is wrong
+                    judge(f, f"{gp}[{j}].feature")
+        # a CEL expression indexes a feature map with the feature's name
+        cel = r.get("matchCEL")
+        for j, src in enumerate(cel if isinstance(cel, list) else []):
+            for m in _CEL_FEATURE_KEY.finditer(src if isinstance(src, str) else ""):
+                if len(m.group(3).split(".")) == 2:
+                    judge(m.group(3), f"{rp}.matchCEL[{j}]", f"{m.group(1)}[{m.group(2)}{m.group(3)}{m.group(2)}]: ")
+    return out
+
+
+UPGRADE_CRDS = "upgrade the CRDs: kubectl apply --server-side --force-conflicts -f crds/"
+
+
+@dataclass(frozen=True, slots=True)
+class ServedCRDs:
+    """The CRDs an API server serves (the cluster's own, or the files of another release, such
+    as an older NFD's that a GPU Operator bundles): the schema each kind is stored under
+    (None: the kind is not served). ``where`` names them in messages."""
+
+    where: str
+    schemas: dict[str, dict[str, Any] | None]
+
+    @classmethod
+    def from_crds(cls, crds: list[dict[str, Any]], where: str) -> ServedCRDs:
+        from nfd.api.schema import served_schema
+
+        schemas: dict[str, dict[str, Any] | None] = dict.fromkeys(RULE_KINDS)
+        for crd in crds:
+            names = (crd.get("spec") or {}).get("names") or {}
+            group = (crd.get("spec") or {}).get("group")
+            if names.get("kind") in RULE_KINDS and group == API_VERSION.split("/")[0]:
+                schemas[names["kind"]] = served_schema(crd, API_VERSION.split("/")[1])
+        return cls(where, schemas)
+
+
+def _served_problems(obj: dict[str, Any], kind: str, served: ServedCRDs) -> list[tuple[str, str]]:
+    """What the served CRDs do to ``obj`` beside ours: every field this nfd evaluates that their
+    schema prunes (so nfd-master never sees it), a rule left without a match term by that (it
+    then matches every node), and what their schema refuses."""
+    from nfd.api.schema import SchemaUnavailable, object_schema, pruned_fields, schema_problems
+
+    schema = served.schemas.get(kind)
+    if schema is None:
+        return [("", f"{served.where} serve no {kind} {API_VERSION}: the API server refuses the object; "
+                     + UPGRADE_CRDS)]
+    try:
+        ours = set(pruned_fields(obj, object_schema(kind)))
+    except SchemaUnavailable:
+        ours = {p for p, _ in unknown_field_problems(obj, kind=kind)}
+    lost = [p for p in pruned_fields(obj, schema) if p not in ours]
+    out = [(p, f"not in the schema of {served.where}: the API server prunes this field, so nfd-master "
+               f"never sees it; {UPGRADE_CRDS}") for p in lost]
+    spec = obj.get("spec")
+    rules = spec.get(LIST_FIELD[kind]) if isinstance(spec, dict) else None
+    gone = set(lost)
+    for i, r in enumerate(rules if isinstance(rules, list) else []):
+        rp = f"spec.{LIST_FIELD[kind]}[{i}]"
+        if not isinstance(r, dict) or rp in gone:
+            continue
+        terms = [t for t in MATCH_TERMS if r.get(t)]
+        left = [t for t in terms if f"{rp}.{t}" not in gone]
+        if terms and not left:
+            out.append((rp, f"with {', '.join(terms)} pruned by {served.where}, the rule has no match term left "
+                            "and matches every node"))
+    out.extend((p, f"{m} ({served.where})") for p, m in schema_problems(obj, schema)
+               if p.split(".")[0] not in ("apiVersion", "kind", "metadata"))
+    return out
+
+
 def check_object(
-    obj: Any, *, kinds: tuple[str, ...] = RULE_KINDS, auto_prefix: bool = True
+    obj: Any, *, kinds: tuple[str, ...] = RULE_KINDS, auto_prefix: bool = True,
+    published: Collection[str] | None = None, served: ServedCRDs | None = None,
 ) -> ObjectCheck:
     """Every problem the API server or nfd-master would find in ``obj`` (see the module doc),
-    in document order; unknown fields and notes as warnings."""
+    in document order; unknown fields as problems, notes as warnings. ``published``: the
+    feature names the sources publish (nfd.sources.registry.published_features): a term's
+    feature in one of their domains that is not among them is a problem. ``served``: the CRDs
+    the object would be stored under, when they are not ours (_served_problems)."""
     if not isinstance(obj, dict):
         return ObjectCheck("", "", problems=[("", "the document is not an object")])
     kind = obj.get("kind")
@@ -235,7 +360,10 @@ def check_object(
         out.problems.append(("metadata.name", "required"))
     else:
         out.problems.extend(("metadata.name", e) for e in dns1123_subdomain_errors(name))
-    out.warnings = unknown_fields(obj, kind=kind)
+    out.unknown = unknown_field_problems(obj, kind=kind)
+    unpublished = _unpublished_features(obj, kind, published) if published else []
+    if served is not None:
+        unpublished += _served_problems(obj, kind, served)
     schema = _schema_problems(obj, kind, out)
     said = {p for p, _ in schema}
     engine: list[tuple[str, str]] = []
@@ -265,7 +393,7 @@ def check_object(
     # master and dryrun use), the schema's where it refused a field above (a wrong type).
     engine = [pm for pm in engine if pm[0] in said or not _covered(pm[0], said)]
     spoken = {p for p, _ in engine}
-    merged = engine + [pm for pm in schema if pm[0] not in spoken]
+    merged = engine + [pm for pm in schema if pm[0] not in spoken] + out.unknown + unpublished
     seen: set[tuple[str, str]] = set(out.problems)
     for pm in sorted(merged, key=lambda x: _rule_index(x[0])):
         if pm not in seen:
@@ -276,8 +404,8 @@ def check_object(
 
 
 def warning_lines(check: ObjectCheck) -> list[str]:
-    """Unknown fields as kubectl words them, then the notes (``path: note``)."""
-    return [unknown_field_message(p) for p in check.warnings] + [f"{p}: {m}" if p else m for p, m in check.notes]
+    """The notes (``path: note``)."""
+    return [f"{p}: {m}" if p else m for p, m in check.notes]
 
 
 # -- files ---------------------------------------------------------------------------------
@@ -308,7 +436,8 @@ class ValidationReport:
         return sum(len(f.objects) for f in self.files)
 
 
-def check_file(path: str, *, auto_prefix: bool = True) -> FileCheck:
+def check_file(path: str, *, auto_prefix: bool = True, published: Collection[str] | None = None,
+               served: ServedCRDs | None = None) -> FileCheck:
     """Every problem of every document of ``path`` (each must be a NodeFeatureRule or a
     NodeFeatureGroup). Raises InputError for a file that cannot be read, is not YAML or is empty."""
     dups: list[DuplicateKey] = []
@@ -318,16 +447,18 @@ def check_file(path: str, *, auto_prefix: bool = True) -> FileCheck:
     # a document of another kind is a problem of that document (``kind: must be ...``)
     checks = []
     for d in docs:
-        c = check_object(d, auto_prefix=auto_prefix)
+        c = check_object(d, auto_prefix=auto_prefix, published=published, served=served)
         c.rule_set = None  # a file of 40,000 rules: not every compiled rule held to the end
         checks.append(c)
     return FileCheck(path, dups, checks)
 
 
-def check_files(paths: list[str], *, auto_prefix: bool = True) -> ValidationReport:
+def check_files(paths: list[str], *, auto_prefix: bool = True, published: Collection[str] | None = None,
+                served: ServedCRDs | None = None) -> ValidationReport:
     """check_file for each path, then the conflicts between all their NodeFeatureRules, as if
     they were applied together. Raises InputError as check_file."""
-    rep = ValidationReport([check_file(p, auto_prefix=auto_prefix) for p in paths])
+    rep = ValidationReport([check_file(p, auto_prefix=auto_prefix, published=published, served=served)
+                            for p in paths])
     # nfd-master's order: NodeFeatureRules by name, then rules in order
     objs = sorted((o for f in rep.files for o in f.objects), key=lambda o: o.name)
     rep.conflicts = find_conflicts((x for o in objs for x in o.outputs), auto_prefix=auto_prefix)

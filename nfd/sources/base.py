@@ -6,6 +6,7 @@ A source module ``nfd/sources/<name>.py`` exports ``SOURCE``, an instance of a
 Contract (upstream's FeatureSource + LabelSource + ConfigurableSource in one object):
 
 - ``name``: the source name, also the prefix of its feature keys (``cpu`` -> ``cpu.cpuid``).
+- ``features``: the feature names this source publishes (``cpu.cpuid``, ``cpu.model``, ...).
 - ``priority``: label-source priority; sources are labelled in ascending (priority, name) order
   and later sources overwrite earlier label keys (built-ins 0, custom 10, local 20).
 - ``enabled_by_default``: whether ``all`` in ``core.featureSources``/``labelSources`` includes it
@@ -89,6 +90,10 @@ class FeatureSource:
     """Base class with the common defaults; see the module docstring for the contract."""
 
     name: ClassVar[str] = ""
+    #: every feature this source may publish (``<name>.<feature>``): rule validation names a
+    #: feature of this domain that is not among them, with the nearest one
+    #: (nfd.sources.registry.published_features); tests/unit/sources check discover() against it
+    features: ClassVar[tuple[str, ...]] = ()
     priority: ClassVar[int] = 0
     is_feature_source: ClassVar[bool] = True
     is_label_source: ClassVar[bool] = True

@@ -246,6 +246,8 @@ _CPUINFO_FLAGS = {
 
 class CpuSource(FeatureSource):
     name = "cpu"
+    features = ("cpu.cpuid", "cpu.model", "cpu.cstate", "cpu.pstate", "cpu.rdt", "cpu.security", "cpu.sst",
+                "cpu.topology", "cpu.coprocessor")
 
     def default_config(self) -> dict[str, Any]:
         return {"cpuid": {"attributeBlacklist": list(DEFAULT_BLACKLIST), "attributeWhitelist": []}}

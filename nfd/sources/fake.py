@@ -10,6 +10,7 @@ from nfd.sources.base import DiscoveryContext, FeatureSource
 
 class FakeSource(FeatureSource):
     name = "fake"
+    features = ("fake.flag", "fake.attribute", "fake.instance")
 
     @property
     def enabled_by_default(self) -> bool:

@@ -23,6 +23,8 @@ _KCONFIG_LIMIT = 16 << 20
 
 class KernelSource(FeatureSource):
     name = "kernel"
+    features = ("kernel.version", "kernel.config", "kernel.loadedmodule", "kernel.enabledmodule", "kernel.selinux",
+                "kernel.kvm")
 
     def default_config(self) -> dict[str, Any]:
         return {"kconfigFile": "", "configOpts": ["NO_HZ", "NO_HZ_IDLE", "NO_HZ_FULL", "PREEMPT"]}

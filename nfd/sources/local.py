@@ -26,6 +26,7 @@ DIRECTIVE_PREFIX = "# +"
 
 class LocalSource(FeatureSource):
     name = "local"
+    features = ("local.label", "local.feature")
     priority = 20
     prefix_labels = False
 

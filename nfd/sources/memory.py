@@ -17,6 +17,7 @@ _GO_INT = re.compile(r"^[+-]?\d+$")
 
 class MemorySource(FeatureSource):
     name = "memory"
+    features = ("memory.numa", "memory.swap", "memory.nv", "memory.hugepages")
 
     def discover(self, ctx: DiscoveryContext, config: dict[str, Any]) -> Features:
         f = Features()

@@ -15,6 +15,7 @@ _VIRT_ATTRS = ("operstate", "speed", "mtu")
 
 class NetworkSource(FeatureSource):
     name = "network"
+    features = ("network.device", "network.virtual")
 
     def discover(self, ctx: DiscoveryContext, config: dict[str, Any]) -> Features:
         base = ctx.paths.sys("class/net")

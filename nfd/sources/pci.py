@@ -58,6 +58,7 @@ class DeviceClassSource(FeatureSource):
 
 class PciSource(DeviceClassSource):
     name = "pci"
+    features = ("pci.device",)
 
     def default_config(self) -> dict[str, Any]:
         return {"deviceClassWhitelist": ["03", "0b40", "12"], "deviceLabelFields": list(DEFAULT_LABEL_FIELDS)}

@@ -53,6 +53,17 @@ def get(name: str) -> FeatureSource | None:
     return src
 
 
+def published_features() -> frozenset[str]:
+    """Every feature name a source of this nfd publishes (each source's ``features``; a
+    source whose module cannot be imported contributes none)."""
+    out: set[str] = set()
+    for n in names():
+        src = get(n)
+        if src is not None and src.is_feature_source:
+            out.update(src.features)
+    return frozenset(out)
+
+
 # unknown source names already warned about
 _unknown_reported: set[str] = set()
 

@@ -14,6 +14,7 @@ _QUEUE_ATTRS = ("dax", "rotational", "nr_zones", "zoned")
 
 class StorageSource(FeatureSource):
     name = "storage"
+    features = ("storage.block",)
 
     def discover(self, ctx: DiscoveryContext, config: dict[str, Any]) -> Features:
         base = ctx.paths.sys("block")

@@ -25,6 +25,7 @@ _LABELLED = ("ID", "VERSION_ID", "VERSION_ID.major", "VERSION_ID.minor")
 
 class SystemSource(FeatureSource):
     name = "system"
+    features = ("system.osrelease", "system.name", "system.dmiid")
 
     def discover(self, ctx: DiscoveryContext, config: dict[str, Any]) -> Features:
         f = Features()

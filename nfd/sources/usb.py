@@ -17,6 +17,7 @@ DEFAULT_LABEL_FIELDS = ["class", "vendor", "device"]
 
 class UsbSource(DeviceClassSource):
     name = "usb"
+    features = ("usb.device",)
 
     def default_config(self) -> dict[str, Any]:
         return {"deviceClassWhitelist": ["0e", "ef", "fe", "ff"], "deviceLabelFields": list(DEFAULT_LABEL_FIELDS)}

@@ -142,6 +142,21 @@ def test_master_labels_nodes_and_reads_features(rbac: KubeCluster, node: str) ->
     _forbidden(master.request, "DELETE", f"/api/v1/nodes/{node}")
 
 
+def test_master_reads_and_watches_the_rule_crds_only(rbac: KubeCluster) -> None:
+    """nfd-master reads the NodeFeatureRule and NodeFeatureGroup CRDs at start and watches them
+    (field-selected by name, which RBAC's resourceNames authorizes for list and watch too)."""
+    master = _client(rbac, "nfd-master")
+    crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    for name in ("nodefeaturerules.nfd.k8s-sigs.io", "nodefeaturegroups.nfd.k8s-sigs.io"):
+        assert master.get(f"{crds}/{name}")["metadata"]["name"] == name
+        listed = master.get(crds, fieldSelector=f"metadata.name={name}")
+        assert [o["metadata"]["name"] for o in listed["items"]] == [name]
+        watched = master.get(crds, fieldSelector=f"metadata.name={name}", watch="true", timeoutSeconds="1")
+        assert watched is not None
+    _forbidden(master.get, crds)
+    _forbidden(master.get, f"{crds}/nodefeatures.nfd.k8s-sigs.io")
+
+
 def test_master_lease_only_its_own_name(rbac: KubeCluster, namespace: str) -> None:
     # The ClusterRole grants the Lease in any namespace; a fresh one keeps this test away
     # from the Lease of any nfd-master the session runs.

@@ -56,3 +56,46 @@ def test_the_api_server_refuses_what_validate_refuses(kube: KubeCluster, ident: 
         # the server names a map key in brackets: spec.rules[0].labels[example.com/count]
         head = field.split(".example.com/")[0].split(".kubernetes.io/")[0]
         assert head.split("[")[0] in refused, (field, refused)
+
+
+TYPOS = """
+apiVersion: nfd.k8s-sigs.io/v1alpha1
+kind: NodeFeatureRule
+metadata: {name: typos}
+spec:
+  rule: []
+  rules:
+  - name: r
+    labels: {example.com/a: "1"}
+    matchFeature:
+    - feature: cpu.cpuid
+    matchAny:
+    - matchFeatures:
+      - feature: system.osrelease
+        matchExpressions:
+          NAME: {op: InRegexp, values: ["^openSUSE"], value: ["x"]}
+        matchNames: {op: Exists}
+      matchFeature: []
+    taints: [{key: example.com/t, effect: NoSchedule, valu: x}]
+  - name: g
+    labelsTemplates: "x=y"
+"""
+
+
+def test_unknown_fields_are_exactly_what_strict_field_validation_refuses(kube: KubeCluster) -> None:
+    """kubectl apply asks for fieldValidation=Strict: the server refuses every unknown field, and
+    ours names the same ones (nfd.api.nodefeaturerule.unknown_field_problems)."""
+    import re
+
+    import yaml
+
+    from nfd.api.nodefeaturerule import unknown_field_problems
+
+    obj = yaml.safe_load(TYPOS)
+    ours = {p for p, _ in unknown_field_problems(obj)}
+    with pytest.raises(HttpError) as e:
+        kube.request("POST", f"/apis/{API}/nodefeaturerules", body=obj,
+                     params={"dryRun": "All", "fieldValidation": "Strict"})
+    theirs = set(re.findall(r'unknown field "([^"]+)"', str(e.value)))
+    assert ours == theirs, (ours, theirs)
+    assert len(ours) == 7

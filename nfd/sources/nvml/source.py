@@ -22,7 +22,7 @@ from nfd.api.errors import ValidationError
 from nfd.api.features import Features
 from nfd.sources.base import DiscoveryContext, FeatureSource
 from nfd.sources.nvml import backend as nv
-from nfd.sources.nvml.naming import SYSTEM
+from nfd.sources.nvml.naming import DRIVER, GPU, MIG, SYSTEM
 
 if TYPE_CHECKING:  # the device plugin's config is read only where a GPU node sets configFile
     from nfd.sources.nvml.sharing import DevicePluginConfig
@@ -40,6 +40,7 @@ def driver_present(ctx: DiscoveryContext) -> bool:
 
 class NvmlSource(FeatureSource):
     name = "nvml"
+    features = (GPU, MIG, DRIVER, SYSTEM)
 
     def __init__(
         self,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -65,15 +66,36 @@ def test_dryrun_sections_as_upstream(tmp_path: Path, capsys: pytest.CaptureFixtu
         "***\tLabels\t***",
         "example.com/avx=true",
         "example.com/vendor=Intel",
-        "unprefixed=x",
-        "\t-Validation errors-",
-        'invalid label "unprefixed":"x" unprefixed keys are not allowed',
+        "unprefixed=x",  # nfd-master publishes it as feature.node.kubernetes.io/unprefixed: no error
         "***\tExtended Resources\t***",
         "example.com/cores=6",
         "***\tAnnotations\t***",
         "example.com/note=hello",
         f'NodeFeatureRule "{rules}" is valid for NodeFeature "{nf}"',
     ]
+
+
+def test_dryrun_exit_status_follows_validation_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A section's validation errors make the dry run fail: it never says "is valid" after them
+    (nfd-master would not publish the label)."""
+    rules = write(tmp_path, "r.yaml", """
+        apiVersion: nfd.k8s-sigs.io/v1alpha1
+        kind: NodeFeatureRule
+        metadata: {name: long}
+        spec:
+          rules:
+          - name: long-value
+            labels: {example.com/long: "%s"}
+        """ % ("x" * 64))
+    nf = write(tmp_path, "nf.yaml", NODEFEATURE)
+    assert main(["dryrun", "-f", rules, "-n", nf]) == 1
+    cap = capsys.readouterr()
+    lines = cap.out.splitlines()
+    i = lines.index("\t-Validation errors-")
+    assert lines[i + 1].startswith('invalid label "example.com/long":')
+    assert lines[-1] == f'NodeFeatureRule "{rules}" is not valid for NodeFeature "{nf}"'
+    assert not any(line.endswith(" is valid for NodeFeature " + f'"{nf}"') for line in lines)
+    assert cap.err.startswith('Labels: invalid label "example.com/long":')
 
 
 def test_dryrun_long_flags_and_rule_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -172,7 +194,8 @@ def test_validate_finds_what_nfd_rules_validate_finds(tmp_path: Path, capsys: py
     assert ours and not any(line.startswith("Warning") for line in ours)
     assert rules_main(["validate", "-f", path]) == 1
     theirs = [line.removeprefix(f"{path}: NodeFeatureRule 'bad': ") for line in capsys.readouterr().out.splitlines()]
-    assert ours == theirs
+    assert theirs[-1] == f"{len(ours)} problem(s) found"  # the summary, on stdout
+    assert ours == theirs[:-1]
 
 
 @pytest.mark.parametrize("text, msg", [
@@ -189,7 +212,7 @@ def test_validate_refuses_empty_files_and_wrong_kinds(tmp_path: Path, capsys: py
     assert msg in cap.err
 
 
-def test_unknown_fields_are_warnings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_unknown_fields_are_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rules = write(tmp_path, "r.yaml", """
         apiVersion: nfd.k8s-sigs.io/v1alpha1
         kind: NodeFeatureRule
@@ -200,13 +223,18 @@ def test_unknown_fields_are_warnings(tmp_path: Path, capsys: pytest.CaptureFixtu
             labels: {example.com/x: "1"}
             matchFeature: [{feature: cpu.cpuid, matchExpressions: {AVX512F: {op: Exists}}}]
         """)
-    assert main(["validate", "-f", rules]) == 0
-    assert capsys.readouterr().err == 'Warning: unknown field "spec.rules[0].matchFeature"\n'
-    nf = write(tmp_path, "nf.yaml", NODEFEATURE)
-    assert main(["dryrun", "-f", rules, "-n", nf]) == 0
+    msg = ("spec.rules[0].matchFeature: unknown field; did you mean matchFeatures? "
+           "(as written, the rule has no match term and matches every node)")
+    assert main(["validate", "-f", rules]) == 1  # kubectl apply refuses it (strict field validation)
     cap = capsys.readouterr()
-    assert cap.err == 'Warning: unknown field "spec.rules[0].matchFeature"\n'
-    assert "example.com/x=1" in cap.out  # the typo made the rule match every node: hence the warning
+    assert cap.err == msg + "\n"
+    assert cap.out.splitlines()[-1] == f"NodeFeatureRule {rules} is not valid"
+    nf = write(tmp_path, "nf.yaml", NODEFEATURE)
+    assert main(["dryrun", "-f", rules, "-n", nf]) == 1
+    cap = capsys.readouterr()
+    assert cap.err == msg + "\n"
+    assert "example.com/x=1" in cap.out  # the typo made the rule match every node: hence the error
+    assert cap.out.splitlines()[-1] == f'NodeFeatureRule "{rules}" is not valid for NodeFeature "{nf}"'
 
 
 def test_dryrun_refuses_a_rule_file_as_the_nodefeature(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -248,3 +276,40 @@ def test_no_command_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     for cmd in ("dryrun", "test", "validate"):
         assert cmd in out
+
+
+def test_fleet_test_names_unknown_fields_as_kubectl_apply_refuses_them(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``test -A`` predicts an apply: an unknown field is an error (exit 1), the report is for
+    the object as the API server stores it without strict validation (the field pruned)."""
+    import json
+
+    from nfd.cli import fleet
+
+    seen: list[Any] = []
+
+    def fetch_and_plan(**kw: Any) -> fleet.FleetReport:
+        seen.append(kw["file_rules"])
+        return fleet.FleetReport(nodes=["n1"])
+
+    monkeypatch.setattr(fleet, "fetch_and_plan", fetch_and_plan)
+    rules = write(tmp_path, "r.yaml", """
+        apiVersion: nfd.k8s-sigs.io/v1alpha1
+        kind: NodeFeatureRule
+        metadata: {name: typo}
+        spec:
+          rules:
+          - name: r
+            labels: {example.com/x: "1"}
+            matchFeature: [{feature: cpu.cpuid, matchExpressions: {AVX512F: {op: Exists}}}]
+        """)
+    assert main(["test", "-f", rules, "-A"]) == 1
+    cap = capsys.readouterr()
+    assert cap.err == ("error: NodeFeatureRule 'typo': spec.rules[0].matchFeature: unknown field; did you mean "
+                       "matchFeatures? (as written, the rule has no match term and matches every node) (kubectl apply "
+                       "refuses the object; the report is for it without the field)\n")
+    assert "1 node(s)" in cap.out and seen
+    assert main(["test", "-f", rules, "-A", "-o", "json"]) == 1
+    assert json.loads(capsys.readouterr().out)["unknownFields"] == [
+        "NodeFeatureRule 'typo': spec.rules[0].matchFeature: unknown field; did you mean matchFeatures? "
+        "(as written, the rule has no match term and matches every node)"]

@@ -324,12 +324,18 @@ def test_guide_mistakes_are_rule_errors_not_crashes(tmp_path: Path, capsys: Any)
     )
     rc, out = dryrun(tmp_path, capsys, rules, raw=True)
     assert rc == 1
+    # the unknown fields first (kubectl apply refuses them: values, the shorthand's feature key),
+    # then the rules that fail on the node
     assert [e["rule"] for e in out["errors"]] == [
+        "values-typo",
+        "shorthand-terms",
         "list-instead-of-expression",
         "lowercase-template-key",
         "values-typo",
     ]
-    assert "spec.rules[0].matchFeatures[0].matchExpressions.vendor" in out["errors"][0]["message"]
+    assert out["errors"][0]["message"].endswith(
+        "spec.rules[2].matchFeatures[0].matchExpressions.NAME.values: unknown field; did you mean value?")
+    assert "spec.rules[0].matchFeatures[0].matchExpressions.vendor" in out["errors"][2]["message"]
     assert out["labels"] == {"ok": "1"}
 
 
@@ -528,7 +534,7 @@ def test_validate_refuses_wrong_or_missing_api_version(tmp_path: Path, capsys: A
         text = body.replace("nfd.k8s-sigs.io/v1alpha1", api) if api else body.split("\n", 1)[1]
         p.write_text(text)
         assert main(["validate", "-f", str(p)]) == 1
-        assert capsys.readouterr().out == f"{p}: NodeFeatureRule 'x': {msg}\n"
+        assert capsys.readouterr().out == f"{p}: NodeFeatureRule 'x': {msg}\n1 problem(s) found\n"
 
 
 # a document of another kind is a problem named in it (as kubectl-nfd validate says), exit 1
@@ -618,28 +624,38 @@ def test_validate_reports_unknown_fields(tmp_path: Path, capsys: Any) -> None:
         )
     )
     p.write_text(typos)
-    assert main(["validate", "-f", str(p)]) == 1  # InRegexp left without a value: an error
+    assert main(["validate", "-f", str(p)]) == 1
     out = capsys.readouterr().out
-    head = f"{p}: NodeFeatureRule 'typos': warning: unknown field "
-    for path in [
-        "spec.rules[0].matchFeature",
-        "spec.rules[0].matchAny[0].matchFeatures[0].matchExpressions.NAME.values",
-        "spec.rules[0].matchAny[0].matchFeatures[0].matchNames",
-        "spec.rules[0].taints[0].valu",
+    head = f"{p}: NodeFeatureRule 'typos': "
+    # errors, as kubectl apply's strict field validation refuses them, each with the nearest name
+    for line in [
+        "spec.rules[0].matchFeature: unknown field; did you mean matchFeatures?",
+        "spec.rules[0].matchAny[0].matchFeatures[0].matchExpressions.NAME.values: unknown field; did you mean value?",
+        "spec.rules[0].matchAny[0].matchFeatures[0].matchNames: unknown field; did you mean matchName?",
+        "spec.rules[0].taints[0].valu: unknown field; did you mean value?",
     ]:
-        assert f'{head}"{path}"' in out, path
-    # unknown fields alone are warnings: the master takes such a rule (ignoring the field)
+        assert f"{head}{line}\n" in out, line
+    # an unknown field alone is an error too; a rule whose only match term is misspelt says that
+    # it matches every node as written
     p.write_text(nfr("typo", '- name: r\n  labels: {a: "1"}\n  matchFeature: [{feature: cpu.cpuid}]'))
-    assert main(["validate", "-f", str(p)]) == 0
-    assert capsys.readouterr().out == f'{p}: NodeFeatureRule \'typo\': warning: unknown field "spec.rules[0].matchFeature"\n'
+    assert main(["validate", "-f", str(p)]) == 1
+    assert capsys.readouterr().out == (
+        f"{p}: NodeFeatureRule 'typo': spec.rules[0].matchFeature: unknown field; did you mean matchFeatures? "
+        "(as written, the rule has no match term and matches every node)\n1 problem(s) found\n")
+    # a field far from every valid one lists them
+    p.write_text(nfr("far", '- name: r\n  labels: {a: "1"}\n  zzz: 1\n  matchCEL: ["true"]'))
+    assert main(["validate", "-f", str(p)]) == 1
+    assert "spec.rules[0].zzz: unknown field (valid here: annotations, extendedResources, labels" in capsys.readouterr().out
     p.write_text(typos)
-    # the engine itself ignores unknown fields, like upstream's decoder
+    # the engine itself ignores unknown fields, like upstream's decoder; dryrun names them as errors
     nf = tmp_path / "nf.yaml"
     nf.write_text(NODEFEATURE)
     assert main(["dryrun", "-f", str(p), "--nodefeature", str(nf), "--raw", "-o", "json"]) == 1
     cap = capsys.readouterr()
     out = json.loads(cap.out)
-    assert out["errors"][0]["rule"] == "r"  # InRegexp without values, compared against NAME
-    # ...and dryrun names them, as kubectl apply would
-    err = cap.err
-    assert f'Warning: {p}: NodeFeatureRule \'typos\': unknown field "spec.rules[0].matchFeature"' in err
+    assert [e["rule"] for e in out["errors"]] == ["r"] * 5  # 4 unknown fields, InRegexp without values
+    assert out["errors"][0]["message"] == f"{head}spec.rules[0].matchFeature: unknown field; did you mean matchFeatures?"
+    assert f"error: {head}spec.rules[0].matchFeature: unknown field; did you mean matchFeatures?\n" in cap.err
+    # a rule whose only fault is an unknown field fails the dry run too (exit 1)
+    p.write_text(nfr("typo", '- name: r\n  labels: {a: "1"}\n  matchFeature: [{feature: cpu.cpuid}]'))
+    assert main(["dryrun", "-f", str(p), "--nodefeature", str(nf)]) == 1

@@ -46,7 +46,10 @@ def rules_validate(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int,
     rc = rules_main(["validate", "-f", str(path)])
     cap = capsys.readouterr()
     problems, warnings = set(), []
-    for line in cap.out.splitlines():
+    lines = cap.out.splitlines()
+    # the summary is the last line of stdout (the object count, or the problem count)
+    assert lines and re.fullmatch(r"\d+ (object\(s\) valid|problem\(s\) found)", lines[-1]) or rc == 2, cap
+    for line in lines[:-1] if rc != 2 else lines:
         line = line.removeprefix(f"{path}: ")
         body = re.sub(r"^(NodeFeatureRule|NodeFeatureGroup) '[^']*': ", "", line)
         if body.startswith("warning: "):
