@@ -64,6 +64,7 @@ class NvmlSource(FeatureSource):
         clock: Any = time.time,
         backend: Any = None,
         host: Any = None,
+        health_clock: Any = time.time,
     ):
         """``backend``/``host`` inject an NVML implementation and host facts (tests)."""
         self._env = env
@@ -78,6 +79,7 @@ class NvmlSource(FeatureSource):
         self.last_error = ""
         self._timestamp: int | None = None
         self._clock = clock
+        self._health_clock = health_clock
         self._dp_cache: dict[str, tuple[tuple[float, int], DevicePluginConfig]] = {}
         self._tracker: Any = None  # health.HealthTracker, made at the first pass with health on
         self._watcher: Any = None  # health.XidWatcher
@@ -189,7 +191,6 @@ class NvmlSource(FeatureSource):
             return Features()
         nvml = self._backend
         hcfg = config.get("health") or {}
-        self._health_watch(hcfg)
         try:
             nvml.nvmlInit()
         except Exception as e:
@@ -204,6 +205,7 @@ class NvmlSource(FeatureSource):
         if self._init_failed and self._tracker is not None:
             self._tracker.reset_all()  # NVML back after failing to initialise: the driver was reloaded
         self._init_failed = False
+        self._health_watch(hcfg)  # once NVML answers: no thread on a node without a driver
         health: tuple[list[dict[str, str]], dict[str, str]] | None = None
         try:
             from nfd.sources.nvml.collect import CollectError, collect
@@ -254,7 +256,7 @@ class NvmlSource(FeatureSource):
             from nfd.sources.nvml.health import HealthTracker, XidWatcher
 
             if self._tracker is None:
-                self._tracker = HealthTracker(clock=self._clock)
+                self._tracker = HealthTracker(clock=self._health_clock)
             if self._watcher is None:
                 self._watcher = XidWatcher(self._backend, self._tracker)
             if not self._watcher.running:
@@ -273,7 +275,7 @@ class NvmlSource(FeatureSource):
         from nfd.sources.nvml.health import NVLINK_MAX_LINKS, HealthSettings, HealthTracker, read_health
 
         if self._tracker is None:
-            self._tracker = HealthTracker(clock=self._clock)
+            self._tracker = HealthTracker(clock=self._health_clock)
         calls = getattr(nvml, "calls", None)
         before = sum(calls.values()) if calls is not None else 0
         try:

@@ -25,7 +25,7 @@ class Clock:
 def source_of(profile: str, **health: Any) -> tuple[NvmlSource, Any, dict[str, Any], Clock]:
     fake = make_fake(profile)
     clock = Clock()
-    src = NvmlSource(backend=fake, host=fake.host, clock=clock)
+    src = NvmlSource(backend=fake, host=fake.host, health_clock=clock)
     cfg = src.parse_config({"health": health}, path="sources.nvml")
     return src, fake, cfg, clock
 
