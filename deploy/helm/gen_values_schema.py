@@ -73,7 +73,7 @@ SCHEMA: dict[str, Any] = {
             "interval": DURATION, "replicaCount": INT, "deploymentAnnotations": OBJ, "podDisruptionBudget": OBJ,
         }),
         "prometheus": obj({"enable": BOOL, "scrapeInterval": DURATION, "labels": OBJ}),
-        "nodeFeatureRules": obj({"nvidiaGpuLabelsFromDRA": BOOL}),
+        "nodeFeatureRules": obj({"nvidiaGpuLabelsFromDRA": BOOL, "nvidiaGpuHealth": BOOL}),
     },
 }
 

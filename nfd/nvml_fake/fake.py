@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 import uuid as uuidlib
 from collections import Counter
 from dataclasses import dataclass, field
@@ -56,12 +57,41 @@ class Fault:
     seen: int = 0
 
 
+#: a GPU's health readings when its profile says nothing (``health:`` of the model, then of the
+#: GPU, override them; ``null`` answers NOT_SUPPORTED): a healthy GPU with ECC, PCIe Gen5 x16,
+#: no NVLink
+HEALTH_DEFAULTS: dict[str, Any] = {
+    "eccUncorrectedVolatile": 0,
+    "retiredPagesPending": False,
+    "remappedRows": {"corrected": 0, "uncorrected": 0, "pending": False, "failed": False},
+    "clocksEventReasons": 0,
+    "pcie": {"width": 16, "maxWidth": 16, "gen": 5, "maxGen": 5},
+    "nvlinks": None,
+    "lost": False,
+    "xids": [],
+    "xidEvents": True,
+}
+
+
 @dataclass(eq=False)
 class _Gpu:
     index: int
     spec: dict[str, Any]
     model: dict[str, Any]
     migs: list[_Mig] = field(default_factory=list)
+
+    def health(self, key: str, default: Any = None) -> Any:
+        """The health reading ``key``: the GPU's ``health:``, else the model's, else the default."""
+        for src in (self.spec.get("health") or {}, self.model.get("health") or {}):
+            if key in src:
+                return src[key]
+        return HEALTH_DEFAULTS.get(key, default)
+
+
+@dataclass(eq=False)
+class _EventSet:
+    gpus: set[int] = field(default_factory=set)
+    freed: bool = False
 
 
 @dataclass(eq=False)
@@ -148,6 +178,13 @@ class FakeNvml:
         for i, spec in enumerate(profile["gpus"]):
             for call, error in (spec.get("errors") or {}).items():
                 self.inject(call, error, device=i)
+        # XID events: delivered to event sets registered for the GPU; the profile's come first
+        self._events: list[tuple[int, int]] = []
+        self._event_cond = threading.Condition()
+        for g in self.gpus:
+            if g.health("lost"):  # a lost GPU answers GPU_IS_LOST to every call on it
+                self.inject("*", "GPU_IS_LOST", device=g.index)
+            self._events.extend((g.index, int(x)) for x in g.health("xids") or [])
 
     # -- profile -> MIG objects ----------------------------------------------------------------
     def _build_migs(self, g: _Gpu) -> list[_Mig]:
@@ -239,7 +276,8 @@ class FakeNvml:
         if needs_init and self.init_count == 0:
             raise pynvml.NVMLError(pynvml.NVML_ERROR_UNINITIALIZED)
         for f in self.faults:
-            if f.call != call or (f.device is not None and f.device != device):
+            if (f.call != call and not (f.call == "*" and f.device is not None)) or (
+                    f.device is not None and f.device != device):
                 continue
             f.seen += 1
             if f.seen <= f.after or (f.times is not None and f.fired >= f.times):
@@ -437,6 +475,8 @@ class FakeNvml:
         info.state = int(fab.get("state", 3))
         info.status = int(fab.get("status", 0))
         info.cliqueId = int(fab.get("cliqueId", 0))
+        if hasattr(info, "healthMask"):
+            info.healthMask = int(fab.get("healthMask", 0))
         return 0
 
     def nvmlDeviceGetGpuFabricInfoV(self, h: _Gpu, ref: Any) -> int:
@@ -444,3 +484,110 @@ class FakeNvml:
 
     def nvmlDeviceGetGpuFabricInfo(self, h: _Gpu, ref: Any) -> int:
         return self._fabric("nvmlDeviceGetGpuFabricInfo", h, ref)
+
+    # -- health ----------------------------------------------------------------------------------
+    def _health_call(self, h: _Gpu, call: str, key: str) -> Any:
+        self._enter(call, self._dev(h))
+        if not isinstance(h, _Gpu):
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        value = h.health(key)
+        if value is None:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return value
+
+    def nvmlDeviceGetTotalEccErrors(self, h: _Gpu, error_type: int, counter_type: int) -> int:
+        value = int(self._health_call(h, "nvmlDeviceGetTotalEccErrors", "eccUncorrectedVolatile"))
+        if error_type > 1 or counter_type > 1:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        # only the volatile uncorrected counter is in the profile
+        return value if (error_type, counter_type) == (1, 0) else 0
+
+    def nvmlDeviceGetRetiredPagesPendingStatus(self, h: _Gpu) -> int:
+        return int(bool(self._health_call(h, "nvmlDeviceGetRetiredPagesPendingStatus", "retiredPagesPending")))
+
+    def nvmlDeviceGetRemappedRows(self, h: _Gpu) -> tuple[int, int, int, int]:
+        rows = {**HEALTH_DEFAULTS["remappedRows"], **self._health_call(h, "nvmlDeviceGetRemappedRows", "remappedRows")}
+        return int(rows["corrected"]), int(rows["uncorrected"]), int(bool(rows["pending"])), int(bool(rows["failed"]))
+
+    def _clocks(self, call: str, h: _Gpu) -> int:
+        return int(self._health_call(h, call, "clocksEventReasons"))
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, h: _Gpu) -> int:
+        return self._clocks("nvmlDeviceGetCurrentClocksEventReasons", h)
+
+    def nvmlDeviceGetCurrentClocksThrottleReasons(self, h: _Gpu) -> int:
+        return self._clocks("nvmlDeviceGetCurrentClocksThrottleReasons", h)
+
+    def _pcie(self, call: str, h: _Gpu, key: str) -> int:
+        pcie = self._health_call(h, call, "pcie")
+        value = {**HEALTH_DEFAULTS["pcie"], **pcie}.get(key)
+        if value is None:
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return int(value)
+
+    def nvmlDeviceGetCurrPcieLinkWidth(self, h: _Gpu) -> int:
+        return self._pcie("nvmlDeviceGetCurrPcieLinkWidth", h, "width")
+
+    def nvmlDeviceGetMaxPcieLinkWidth(self, h: _Gpu) -> int:
+        return self._pcie("nvmlDeviceGetMaxPcieLinkWidth", h, "maxWidth")
+
+    def nvmlDeviceGetCurrPcieLinkGeneration(self, h: _Gpu) -> int:
+        return self._pcie("nvmlDeviceGetCurrPcieLinkGeneration", h, "gen")
+
+    def nvmlDeviceGetMaxPcieLinkGeneration(self, h: _Gpu) -> int:
+        return self._pcie("nvmlDeviceGetMaxPcieLinkGeneration", h, "maxGen")
+
+    def nvmlDeviceGetNvLinkState(self, h: _Gpu, link: int) -> int:
+        links = self._health_call(h, "nvmlDeviceGetNvLinkState", "nvlinks")
+        if not 0 <= link < len(links):
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_INVALID_ARGUMENT)
+        return 1 if links[link] else 0
+
+    def set_health(self, index: int, **values: Any) -> None:
+        """Change GPU ``index``'s health readings (tests: a fault appears, a reset clears it)."""
+        self.gpus[index].spec = {**self.gpus[index].spec,
+                                 "health": {**(self.gpus[index].spec.get("health") or {}), **values}}
+
+    # -- XID events ------------------------------------------------------------------------------
+    def emit_xid(self, index: int, xid: int) -> None:
+        """Deliver an XID critical-error event for GPU ``index`` to the event sets registered for it."""
+        with self._event_cond:
+            self._events.append((index, int(xid)))
+            self._event_cond.notify_all()
+
+    def nvmlEventSetCreate(self) -> _EventSet:
+        self._enter("nvmlEventSetCreate")
+        return _EventSet()
+
+    def nvmlDeviceGetSupportedEventTypes(self, h: _Gpu) -> int:
+        self._enter("nvmlDeviceGetSupportedEventTypes", h.index)
+        return int(pynvml.nvmlEventTypeXidCriticalError) if h.health("xidEvents") else 0
+
+    def nvmlDeviceRegisterEvents(self, h: _Gpu, types: int, evset: _EventSet) -> None:
+        self._enter("nvmlDeviceRegisterEvents", h.index)
+        if not h.health("xidEvents"):
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        evset.gpus.add(h.index)
+
+    def nvmlEventSetWait_v2(self, evset: _EventSet, timeout_ms: int) -> Any:
+        self._enter("nvmlEventSetWait")
+        with self._event_cond:
+            deadline = None
+            while True:
+                for i, (index, xid) in enumerate(self._events):
+                    if index in evset.gpus:
+                        del self._events[i]
+                        return SimpleNamespace(device=self.gpus[index], eventType=int(pynvml.nvmlEventTypeXidCriticalError),
+                                               eventData=xid, gpuInstanceId=0xFFFFFFFF, computeInstanceId=0xFFFFFFFF)
+                import time
+
+                now = time.monotonic()
+                deadline = deadline if deadline is not None else now + timeout_ms / 1000
+                if now >= deadline or not self._event_cond.wait(deadline - now):
+                    raise pynvml.NVMLError(pynvml.NVML_ERROR_TIMEOUT)
+
+    nvmlEventSetWait = nvmlEventSetWait_v2
+
+    def nvmlEventSetFree(self, evset: _EventSet) -> None:
+        self._enter("nvmlEventSetFree")
+        evset.freed = True

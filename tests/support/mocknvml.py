@@ -40,10 +40,13 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TOOL_DIR = REPO_ROOT / "tests" / "tools" / "mocknvml"
 SOURCE = TOOL_DIR / "mocknvml.c"
+#: every C file of the tool is compiled into the one library (health.c: the health reads, ...)
+SOURCES = sorted(TOOL_DIR.glob("*.c"))
+HEADERS = sorted(TOOL_DIR.glob("*.h"))
 LIBRARY = "libnvidia-ml.so.1"
 DATA_ENV = "NFD_MOCK_NVML_DATA"
 GO_NVML = "github.com/NVIDIA/go-nvml"
-CFLAGS = ("-shared", "-fPIC", "-O1", "-Wall", "-Wextra", "-fvisibility=hidden", f"-Wl,-soname,{LIBRARY}")
+CFLAGS = ("-shared", "-fPIC", "-O1", "-Wall", "-Wextra", "-fvisibility=hidden", "-pthread", f"-Wl,-soname,{LIBRARY}")
 
 
 #: the C symbols pynvml (nvidia-ml-py) looks up for the calls the nvml source and the profile
@@ -60,6 +63,11 @@ PYNVML_SYMBOLS = (
     "nvmlDeviceGetGpuInstanceProfileInfoV", "nvmlDeviceGetGpuInstanceProfileInfo",
     "nvmlGpuInstanceGetComputeInstanceProfileInfoV", "nvmlGpuInstanceGetComputeInstanceProfileInfo",
     "nvmlDeviceGetGpuFabricInfoV", "nvmlDeviceGetGpuFabricInfo",
+    # GPU health (nvml.health) and its XID watcher
+    "nvmlDeviceGetTotalEccErrors", "nvmlDeviceGetRetiredPagesPendingStatus", "nvmlDeviceGetRemappedRows",
+    "nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons",
+    "nvmlDeviceGetCurrPcieLinkWidth", "nvmlDeviceGetMaxPcieLinkWidth", "nvmlDeviceGetCurrPcieLinkGeneration",
+    "nvmlDeviceGetMaxPcieLinkGeneration", "nvmlDeviceGetNvLinkState",
 )
 #: what gpu-feature-discovery and nvidia-device-plugin v0.17.4 call through go-nvml v0.12.9-0 and
 #: go-nvlib v0.7.4 (their Go sources, grepped for go-nvml's methods) beyond the above; go-nvml
@@ -119,7 +127,7 @@ def build(*, log: Callable[[str], None] = lambda _m: None) -> Path:
     header = (include / "nvml.h").read_bytes()
     version = subprocess.run([cc, "--version"], capture_output=True, text=True, check=False).stdout
     h = hashlib.sha256()
-    for part in (SOURCE.read_bytes(), header, (TOOL_DIR / "go.mod").read_bytes(), (TOOL_DIR / "go.sum").read_bytes(),
+    for part in (*(f.name.encode() + b"\0" + f.read_bytes() for f in (*SOURCES, *HEADERS)), header, (TOOL_DIR / "go.mod").read_bytes(), (TOOL_DIR / "go.sum").read_bytes(),
                  cc.encode(), version.encode(), " ".join(CFLAGS).encode()):
         h.update(part + b"\0")
     out = _cache_root() / f"mocknvml-{h.hexdigest()[:16]}"
@@ -133,7 +141,8 @@ def build(*, log: Callable[[str], None] = lambda _m: None) -> Path:
             return out
         start = time.monotonic()
         tmp = out / f".{LIBRARY}.{os.getpid()}.tmp"
-        proc = subprocess.run([cc, *CFLAGS, "-I", str(include), "-o", str(tmp), str(SOURCE)],
+        proc = subprocess.run([cc, *CFLAGS, "-I", str(include), "-I", str(TOOL_DIR), "-o", str(tmp),
+                               *map(str, SOURCES)],
                               capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             tmp.unlink(missing_ok=True)
@@ -210,7 +219,9 @@ def data_text(doc: dict[str, Any], faults: str = "") -> str:
 
             raw = uuidlib.UUID(str(fabric.get("clusterUuid", "00000000-0000-0000-0000-000000000000"))).bytes
             lines.append("\t".join(["fabric", str(int(fabric.get("state", 3))), str(int(fabric.get("status", 0))),
-                                    str(int(fabric.get("cliqueId", 0))), raw.hex()]))
+                                    str(int(fabric.get("cliqueId", 0))), raw.hex(),
+                                    str(int(fabric.get("healthMask", 0)))]))
+        lines.append(_health_record(ask, g))
         for p in g.model.get("giProfiles") or []:
             lines.append("\t".join(_field(v) for v in (
                 "gip", p["index"], p["id"], p["sliceCount"], p.get("instanceCount", 0),
@@ -236,6 +247,21 @@ def data_text(doc: dict[str, Any], faults: str = "") -> str:
             "error", f.call, -1 if f.device is None else f.device, f.code, -1 if f.times is None else f.times,
             f.after)))
     return "\n".join(lines) + "\n"
+
+
+def _health_record(ask: Callable[..., Any], g: Any) -> str:
+    """The GPU's ``health`` record (tests/tools/mocknvml/health.c): the Python fake's answers."""
+    na = "!"
+    ecc = ask("nvmlDeviceGetTotalEccErrors", g, 1, 0)
+    pages = ask("nvmlDeviceGetRetiredPagesPendingStatus", g)
+    rows = ask("nvmlDeviceGetRemappedRows", g)
+    clocks = ask("nvmlDeviceGetCurrentClocksEventReasons", g)
+    pcie = [ask(c, g) for c in ("nvmlDeviceGetCurrPcieLinkWidth", "nvmlDeviceGetMaxPcieLinkWidth",
+                                "nvmlDeviceGetCurrPcieLinkGeneration", "nvmlDeviceGetMaxPcieLinkGeneration")]
+    links = g.health("nvlinks", None)
+    fields = [ecc, pages, *(rows if rows is not None else (None,) * 4), clocks, *pcie]
+    return "\t".join(["health", *(na if v is None else str(int(v)) for v in fields),
+                      na if links is None else "".join("1" if x else "0" for x in links)])
 
 
 # ---- profile -> a host root with the profile's host facts ---------------------------------------
@@ -352,6 +378,7 @@ def worker_view(fake: Callable[[], Any] | None = None) -> dict[str, Any]:
         if strategy == "none":
             view["features"] = features.to_json()
         view["labels"][strategy] = source.labels(features, config, ctx)
+        source.close()
         view["errors_total"][strategy] = source.errors_total
         view["last_error"][strategy] = source.last_error
         if backend is None:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from nfd.api.errors import ValidationError
 from nfd.api.features import Features
-from nfd.sources.base import DiscoveryContext, FeatureSource
+from nfd.sources.base import DiscoveryContext, FeatureSource, check_like
 from nfd.sources.nvml import backend as nv
 from nfd.sources.nvml.naming import DRIVER, GPU, MIG, SYSTEM
 
@@ -28,6 +28,22 @@ if TYPE_CHECKING:  # the device plugin's config is read only where a GPU node se
     from nfd.sources.nvml.sharing import DevicePluginConfig
 
 log = logging.getLogger("nfd.sources.nvml")
+
+HEALTH_DEFAULTS: dict[str, Any] = {
+    "enabled": True,
+    # application XIDs not counted (NVIDIA's device plugin's default skip list)
+    "ignoredXids": [13, 31, 43, 45, 68, 109],
+    # XIDs held until the GPU is seen reset instead of aging out
+    "resetXids": [48, 63, 64, 74, 79, 95, 119, 120, 140],
+    # seconds an XID not in resetXids keeps its GPU unhealthy
+    "xidWindow": 3600,
+    # NVLinks each GPU should have up; 0: the links NVML reports
+    "nvlinkExpected": 0,
+    # passes in a row a degraded reading (clock events, PCIe link) must be seen to set, or not seen to clear
+    "degradedPasses": 3,
+    # XID events: a background wait on NVML's event set
+    "xidEvents": True,
+}
 
 
 def driver_present(ctx: DiscoveryContext) -> bool:
@@ -49,6 +65,7 @@ class NvmlSource(FeatureSource):
         clock: Any = time.time,
         backend: Any = None,
         host: Any = None,
+        health_clock: Any = time.time,
     ):
         """``backend``/``host`` inject an NVML implementation and host facts (tests)."""
         self._env = env
@@ -63,7 +80,13 @@ class NvmlSource(FeatureSource):
         self.last_error = ""
         self._timestamp: int | None = None
         self._clock = clock
+        self._health_clock = health_clock
         self._dp_cache: dict[str, tuple[tuple[float, int], DevicePluginConfig]] = {}
+        self._tracker: Any = None  # health.HealthTracker, made at the first pass with health on
+        self._watcher: Any = None  # health.XidWatcher
+        self._identities: dict[int, tuple[str, str, int | None]] = {}
+        self._init_failed = False
+        self.health_reads = 0  # NVML calls of the last health pass (benchmarks)
 
     # -- configuration ------------------------------------------------------------------------
     def default_config(self) -> dict[str, Any]:
@@ -76,6 +99,8 @@ class NvmlSource(FeatureSource):
             "noTimestamp": False,
             # DMI product name file for gpu.machine; "" is /sys/class/dmi/id/product_name
             "machineTypeFile": "",
+            # GPU health features nvml.health / nvml.health_summary (docs/gpu-health.md)
+            "health": dict(HEALTH_DEFAULTS),
         }
 
     def parse_config(self, raw: Any, *, path: str) -> dict[str, Any]:
@@ -86,6 +111,20 @@ class NvmlSource(FeatureSource):
             raise ValidationError(
                 f"{path}.migStrategy", f"must be one of none, single, mixed; got {cfg['migStrategy']!r}"
             )
+        health = cfg["health"]
+        merged = dict(HEALTH_DEFAULTS)
+        for key, value in health.items():
+            if key not in HEALTH_DEFAULTS:
+                log.info("%s.health.%s: unknown key ignored", path, key)
+                continue
+            merged[key] = check_like(HEALTH_DEFAULTS[key], value, f"{path}.health.{key}")
+        for key in ("ignoredXids", "resetXids"):
+            if not all(isinstance(x, int) and not isinstance(x, bool) for x in merged[key]):
+                raise ValidationError(f"{path}.health.{key}", "must be a list of integers")
+        for key in ("xidWindow", "nvlinkExpected", "degradedPasses"):
+            if merged[key] < 0:
+                raise ValidationError(f"{path}.health.{key}", "must not be negative")
+        cfg["health"] = merged
         return cfg
 
     def device_plugin_config(self, config: dict[str, Any], ctx: DiscoveryContext) -> DevicePluginConfig:
@@ -152,49 +191,126 @@ class NvmlSource(FeatureSource):
         if not self._load(ctx):
             return Features()
         nvml = self._backend
+        hcfg = config.get("health") or {}
         try:
             nvml.nvmlInit()
         except Exception as e:
             code = nv.nvml_code(e)
             if code is None:
                 raise
+            self._init_failed = True
             if code in nv.ABSENT_CODES and self._last is None:
                 self._note_absent(nv.describe(e))
                 return Features()
             return self._failed(f"nvmlInit: {nv.describe(e)}")
+        if self._init_failed and self._tracker is not None:
+            self._tracker.reset_all()  # NVML back after failing to initialise: the driver was reloaded
+        self._init_failed = False
+        self._health_watch(hcfg)  # once NVML answers: no thread on a node without a driver
+        health: tuple[list[dict[str, str]], dict[str, str]] | None = None
         try:
             from nfd.sources.nvml.collect import CollectError, collect
             from nfd.sources.nvml.features import snapshot_to_features
             from nfd.sources.nvml.hostinfo import SysfsHost
 
             host = self._fake_host or SysfsHost(ctx, machine_type_file=config.get("machineTypeFile") or "")
+            error = ""
             try:
                 snap = collect(nvml, host)
+                self._identities = {g.index: (g.uuid, g.pci_bus_id, g.numa_node) for g in snap.gpus}
             except CollectError as e:
-                return self._failed(str(e))
+                error = str(e)
+            if hcfg.get("enabled"):
+                health = self._health(nvml, hcfg, ctx)
         finally:
             try:
                 nvml.nvmlShutdown()
             except Exception as e:  # shutting down a half-broken NVML must not hide the result
                 log.debug("nvml: nvmlShutdown: %s", e)
+        if error:
+            return self._with_health(self._failed(error), health)
         for w in snap.warnings:
             ctx.warn(w)
         strategy = self.mig_strategy(config, self.device_plugin_config(config, ctx))
         unresolved = [m for m in snap.mig_devices() if not m.profile]
         if unresolved and strategy != "none":
             m = unresolved[0]
-            return self._failed(
+            return self._with_health(self._failed(
                 f"MIG device {m.parent_index}:{m.index} profile not resolved ({m.profile_error}); "
                 f"mig-strategy={strategy} needs MIG profiles (is NVIDIA_MIG_MONITOR_DEVICES=all set?)"
-            )
+            ), health)
         if not self._available:
             log.info("nvml: NVML driver %s, %d GPU(s)", snap.driver_version, len(snap.gpus))
             self._available = True
         if self._last_error_msg:
             log.info("nvml: NVML readable again after: %s", self._last_error_msg)
             self._last_error_msg = ""
-        features = snapshot_to_features(snap)
+        features = self._with_health(snapshot_to_features(snap), health)
         self._last = features.copy()
+        return features
+
+    # -- health -------------------------------------------------------------------------------
+    def _health_watch(self, hcfg: dict[str, Any]) -> None:
+        """Start the XID watcher where health and XID events are on; stop it where they are off."""
+        want = bool(hcfg.get("enabled")) and bool(hcfg.get("xidEvents"))
+        if want and hasattr(self._backend, "nvmlEventSetCreate"):
+            from nfd.sources.nvml.health import HealthTracker, XidWatcher
+
+            if self._tracker is None:
+                self._tracker = HealthTracker(clock=self._health_clock)
+            if self._watcher is None:
+                self._watcher = XidWatcher(self._backend, self._tracker)
+            if not self._watcher.running:
+                self._watcher.start()
+        elif self._watcher is not None:
+            self._watcher.stop()
+            self._watcher = None
+
+    def close(self) -> None:
+        """Stop the XID watcher (without waiting: it ends at its next bounded wait)."""
+        if self._watcher is not None:
+            self._watcher.stop(timeout=0)
+            self._watcher = None
+
+    def _health(self, nvml: Any, hcfg: dict[str, Any], ctx: DiscoveryContext) -> Any:
+        from nfd.sources.nvml.health import NVLINK_MAX_LINKS, HealthSettings, HealthTracker, read_health
+
+        if self._tracker is None:
+            self._tracker = HealthTracker(clock=self._health_clock)
+        calls = getattr(nvml, "calls", None)
+        before = sum(calls.values()) if calls is not None else 0
+        try:
+            readings = read_health(nvml, self._identities, NVLINK_MAX_LINKS)
+        except Exception as e:
+            if nv.nvml_code(e) is None:
+                raise
+            ctx.warn(f"nvml: health: {nv.describe(e)}")
+            return None
+        if calls is not None:
+            self.health_reads = sum(calls.values()) - before
+        for r in readings:
+            for err in r.errors:
+                ctx.warn(f"nvml: health: {err}")
+        settings = HealthSettings(
+            ignored_xids=frozenset(hcfg.get("ignoredXids") or ()),
+            reset_xids=frozenset(hcfg.get("resetXids") or ()),
+            xid_window=float(hcfg.get("xidWindow", 3600)),
+            nvlink_expected=int(hcfg.get("nvlinkExpected", 0)),
+            degraded_passes=int(hcfg.get("degradedPasses", 3)),
+        )
+        return self._tracker.update(readings, settings)
+
+    @staticmethod
+    def _with_health(features: Features, health: Any) -> Features:
+        if health is not None:
+            from nfd.sources.nvml.health import HEALTH, HEALTH_SUMMARY
+
+            instances, summary = health
+            features.instances.pop(HEALTH, None)
+            if instances:
+                features.add_instances(HEALTH, instances)
+            features.attributes[HEALTH_SUMMARY] = {}
+            features.add_attributes(HEALTH_SUMMARY, summary)
         return features
 
     def _failed(self, message: str) -> Features:

@@ -16,7 +16,9 @@
  *   gip     INDEX  ID  SLICES  INSTANCES  SMS  CE  DEC  ENC  JPEG  OFA  MEMMB  NAME   (last gpu)
  *   cip     INDEX  ID  SLICES  INSTANCES  SMS  CE  DEC  ENC  JPEG  OFA  NAME         (last gpu)
  *   mig     SLOT  UUID  GIID  CIID  GIPROFILEID  CIPROFILEID  GISLICES  SMS  CE  DEC  ENC  JPEG  OFA  CISLICES  MEMMB  NAME
- *   error   CALL  DEVICE(-1 any)  CODE  TIMES(-1 forever)  AFTER
+ *   fabric  ... HEALTHMASK                           (optional sixth field: v2/v3 healthMask)
+ *   error   CALL  DEVICE(-1 any)  CODE  TIMES(-1 forever)  AFTER    (CALL "*": every call on DEVICE)
+ *   health  ...                                       (of the last gpu; health.c reads it)
  *
  * Behaviour copied from the real library: reference-counted init, UNINITIALIZED before it,
  * INVALID_ARGUMENT for NULL outputs and unknown handles, INSUFFICIENT_SIZE for short string
@@ -27,12 +29,15 @@
 #include "nvml.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #define EXPORT __attribute__((visibility("default")))
+
+#include "mocknvml.h"
 
 #define MAX_GPUS 64
 #define MAX_MIGS 16
@@ -68,7 +73,7 @@ struct nvmlDevice_st {
     int mig_capable;
     unsigned int mig_current, mig_pending, max_mig;
     int has_fabric;
-    unsigned int fabric_state, fabric_status, fabric_clique;
+    unsigned int fabric_state, fabric_status, fabric_clique, fabric_health_mask;
     unsigned char fabric_uuid[NVML_GPU_FABRIC_UUID_LEN];
     profile_t gip[MAX_PROFILES];
     int ngip;
@@ -191,6 +196,7 @@ static nvmlReturn_t load(void) {
         return NVML_ERROR_DRIVER_NOT_LOADED;
     }
     memset(&S, 0, sizeof S);
+    mock_health_reset();
     char line[4096];
     int lineno = 0;
     struct nvmlDevice_st *g = NULL;
@@ -234,6 +240,9 @@ static nvmlReturn_t load(void) {
                 char hex[3] = {f[4][2 * i], f[4][2 * i + 1], 0};
                 g->fabric_uuid[i] = (unsigned char)strtoul(hex, NULL, 16);
             }
+            if (n >= 6) g->fabric_health_mask = num(f[5]);
+        } else if (!strcmp(f[0], "health") && g) {
+            bad = mock_health_record(g->index, f, n);
         } else if (!strcmp(f[0], "gip") && g && g->ngip < MAX_PROFILES) {
             bad = parse_profile(&g->gip[g->ngip++], f, n, 1);
         } else if (!strcmp(f[0], "cip") && g && g->ncip < MAX_PROFILES) {
@@ -294,7 +303,8 @@ static nvmlReturn_t load(void) {
 static nvmlReturn_t fault(const char *call, int device) {
     for (int i = 0; i < S.nfaults; i++) {
         fault_t *e = &S.faults[i];
-        if (strcmp(e->call, call) != 0 || (e->device >= 0 && e->device != device)) continue;
+        int any = e->call[0] == '*' && e->call[1] == '\0' && e->device >= 0;
+        if ((!any && strcmp(e->call, call) != 0) || (e->device >= 0 && e->device != device)) continue;
         e->seen++;
         if (e->seen <= e->after || (e->times >= 0 && e->fired >= e->times)) continue;
         e->fired++;
@@ -345,9 +355,20 @@ static nvmlReturn_t put_string(char *buf, unsigned int length, const char *value
     return NVML_SUCCESS;
 }
 
+/* for the mock's other source files (mocknvml.h) */
+nvmlReturn_t mock_full_gpu(const char *call, nvmlDevice_t handle, int *index) {
+    DEVICE(call, handle, d);
+    FULL_GPU(d);
+    *index = d->index;
+    return NVML_SUCCESS;
+}
+
 /* ---- init, errors, system ----------------------------------------------------------------- */
 
-static nvmlReturn_t init(void) {
+/* init and shutdown are thread-safe, as NVML's (a process may initialise from several threads) */
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static nvmlReturn_t init_locked(void) {
     if (S.refcount == 0) {
         nvmlReturn_t r = load();
         if (r != NVML_SUCCESS) return r;
@@ -358,6 +379,13 @@ static nvmlReturn_t init(void) {
     return NVML_SUCCESS;
 }
 
+static nvmlReturn_t init(void) {
+    pthread_mutex_lock(&init_lock);
+    nvmlReturn_t r = init_locked();
+    pthread_mutex_unlock(&init_lock);
+    return r;
+}
+
 EXPORT nvmlReturn_t nvmlInit_v2(void) { return init(); }
 EXPORT nvmlReturn_t nvmlInit(void) { return init(); }
 EXPORT nvmlReturn_t nvmlInitWithFlags(unsigned int flags) {
@@ -366,11 +394,11 @@ EXPORT nvmlReturn_t nvmlInitWithFlags(unsigned int flags) {
 }
 
 EXPORT nvmlReturn_t nvmlShutdown(void) {
-    ENTER();
-    nvmlReturn_t r = fault("nvmlShutdown", -1);
-    if (r != NVML_SUCCESS) return r;
-    S.refcount--;
-    return NVML_SUCCESS;
+    pthread_mutex_lock(&init_lock);
+    nvmlReturn_t r = S.refcount == 0 ? NVML_ERROR_UNINITIALIZED : fault("nvmlShutdown", -1);
+    if (r == NVML_SUCCESS) S.refcount--;
+    pthread_mutex_unlock(&init_lock);
+    return r;
 }
 
 EXPORT const char *nvmlErrorString(nvmlReturn_t result) {
@@ -635,7 +663,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device, nvmlGpuFabr
     info->status = (nvmlReturn_t)d->fabric_status;
     info->cliqueId = d->fabric_clique;
     info->state = (nvmlGpuFabricState_t)d->fabric_state;
-    info->healthMask = 0;
+    info->healthMask = d->fabric_health_mask;
     if (info->version == nvmlGpuFabricInfo_v3) info->healthSummary = 0;
     return NVML_SUCCESS;
 }

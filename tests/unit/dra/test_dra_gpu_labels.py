@@ -179,7 +179,7 @@ def test_shipped_as_the_other_deploy_pieces_name_it() -> None:
     tmpl = (chart / "templates" / "nodefeaturerules.yaml").read_text()
     assert f'.Files.Get "files/{RULE.name}"' in tmpl and "nvidiaGpuLabelsFromDRA" in tmpl
     values = yaml.safe_load((chart / "values.yaml").read_text())
-    assert values["nodeFeatureRules"] == {"nvidiaGpuLabelsFromDRA": False}
+    assert values["nodeFeatureRules"]["nvidiaGpuLabelsFromDRA"] is False
     comp = yaml.safe_load((ROOT / "deploy" / "components" / "nvidia-gpu-labels-from-dra" / "kustomization.yaml").read_text())
     assert comp["kind"] == "Component"
     (res,) = comp["resources"]

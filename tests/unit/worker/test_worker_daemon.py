@@ -351,3 +351,48 @@ def test_own_nodefeature_deleted_or_overwritten_is_written_again_echo_is_not(hos
         assert api.objects[NF_PATH]["spec"]["labels"] == written["spec"]["labels"]
 
     run(go())
+
+
+def test_gpu_health_is_written_when_it_changes_and_only_then(host, tmp_path, monkeypatch):
+    """GPU health through the worker: a steady node is not written to, a fault is written by
+    the next cycle, and its clearing by the cycle after the evidence went."""
+    from nfd.nvml_fake import FakeNvml, load_profile
+    from nfd.sources import registry
+    from nfd.sources.nvml.source import NvmlSource
+
+    fake = FakeNvml(load_profile("h100x8"))
+    src = NvmlSource(backend=fake, host=fake.host)
+    monkeypatch.setitem(registry._loaded, "nvml", src)
+    conf = tmp_path / "nfd-worker.conf"
+    conf.write_text("core:\n  featureSources: [nvml]\n  labelSources: [nvml]\n"
+                    "sources:\n  nvml:\n    health: {xidEvents: false}\n")
+    w, api, _ = make_worker(host, tmp_path)
+
+    def health() -> dict:
+        return api.objects[NF_PATH]["spec"]["features"]["attributes"]["nvml.health_summary"]["elements"]
+
+    async def go():
+        w.reload_config()
+        w.run_discovery()
+        assert await w.publish()
+        assert health()["healthy"] == "true"
+        api.calls.clear()
+        for _ in range(3):  # nothing changes: nothing is written
+            w.run_discovery()
+            assert await w.publish()
+        assert api.calls == []
+        fake.set_health(2, remappedRows={"uncorrected": 1, "pending": True})
+        w.run_discovery()
+        assert await w.publish()
+        assert api.calls == [("PUT", NF_PATH)] and health()["reason"] == "row-remap-pending"
+        api.calls.clear()
+        for _ in range(3):  # the fault stays: no more writes
+            w.run_discovery()
+            assert await w.publish()
+        assert api.calls == []
+        fake.set_health(2, remappedRows={})  # the reset applied the remap
+        w.run_discovery()
+        assert await w.publish()
+        assert api.calls == [("PUT", NF_PATH)] and health()["healthy"] == "true"
+
+    run(go())

@@ -66,6 +66,9 @@ FAULTS = [
     ("a100-mig-mixed", "nvmlDeviceGetGpuInstanceProfileInfoV@0=NO_PERMISSION"),
     ("h200-mig", "nvmlDeviceGetMemoryInfo@1=NO_PERMISSION"),
     ("l4", "nvmlDeviceGetPciInfo=GPU_IS_LOST"),
+    # health: a lost GPU (every call on it GPU_IS_LOST), a health read failing with another error
+    ("h100x8-unhealthy", "*@7=GPU_IS_LOST"),
+    ("h100x8", "nvmlDeviceGetRemappedRows@2=NO_PERMISSION"),
     # no usable NVML: the source is off
     ("h100x8", "nvmlInit=DRIVER_NOT_LOADED"),
     ("h100x8", "nvmlInit=LIBRARY_NOT_FOUND"),
@@ -109,6 +112,22 @@ def test_mig_profiles_resolved_through_pynvml(lib_dir: Path, tmp_path: Path) -> 
     assert sorted(m["attributes"]["profile"] for m in migs) == [
         "1c.2g.20gb", "1c.2g.20gb", "1g.10gb", "1g.10gb.me", "3g.40gb"]
     assert mock["labels"]["mixed"]["nvidia.com/mig-1c.2g.20gb.count"] == "2"
+
+
+def test_health_through_pynvml(lib_dir: Path, tmp_path: Path) -> None:
+    """Each health signal of h100x8-unhealthy arrives through pynvml's ctypes calls; a lost GPU
+    is reported lost while the GPU features stay out (nothing good was read yet)."""
+    mock, _ = _views(lib_dir, tmp_path, "h100x8-unhealthy", "*@7=GPU_IS_LOST")
+    summary = mock["features"]["attributes"]["nvml.health_summary"]["elements"]
+    assert summary["reason"] == "gpu-lost" and summary["unhealthy_gpus"] == "1,2,3,4,6,7"
+    assert summary["reasons"] == "gpu-lost,row-remap-failed,ecc-uncorrected,row-remap-pending,pages-pending,nvlink-down"
+    gpus = [e["attributes"] for e in mock["features"]["instances"]["nvml.health"]["elements"]]
+    assert [g["reasons"] for g in gpus] == ["", "ecc-uncorrected", "pages-pending", "row-remap-pending",
+                                            "row-remap-failed", "", "nvlink-down", "gpu-lost"]
+    assert gpus[7]["lost"] == "true" and gpus[7]["uuid"] == ""  # never answered: not known
+    consumer, _ = _views(lib_dir, tmp_path / "rtx", "rtx4090")
+    (g,) = [e["attributes"] for e in consumer["features"]["instances"]["nvml.health"]["elements"]]
+    assert g["healthy"] == "true" and "ecc_uncorrected_volatile" not in g and "row_remap_pending" not in g
 
 
 def test_cli_under_the_mock(lib_dir: Path, tmp_path: Path) -> None:

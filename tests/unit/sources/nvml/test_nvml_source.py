@@ -26,6 +26,8 @@ def source_for(fake, **kw) -> NvmlSource:
 
 
 def cfg(src: NvmlSource, **raw) -> dict:
+    """The config; GPU health off (its features, its XID watcher's own NVML session: test_nvml_health.py)."""
+    raw.setdefault("health", {"enabled": False})
     return src.parse_config(raw, path="sources.nvml")
 
 
