@@ -20,6 +20,8 @@ given by the caller.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import yaml
@@ -105,6 +107,11 @@ def _loader_cls(loader: Any) -> Any:
 
 def check(text: str, *, source: str, max_bytes: int = MAX_BYTES) -> None:
     """Raise YamlLimitError if ``text`` is too big, too deep or uses too many aliases."""
+    with _library_depth_named(source):
+        _check(text, source=source, max_bytes=max_bytes)
+
+
+def _check(text: str, *, source: str, max_bytes: int) -> None:
     if len(text) > max_bytes:
         raise YamlLimitError(f"{source}: {len(text)} bytes, more than the limit of {max_bytes}")
     # Cheap exit for the common case: no collection can nest deeper than its openers allow.
@@ -127,6 +134,22 @@ def check(text: str, *, source: str, max_bytes: int = MAX_BYTES) -> None:
                     raise YamlLimitError(f"{source}: {_at(ev)}more than {MAX_ALIASES} aliases")
     except RecursionError:
         raise YamlLimitError(f"{source}: nesting deeper than {MAX_DEPTH} levels") from None
+
+
+@contextlib.contextmanager
+def _library_depth_named(source: str) -> Iterator[None]:
+    """The YAML library's own depth limit worded as ours: PyYAML 6.0.4's libyaml refuses a flow
+    collection nested 1000 deep in its scanner ("exceeded maximum nesting depth"), which reads
+    the flow ahead, so the error comes before the parser hands out the event that our count at
+    MAX_DEPTH would refuse. Same refusal, same words, whichever limit met it."""
+    try:
+        yield
+    except yaml.YAMLError as e:
+        if "maximum nesting depth" not in (getattr(e, "problem", None) or ""):
+            raise
+        mark = getattr(e, "problem_mark", None)
+        at = f"line {mark.line + 1}: " if mark is not None else ""
+        raise YamlLimitError(f"{source}: {at}nesting deeper than {MAX_DEPTH} levels") from None
 
 
 def _at(ev: Any) -> str:
@@ -234,6 +257,11 @@ _NOKEY = object()
 
 def safe_load(text: str, *, source: str, max_bytes: int = MAX_BYTES, loader: Any = None) -> Any:
     """One document, within the limits. YAML errors are yaml.YAMLError as usual."""
+    with _library_depth_named(source):
+        return _safe_load(text, source=source, max_bytes=max_bytes, loader=loader)
+
+
+def _safe_load(text: str, *, source: str, max_bytes: int, loader: Any) -> Any:
     if len(text) > max_bytes:
         raise YamlLimitError(f"{source}: {len(text)} bytes, more than the limit of {max_bytes}")
     fast = _fast_load_all(text, source=source, loader=_loader_cls(loader))
@@ -253,6 +281,13 @@ def safe_load_all(
     """Every document, within the limits (counted over the whole stream). ``duplicates``: a
     list that receives every repeated mapping key (the documents keep the last value, as
     PyYAML); without it they are not looked for."""
+    with _library_depth_named(source):
+        return _safe_load_all(text, source=source, max_bytes=max_bytes, loader=loader, duplicates=duplicates)
+
+
+def _safe_load_all(
+    text: str, *, source: str, max_bytes: int, loader: Any, duplicates: list[DuplicateKey] | None,
+) -> list[Any]:
     if len(text) > max_bytes:
         raise YamlLimitError(f"{source}: {len(text)} bytes, more than the limit of {max_bytes}")
     dup = [False] if duplicates is not None else None
