@@ -10,7 +10,8 @@ of that away, then runs the README's test command:
    (GOMODCACHE, GOCACHE, GOPATH), pip's and uv's, and ``XDG_CACHE_HOME``, under which the suite
    keeps its own builds (kube-apiserver, the tools, the image and buildah's store, ...); unsets the
    suite's ``NFD_TEST_*_CACHE`` overrides;
-3. clones the repository's committed HEAD there (nothing uncommitted travels), makes a new
+3. clones the repository's committed HEAD there (nothing uncommitted travels) with ``shared/``
+   beside it, as CI lays it (a link to the checkout's ``../shared``), makes a new
    virtualenv from the machine's python3 (so no package installed earlier is importable) and runs
    ``bash .ci/run`` in the clone with ``CI=true`` and no standard input, as CI does;
 4. prints the run's wall time, exit status and each step's time line from its log.
@@ -93,6 +94,10 @@ def main(argv: list[str] | None = None) -> int:
     clone = work / "checkout"
     shutil.rmtree(clone, ignore_errors=True)
     subprocess.run(["git", "clone", "-q", "--no-local", str(REPO), str(clone)], check=True)
+    # CI lays a copy of shared/ beside its clone; the tests read ../shared (the corpora)
+    shared = work / "shared"
+    if (REPO.parent / "shared").is_dir() and not shared.exists():
+        shared.symlink_to((REPO.parent / "shared").resolve(), target_is_directory=True)
     venv = work / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
     env = fresh_env(work, venv)
