@@ -427,7 +427,11 @@ def _arm_hwcaps(ctx: DiscoveryContext, fixture: dict[str, Any] | None) -> tuple[
         except ValueError:
             ctx.warn(f"{ctx.paths.path('/cpuid.json')}: hwcap/hwcap2 must be integers")
             return 0, 0
-    data = read_bytes(ctx, ctx.paths.proc("self/auxv"), limit=8192) or b""
+    # the process's own auxiliary vector, as upstream's getauxval(3): /proc/self/auxv whatever the
+    # host layout (a procfs at /host-proc shows the same file natively, but a user-mode emulator
+    # answers only this path with the emulated CPU's vector); a host root's tree may model it
+    auxv = "/proc/self/auxv" if ctx.paths.root == "/" else ctx.paths.proc("self/auxv")
+    data = read_bytes(ctx, auxv, limit=8192) or b""
     hwcap = hwcap2 = 0
     for off in range(0, len(data) - 15, 16):
         key, val = struct.unpack_from("<QQ", data, off)
@@ -440,10 +444,24 @@ def _arm_hwcaps(ctx: DiscoveryContext, fixture: dict[str, Any] | None) -> tuple[
     return hwcap, hwcap2
 
 
+def _arm_midr(ctx: DiscoveryContext) -> int | None:
+    """MIDR_EL1: read with ``mrs`` on this CPU, as upstream, where this process runs natively on
+    arm64 (any host layout but a host root); else, or where no executable memory can be had,
+    cpu0's ``regs/identification/midr_el1`` in sysfs (a host root's tree models it)."""
+    midr_path = ctx.paths.sys("devices/system/cpu/cpu0/regs/identification/midr_el1")
+    if ctx.paths.root == "/" and os.uname().machine in ("aarch64", "arm64"):
+        try:
+            return cpuidmod.native_midr()
+        except (OSError, ValueError, AttributeError) as e:
+            ctx.warn(f"cpu: cannot read MIDR_EL1 with mrs ({e}); reading {midr_path}")
+    return read_int(ctx, midr_path)
+
+
 def _arm_model(ctx: DiscoveryContext, hwcap: int) -> dict[str, str]:
     vendor, family, model = cpuidmod.UNKNOWN_VENDOR, 0, 0
-    midr_path = ctx.paths.sys("devices/system/cpu/cpu0/regs/identification/midr_el1")
-    midr = read_int(ctx, midr_path) if hwcap >> 11 & 1 else None  # HWCAP_CPUID: MIDR readable
+    midr: int | None = None
+    if hwcap >> 11 & 1:  # HWCAP_CPUID: MIDR readable at EL0 (upstream reads it only then)
+        midr = _arm_midr(ctx)
     if midr is not None:
         vendor = _ARM_IMPLEMENTERS.get((midr >> 24) & 0xFF, cpuidmod.UNKNOWN_VENDOR)
         family = (midr >> 16) & 0xFF
