@@ -1,0 +1,183 @@
+"""nfd on arm64 (Grace: GB200/GH200 trays) under qemu-user, beside upstream's arm64 nfd-worker.
+
+The project's image is built for linux/arm64 from the Dockerfile (tests/e2e/image.py) and its
+root unpacked; upstream's v0.17.3 nfd-worker is built for linux/arm64 as upstream's image has
+it (tests/e2e/tools.py). Both run chrooted in that root under qemu-user-static through
+binfmt_misc, as the DaemonSet runs them: the host's directories at /host-* (this machine's, or
+the GB200 fixture tree's), one-shot without publishing. Each run's CPU is qemu's (QEMU_CPU):
+the HWCAPs both read from the auxiliary vector and the MIDR both read with `mrs`.
+
+What this proves: the image's Python and its aarch64 wheels run on arm64; nfd-worker and
+`nfd export labels` give upstream's labels there, from the same HWCAPs; the GB200 tree gives the
+same labels on arm64 as on x86-64. What it does not: anything about real Grace hardware (qemu's
+CPUs are not Neoverse V2; timings under emulation mean nothing).
+"""
+
+from __future__ import annotations
+
+import struct
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from nfd.sources.cpu import ARM64_HWCAP, ARM64_HWCAP2
+from tests.e2e import arm64, emulation, hostpkgs
+from tests.e2e.build import BuildError
+from tests.e2e.harness import REPO_ROOT
+from tests.e2e.image import ImageError
+
+pytestmark = pytest.mark.slow
+
+GB200 = REPO_ROOT / "tests" / "fixtures" / "gb200" / "root"
+PREFIX = "feature.node.kubernetes.io/"
+#: labels one side has and the other not, with the reason (docs/compatibility.md, "arm64")
+VERSION_ONLY = {
+    # upstream's HEAD (76e6cc8), which nfd follows, labels the hypervisor; v0.17.3 does not
+    # (klauspost/cpuid detects none on arm64: "none")
+    PREFIX + "cpu-model.hypervisor": "none",
+}
+#: qemu 7.2's CPUs (`qemu-aarch64-static -cpu help`) run here: `max` (every feature qemu has,
+#: MIDR implementer 0), a server core, and an SVE core without SVE2
+CPUS = ("max", "neoverse-n1", "a64fx")
+
+
+def _log(msg: str) -> None:
+    print(f"nfd e2e: {msg}", file=sys.__stderr__, flush=True)
+
+
+@pytest.fixture(scope="module")
+def root() -> Path:
+    reason = arm64.missing_reason()
+    if reason:
+        pytest.skip(reason)
+    try:
+        emulation.ensure_binfmt(log=_log)
+        return arm64.ensure_root(log=_log)
+    except (ImageError, hostpkgs.PackageError, emulation.EmulationError) as e:
+        pytest.fail(f"cannot make the arm64 image's root: {e}", pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Path:
+    if arm64.missing_reason():
+        pytest.skip(arm64.missing_reason() or "")
+    try:
+        return arm64.ensure_upstream(log=_log)
+    except (BuildError, hostpkgs.PackageError) as e:
+        pytest.fail(f"cannot build upstream's arm64 nfd-worker: {e}", pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    p = tmp_path_factory.mktemp("arm64") / "nowhere.kubeconfig"
+    p.write_text(arm64.KUBECONFIG)
+    yield p
+
+
+class Runner:
+    """Runs commands in the arm64 root with one host tree at /host-* and one emulated CPU."""
+
+    def __init__(self, root: Path, host_root: Path, cpu: str, upstream: Path, kubeconfig: Path) -> None:
+        self.root, self.cpu = root, cpu
+        self.binds = [*emulation.daemonset_binds(host_root), (str(upstream), arm64.UPSTREAM_IN_ROOT),
+                      (str(kubeconfig), arm64.KUBECONFIG_IN_ROOT)]
+        self.times: dict[str, float] = {}
+
+    def run(self, what: str, argv: list[str], *, binds: list[tuple[str, str]] | None = None) -> str:
+        env = dict(arm64.IMAGE_ENV, QEMU_CPU=self.cpu)
+        start = time.monotonic()
+        proc = emulation.run_in_root(self.root, argv, binds=self.binds + (binds or []), env=env)
+        self.times[what] = time.monotonic() - start
+        assert proc.returncode == 0, f"{what} under qemu ({self.cpu}): exit {proc.returncode}\n{proc.stderr[-4000:]}"
+        return proc.stdout + proc.stderr
+
+    def ours(self) -> dict[str, str]:
+        return arm64.parse_klog_labels(self.run("nfd-worker", ["nfd-worker", "-oneshot", "-no-publish", "-v", "1"]))
+
+    def export(self) -> dict[str, str]:
+        out = self.run("nfd export labels", ["nfd", "export", "labels"])
+        return dict(line.split("=", 1) for line in out.splitlines() if line.startswith(PREFIX))
+
+    def upstream(self) -> dict[str, str]:
+        return arm64.parse_klog_labels(self.run("upstream nfd-worker", [
+            arm64.UPSTREAM_IN_ROOT, "-oneshot", "-no-publish", "-v", "1", "-kubeconfig", arm64.KUBECONFIG_IN_ROOT,
+            "-config", "/nonexistent.conf"]))
+
+    def hwcaps(self) -> set[str]:
+        """The flag names of the emulated CPU's AT_HWCAP/AT_HWCAP2, read by a third program."""
+        out = self.run("auxv", ["python3", "-c", "import sys; sys.stdout.write(open('/proc/self/auxv','rb').read().hex())"])
+        data = bytes.fromhex(out.strip())
+        caps = dict(struct.iter_unpack("<QQ", data[: len(data) // 16 * 16]))
+        hwcap, hwcap2 = caps.get(16, 0), caps.get(26, 0)
+        assert hwcap, f"no AT_HWCAP in the emulated auxv: {caps}"
+        return {n for i, n in enumerate(ARM64_HWCAP) if hwcap >> i & 1} | {
+            n for i, n in enumerate(ARM64_HWCAP2) if hwcap2 >> i & 1}
+
+
+def _compare(ours: dict[str, str], theirs: dict[str, str]) -> None:
+    """Every label upstream's worker gives, ours gives with its value; ours has only VERSION_ONLY more."""
+    missing = {k: v for k, v in theirs.items() if ours.get(k) != v}
+    extra = {k: v for k, v in ours.items() if k not in theirs and VERSION_ONLY.get(k) != v}
+    assert not missing and not extra, f"labels differ: upstream's not ours {missing}; ours only {extra}"
+
+
+def _cpuid_flags(labels: dict[str, str]) -> set[str]:
+    return {k.removeprefix(PREFIX + "cpu-cpuid.") for k in labels if k.startswith(PREFIX + "cpu-cpuid.")}
+
+
+def test_image_is_arm64(root: Path) -> None:
+    """The image's interpreter and the compiled modules of its wheels are aarch64 ELF files."""
+    def machine(p: Path) -> int:
+        return int(struct.unpack_from("<H", p.read_bytes()[:20], 18)[0])
+
+    pythons = [p for p in (root / "usr/bin").glob("python3.[0-9]*") if p.is_file() and not p.is_symlink()]
+    assert pythons and all(machine(p) == 0xB7 for p in pythons), pythons
+    exts = list((root / "opt/nfd/lib").glob("python3*/site-packages/**/*.so"))
+    names = {p.name.split(".")[0] for p in exts}
+    assert {"_re2", "orjson", "_message"} <= names, sorted(names)  # google-re2, orjson, protobuf's upb
+    bad = [str(p.relative_to(root)) for p in exts if machine(p) != 0xB7]
+    assert not bad, f"not aarch64: {bad}"
+
+
+@pytest.mark.parametrize("cpu", CPUS)
+def test_worker_on_this_host_matches_upstream(root: Path, upstream: Path, kubeconfig: Path, cpu: str) -> None:
+    """This machine's /sys, /proc, /boot, /etc/os-release and /lib at /host-*: nfd-worker's and
+    `nfd export labels`' labels are upstream's, and the CPU flags are the emulated CPU's HWCAPs."""
+    r = Runner(root, Path("/"), cpu, upstream, kubeconfig)
+    ours, theirs, exported, caps = r.ours(), r.upstream(), r.export(), r.hwcaps()
+    _log(f"arm64 ({cpu}) on this host: {len(ours)} labels ours, {len(theirs)} upstream's; "
+         + ", ".join(f"{k} {v:.1f}s" for k, v in r.times.items()))
+    _compare(ours, theirs)
+    assert exported == ours
+    assert _cpuid_flags(ours) == caps and caps
+    assert ours[PREFIX + "kernel-version.full"] == Path("/proc/sys/kernel/osrelease").read_text().strip()
+
+
+def test_worker_on_gb200_tree_matches_upstream(root: Path, upstream: Path, kubeconfig: Path) -> None:
+    """The GB200 fixture tree at /host-* (its sysfs, boot config, os-release, kernel release):
+    the same labels as upstream's worker gives there."""
+    r = Runner(root, GB200, "neoverse-n1", upstream, kubeconfig)
+    ours, theirs = r.ours(), r.upstream()
+    _log(f"arm64 on the GB200 tree: {len(ours)} labels ours, {len(theirs)} upstream's; "
+         + ", ".join(f"{k} {v:.1f}s" for k, v in r.times.items()))
+    _compare(ours, theirs)
+    assert ours[PREFIX + "kernel-version.full"] == "6.8.0-1021-nvidia-64k"
+    assert ours[PREFIX + "cpu-model.vendor_id"] == "ARM"  # neoverse-n1's MIDR, read with mrs by both
+
+
+def test_export_host_root_gb200_same_on_arm64_and_x86(root: Path, upstream: Path, kubeconfig: Path) -> None:
+    """`nfd export labels --host-root` of the GB200 tree (its cpuid.json: Neoverse V2's HWCAPs)
+    prints the same labels under emulation as natively on this x86-64 machine."""
+    r = Runner(root, Path("/nonexistent"), "max", upstream, kubeconfig)
+    arm = r.run("nfd export labels --host-root", ["nfd", "export", "labels", "--host-root", "/gb200"],
+                binds=[(str(GB200), "/gb200")])
+    native = subprocess.run([sys.executable, "-m", "nfd.cli", "export", "labels", "--host-root", str(GB200)],
+                            capture_output=True, text=True, check=True, timeout=120).stdout
+    arm_labels = sorted(line for line in arm.splitlines() if line.startswith(PREFIX))
+    assert arm_labels == sorted(native.splitlines()) and arm_labels
+    assert {PREFIX + "cpu-cpuid.SVE2=true", PREFIX + "cpu-cpuid.BTI=true"} <= set(arm_labels)
+    assert PREFIX + "cpu-cpuid.SM4=true" not in arm_labels  # not a Neoverse V2 HWCAP
