@@ -32,7 +32,7 @@ from tests.e2e.tools import MODULES, build_module
 
 #: where upstream's binary is bound into the image's root for a run
 UPSTREAM_IN_ROOT = "/usr/local/bin/upstream-nfd-worker"
-KUBECONFIG_IN_ROOT = "/tmp/nowhere.kubeconfig"
+KUBECONFIG_IN_ROOT = "/etc/nfd-test/nowhere.kubeconfig"
 #: upstream's `-oneshot -no-publish` still builds its API client: a kubeconfig that points nowhere
 KUBECONFIG = """apiVersion: v1
 kind: Config

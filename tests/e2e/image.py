@@ -251,7 +251,7 @@ def rootfs(archive: Path, *, log: Callable[[str], None] = print) -> Path:
     target = archive.with_name("rootfs-" + archive.name.removeprefix("nfd-").removesuffix(".tar"))
     if (target / ".complete").exists():
         return target
-    with open(archive.parent / ".lock", "w") as lock:
+    with open(archive.parent / ".rootfs.lock", "w") as lock:  # not the builds' lock: unpacking waits for none
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (target / ".complete").exists():
             return target

@@ -87,25 +87,27 @@ class Runner:
                       (str(kubeconfig), arm64.KUBECONFIG_IN_ROOT)]
         self.times: dict[str, float] = {}
 
-    def run(self, what: str, argv: list[str], *, binds: list[tuple[str, str]] | None = None) -> str:
+    def run(self, what: str, argv: list[str], *, binds: list[tuple[str, str]] | None = None,
+            stdout_only: bool = False) -> str:
         env = dict(arm64.IMAGE_ENV, QEMU_CPU=self.cpu)
         start = time.monotonic()
         proc = emulation.run_in_root(self.root, argv, binds=self.binds + (binds or []), env=env)
         self.times[what] = time.monotonic() - start
         assert proc.returncode == 0, f"{what} under qemu ({self.cpu}): exit {proc.returncode}\n{proc.stderr[-4000:]}"
-        return proc.stdout + proc.stderr
+        return proc.stdout if stdout_only else proc.stdout + proc.stderr
 
-    def ours(self) -> dict[str, str]:
-        return arm64.parse_klog_labels(self.run("nfd-worker", ["nfd-worker", "-oneshot", "-no-publish", "-v", "1"]))
+    def ours(self, *args: str) -> dict[str, str]:
+        return arm64.parse_klog_labels(self.run("nfd-worker", ["nfd-worker", "-oneshot", "-no-publish", "-v", "1",
+                                                               *args]))
 
     def export(self) -> dict[str, str]:
-        out = self.run("nfd export labels", ["nfd", "export", "labels"])
-        return dict(line.split("=", 1) for line in out.splitlines() if line.startswith(PREFIX))
+        out = self.run("nfd export labels", ["nfd", "export", "labels"], stdout_only=True)
+        return dict(line.split("=", 1) for line in out.splitlines())
 
-    def upstream(self) -> dict[str, str]:
+    def upstream(self, config: str = "/nonexistent.conf") -> dict[str, str]:
         return arm64.parse_klog_labels(self.run("upstream nfd-worker", [
             arm64.UPSTREAM_IN_ROOT, "-oneshot", "-no-publish", "-v", "1", "-kubeconfig", arm64.KUBECONFIG_IN_ROOT,
-            "-config", "/nonexistent.conf"]))
+            "-config", config]))
 
     def hwcaps(self) -> set[str]:
         """The flag names of the emulated CPU's AT_HWCAP/AT_HWCAP2, read by a third program."""
@@ -174,10 +176,41 @@ def test_export_host_root_gb200_same_on_arm64_and_x86(root: Path, upstream: Path
     prints the same labels under emulation as natively on this x86-64 machine."""
     r = Runner(root, Path("/nonexistent"), "max", upstream, kubeconfig)
     arm = r.run("nfd export labels --host-root", ["nfd", "export", "labels", "--host-root", "/gb200"],
-                binds=[(str(GB200), "/gb200")])
+                binds=[(str(GB200), "/gb200")], stdout_only=True)
     native = subprocess.run([sys.executable, "-m", "nfd.cli", "export", "labels", "--host-root", str(GB200)],
                             capture_output=True, text=True, check=True, timeout=120).stdout
-    arm_labels = sorted(line for line in arm.splitlines() if line.startswith(PREFIX))
-    assert arm_labels == sorted(native.splitlines()) and arm_labels
+    arm_labels = sorted(arm.splitlines())
+    assert arm_labels == sorted(native.splitlines()) and len(arm_labels) > 50
     assert {PREFIX + "cpu-cpuid.SVE2=true", PREFIX + "cpu-cpuid.BTI=true"} <= set(arm_labels)
     assert PREFIX + "cpu-cpuid.SM4=true" not in arm_labels  # not a Neoverse V2 HWCAP
+
+
+#: RE2 (google-re2's aarch64 wheel) on both sides: the label whitelist and an InRegexp rule
+REGEXP_CONFIG = r"""
+core:
+  labelWhiteList: '^(cpu-cpuid\.(SVE.*|ASIMD.*)|kernel-version\..*|re2-.*)$'
+sources:
+  custom:
+    - name: re2 rule
+      labels: {re2-kernel: "true"}
+      matchFeatures:
+        - feature: kernel.version
+          matchExpressions:
+            major: {op: InRegexp, value: ["^[0-9]+$"]}
+        - feature: cpu.cpuid
+          matchExpressions:
+            SVE2: {op: Exists}
+"""
+
+
+def test_worker_config_with_regexps_matches_upstream(root: Path, upstream: Path, kubeconfig: Path,
+                                                     tmp_path: Path) -> None:
+    """A worker config whose label whitelist and custom rule are Go regexps: the same labels."""
+    conf = tmp_path / "nfd-worker.conf"
+    conf.write_text(REGEXP_CONFIG)
+    r = Runner(root, Path("/"), "max", upstream, kubeconfig)
+    r.binds.append((str(conf), "/etc/kubernetes/node-feature-discovery/nfd-worker.conf"))
+    ours, theirs = r.ours(), r.upstream("/etc/kubernetes/node-feature-discovery/nfd-worker.conf")
+    _compare(ours, theirs)
+    assert ours["re2-kernel"] == "true" and PREFIX + "cpu-cpuid.SVE2" in ours
+    assert not [k for k in ours if k.startswith(PREFIX + "cpu-model.") or k.startswith(PREFIX + "cpu-cpuid.AES")]
