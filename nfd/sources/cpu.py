@@ -292,12 +292,16 @@ class CpuSource(FeatureSource):
             f.flags["cpu.cpuid"] = set()
             f.attributes["cpu.model"] = {}
 
-        cstate = _cstate(ctx)
+        # upstream compiles intel_idle/intel_pstate detection and the x86 security checks for
+        # amd64 only (its other architectures' stubs give empty sets): on arm64 they stay empty
+        # even where the kernel seen is an x86 one (user-mode emulation)
+        x86 = arch in ("x86_64", "amd64")
+        cstate = _cstate(ctx) if x86 else {}
         if cstate is not None:
             f.attributes["cpu.cstate"] = cstate
-        f.attributes["cpu.pstate"] = _pstate(ctx)
+        f.attributes["cpu.pstate"] = _pstate(ctx) if x86 else {}
         f.attributes["cpu.rdt"] = _rdt(ctx, reader) if reader is not None else {}
-        f.attributes["cpu.security"] = _security(ctx, reader, info)
+        f.attributes["cpu.security"] = _security(ctx, reader, info) if x86 else _security_other(ctx, arch)
         f.attributes["cpu.sst"] = _sst(ctx, reader) if reader is not None else {}
         f.attributes["cpu.topology"] = _topology(ctx)
         f.attributes["cpu.coprocessor"] = (
@@ -577,6 +581,14 @@ def _sgx_epc(r: CpuidReader) -> int:
 def _kvm_param(ctx: DiscoveryContext, module: str, param: str) -> str | None:
     data = read_bytes(ctx, ctx.paths.sys(f"module/{module}/parameters/{param}"), limit=4096)
     return None if data is None else data.decode("latin-1")
+
+
+def _security_other(ctx: DiscoveryContext, arch: str) -> dict[str, str]:
+    """Outside x86 upstream checks only s390x's secure execution (security_s390x.go); arm64's
+    stub has nothing."""
+    if arch == "s390x" and read_bytes(ctx, ctx.paths.sys("firmware/uv/prot_virt_host"), limit=16) == b"1\n":
+        return {"se.enabled": "true"}
+    return {}
 
 
 def _security(ctx: DiscoveryContext, r: CpuidReader | None, info: cpuidmod.X86Info | None) -> dict[str, str]:

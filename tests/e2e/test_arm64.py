@@ -145,6 +145,14 @@ def test_image_is_arm64(root: Path) -> None:
     assert not bad, f"not aarch64: {bad}"
 
 
+@pytest.mark.parametrize("argv", [["nfd-master", "-h"], ["nfd-gc", "-h"], ["nfd-topology-updater", "-h"],
+                                  ["kubectl-nfd", "--help"], ["nfd", "compat", "--help"]], ids=lambda a: a[0])
+def test_entry_points_start(root: Path, argv: list[str]) -> None:
+    """The image's other entry points import everything they load at start, on arm64."""
+    proc = emulation.run_in_root(root, argv, env=arm64.IMAGE_ENV, timeout=120)
+    assert proc.returncode == 0 and "usage" in (proc.stdout + proc.stderr).lower(), proc.stderr[-2000:]
+
+
 @pytest.mark.parametrize("cpu", CPUS)
 def test_worker_on_this_host_matches_upstream(root: Path, upstream: Path, kubeconfig: Path, cpu: str) -> None:
     """This machine's /sys, /proc, /boot, /etc/os-release and /lib at /host-*: nfd-worker's and

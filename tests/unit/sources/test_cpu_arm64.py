@@ -124,3 +124,23 @@ def test_mrs_stub_encoding() -> None:
     mrs, ret = struct.unpack("<2I", cpuidmod._MIDR_CODE)
     assert mrs == 0xD5380000 | (0 << 5) | 0  # MRS <Xt>, MIDR_EL1 with Xt = x0
     assert ret == 0xD65F03C0
+
+
+def test_x86_only_parts_stay_empty_on_arm64(arm64: list[str], monkeypatch: pytest.MonkeyPatch,
+                                            tmp_path: Path) -> None:
+    """intel_idle, intel_pstate and kvm_intel/kvm_amd seen by an arm64 process (an x86 kernel
+    under user-mode emulation): upstream's arm64 build has only stubs for them, so nothing."""
+    monkeypatch.setattr(cpuidmod, "native_midr", lambda: NEOVERSE_V2)
+    sys_ = tmp_path / "sys"
+    for rel, text in {"devices/system/cpu/cpuidle/current_driver": "intel_idle\n",
+                      "module/intel_idle/parameters/max_cstate": "9\n",
+                      "devices/system/cpu/intel_pstate/status": "active\n",
+                      "module/kvm_amd/parameters/sev": "Y\n",
+                      "firmware/uv/prot_virt_host": "1\n"}.items():
+        (sys_ / rel).parent.mkdir(parents=True, exist_ok=True)
+        (sys_ / rel).write_text(text)
+    paths = HostPaths(tops=(("sys", str(sys_)),))
+    f = cpumod.CpuSource().discover(DiscoveryContext(paths=paths, arch="aarch64"), {})
+    assert (f.attributes["cpu.cstate"], f.attributes["cpu.pstate"], f.attributes["cpu.security"]) == ({}, {}, {})
+    x86 = cpumod.CpuSource().discover(DiscoveryContext(paths=paths, arch="x86_64"), {})
+    assert x86.attributes["cpu.cstate"] == {"enabled": "true"} and x86.attributes["cpu.security"]["sev.enabled"]
