@@ -145,6 +145,21 @@ def test_image_is_arm64(root: Path) -> None:
     assert not bad, f"not aarch64: {bad}"
 
 
+def test_upstream_arm64_build_is_probed(upstream: Path, tmp_path: Path) -> None:
+    """The cross build is upstream's arm64 worker with cgo: the probe passes on it and refuses
+    the same binary without the cgo cpu source's HWCAP reader."""
+    from tests.e2e.tools import ARM64_CPUID_PROBE, MODULES, probe_cross_build
+
+    module = next(m for m in MODULES if m.name == "upstream-nfd-image-arm64")
+    probe_cross_build(module, upstream)
+    data = upstream.read_bytes()
+    assert data[:20][18] == 0xB7 and b"-extldflags=-static" in data
+    stripped = tmp_path / "nfd-worker"
+    stripped.write_bytes(data.replace(ARM64_CPUID_PROBE, b"x" * len(ARM64_CPUID_PROBE)))
+    with pytest.raises(BuildError, match="the arm64 cpu source"):
+        probe_cross_build(module, stripped)
+
+
 @pytest.mark.parametrize("argv", [["nfd-master", "-h"], ["nfd-gc", "-h"], ["nfd-topology-updater", "-h"],
                                   ["kubectl-nfd", "--help"], ["nfd", "compat", "--help"]], ids=lambda a: a[0])
 def test_entry_points_start(root: Path, argv: list[str]) -> None:
@@ -219,6 +234,7 @@ def test_worker_config_with_regexps_matches_upstream(root: Path, upstream: Path,
     r = Runner(root, Path("/"), "max", upstream, kubeconfig)
     r.binds.append((str(conf), "/etc/kubernetes/node-feature-discovery/nfd-worker.conf"))
     ours, theirs = r.ours(), r.upstream("/etc/kubernetes/node-feature-discovery/nfd-worker.conf")
+    _log(f"arm64 with a regexp config: {len(ours)} labels ours, {len(theirs)} upstream's")
     _compare(ours, theirs)
     assert ours["re2-kernel"] == "true" and PREFIX + "cpu-cpuid.SVE2" in ours
     assert not [k for k in ours if k.startswith(PREFIX + "cpu-model.") or k.startswith(PREFIX + "cpu-cpuid.AES")]
