@@ -15,9 +15,11 @@ CPUs are not Neoverse V2; timings under emulation mean nothing).
 
 from __future__ import annotations
 
+import json
 import struct
 import subprocess
 import sys
+import tarfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -136,6 +138,11 @@ def test_image_is_arm64(root: Path) -> None:
     def machine(p: Path) -> int:
         return int(struct.unpack_from("<H", p.read_bytes()[:20], 18)[0])
 
+    archive = root.with_name("nfd-" + root.name.removeprefix("rootfs-") + ".tar")
+    with tarfile.open(archive) as tar:
+        manifest = json.load(tar.extractfile("manifest.json"))  # type: ignore[arg-type]
+        config = json.load(tar.extractfile(manifest[0]["Config"]))  # type: ignore[arg-type]
+    assert (config["os"], config["architecture"]) == ("linux", "arm64")
     pythons = [p for p in (root / "usr/bin").glob("python3.[0-9]*") if p.is_file() and not p.is_symlink()]
     assert pythons and all(machine(p) == 0xB7 for p in pythons), pythons
     exts = list((root / "opt/nfd/lib").glob("python3*/site-packages/**/*.so"))
