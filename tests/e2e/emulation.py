@@ -100,10 +100,12 @@ def daemonset_binds(host_root: Path) -> list[tuple[str, str]]:
 
 
 def run_in_root(root: Path, argv: Sequence[str], *, binds: Sequence[tuple[str, str]] = (),
-                env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+                env: dict[str, str] | None = None, timeout: float = 300,
+                host_network: bool = False) -> subprocess.CompletedProcess[str]:
     """``argv`` chrooted into ``root`` (an arm64 root: run by qemu-user through binfmt_misc) with
-    the environment ``env`` only, in new mount and network namespaces: the root overlaid with a
-    scratch layer, this machine's /proc, /sys and /dev at their places, then each (source on this
+    the environment ``env`` only, in a new mount namespace and (unless ``host_network``: to reach
+    a test apiserver on loopback) a new network namespace: the root overlaid with a scratch
+    layer, this machine's /proc, /sys and /dev at their places, then each (source on this
     machine, target in the root) of ``binds`` bound read-only."""
     with tempfile.TemporaryDirectory(prefix="nfd-arm64-") as tmp:
         t = Path(tmp)
@@ -126,5 +128,6 @@ def run_in_root(root: Path, argv: Sequence[str], *, binds: Sequence[tuple[str, s
             lines.append(f"mount -o remount,bind,ro {target}")
         envs = [f"{k}={v}" for k, v in (env or {}).items()]
         lines.append(f"exec chroot {m} /usr/bin/env -i {shlex.join([*envs, *argv])}")
-        return subprocess.run(["unshare", "--mount", "--net", "--propagation", "private", "sh", "-c", "\n".join(lines)],
+        ns = ["--mount"] if host_network else ["--mount", "--net"]
+        return subprocess.run(["unshare", *ns, "--propagation", "private", "sh", "-c", "\n".join(lines)],
                               capture_output=True, text=True, check=False, timeout=timeout)
