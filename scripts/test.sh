@@ -19,6 +19,10 @@ python3 -m tests.e2e.tools --if-go
 # cached, printing its set-up time. Only where the machine cannot run containers are the node
 # tests skipped (with the reason).
 python3 -m tests.e2e.node --if-go
+# The arm64 parts (tests/e2e/arm64.py): qemu-user-static registered with binfmt_misc, the image
+# built for linux/arm64 from the same Dockerfile (its RUN steps under emulation) and unpacked,
+# upstream's nfd-worker cross-built for arm64 with cgo; each cached, printing its set-up time.
+python3 -m tests.e2e.arm64 --if-go
 # Upstream's e2e suite (the newest release on the Go module proxy, tests/tools/upstream-e2e):
 # built here (`go test -c`, cached; prints its build time), run after pytest on a real node of
 # its own against the project's image, printing its run time and `upstream e2e vX.Y.Z: N passed,

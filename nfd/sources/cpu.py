@@ -294,12 +294,16 @@ class CpuSource(FeatureSource):
             f.flags["cpu.cpuid"] = set()
             f.attributes["cpu.model"] = {}
 
-        cstate = _cstate(ctx)
+        # upstream compiles intel_idle/intel_pstate detection and the x86 security checks for
+        # amd64 only (its other architectures' stubs give empty sets): on arm64 they stay empty
+        # even where the kernel seen is an x86 one (user-mode emulation)
+        x86 = arch in ("x86_64", "amd64")
+        cstate = _cstate(ctx) if x86 else {}
         if cstate is not None:
             f.attributes["cpu.cstate"] = cstate
-        f.attributes["cpu.pstate"] = _pstate(ctx)
+        f.attributes["cpu.pstate"] = _pstate(ctx) if x86 else {}
         f.attributes["cpu.rdt"] = _rdt(ctx, reader) if reader is not None else {}
-        f.attributes["cpu.security"] = _security(ctx, reader, info)
+        f.attributes["cpu.security"] = _security(ctx, reader, info) if x86 else _security_other(ctx, arch)
         f.attributes["cpu.sst"] = _sst(ctx, reader) if reader is not None else {}
         f.attributes["cpu.topology"] = _topology(ctx)
         f.attributes["cpu.coprocessor"] = (
@@ -429,7 +433,11 @@ def _arm_hwcaps(ctx: DiscoveryContext, fixture: dict[str, Any] | None) -> tuple[
         except ValueError:
             ctx.warn(f"{ctx.paths.path('/cpuid.json')}: hwcap/hwcap2 must be integers")
             return 0, 0
-    data = read_bytes(ctx, ctx.paths.proc("self/auxv"), limit=8192) or b""
+    # the process's own auxiliary vector, as upstream's getauxval(3): /proc/self/auxv whatever the
+    # host layout (a procfs at /host-proc shows the same file natively, but a user-mode emulator
+    # answers only this path with the emulated CPU's vector); a host root's tree may model it
+    auxv = "/proc/self/auxv" if ctx.paths.root == "/" else ctx.paths.proc("self/auxv")
+    data = read_bytes(ctx, auxv, limit=8192) or b""
     hwcap = hwcap2 = 0
     for off in range(0, len(data) - 15, 16):
         key, val = struct.unpack_from("<QQ", data, off)
@@ -442,10 +450,24 @@ def _arm_hwcaps(ctx: DiscoveryContext, fixture: dict[str, Any] | None) -> tuple[
     return hwcap, hwcap2
 
 
+def _arm_midr(ctx: DiscoveryContext) -> int | None:
+    """MIDR_EL1: read with ``mrs`` on this CPU, as upstream, where this process runs natively on
+    arm64 (any host layout but a host root); else, or where no executable memory can be had,
+    cpu0's ``regs/identification/midr_el1`` in sysfs (a host root's tree models it)."""
+    midr_path = ctx.paths.sys("devices/system/cpu/cpu0/regs/identification/midr_el1")
+    if ctx.paths.root == "/" and os.uname().machine in ("aarch64", "arm64"):
+        try:
+            return cpuidmod.native_midr()
+        except (OSError, ValueError, AttributeError) as e:
+            ctx.warn(f"cpu: cannot read MIDR_EL1 with mrs ({e}); reading {midr_path}")
+    return read_int(ctx, midr_path)
+
+
 def _arm_model(ctx: DiscoveryContext, hwcap: int) -> dict[str, str]:
     vendor, family, model = cpuidmod.UNKNOWN_VENDOR, 0, 0
-    midr_path = ctx.paths.sys("devices/system/cpu/cpu0/regs/identification/midr_el1")
-    midr = read_int(ctx, midr_path) if hwcap >> 11 & 1 else None  # HWCAP_CPUID: MIDR readable
+    midr: int | None = None
+    if hwcap >> 11 & 1:  # HWCAP_CPUID: MIDR readable at EL0 (upstream reads it only then)
+        midr = _arm_midr(ctx)
     if midr is not None:
         vendor = _ARM_IMPLEMENTERS.get((midr >> 24) & 0xFF, cpuidmod.UNKNOWN_VENDOR)
         family = (midr >> 16) & 0xFF
@@ -561,6 +583,14 @@ def _sgx_epc(r: CpuidReader) -> int:
 def _kvm_param(ctx: DiscoveryContext, module: str, param: str) -> str | None:
     data = read_bytes(ctx, ctx.paths.sys(f"module/{module}/parameters/{param}"), limit=4096)
     return None if data is None else data.decode("latin-1")
+
+
+def _security_other(ctx: DiscoveryContext, arch: str) -> dict[str, str]:
+    """Outside x86 upstream checks only s390x's secure execution (security_s390x.go); arm64's
+    stub has nothing."""
+    if arch == "s390x" and read_bytes(ctx, ctx.paths.sys("firmware/uv/prot_virt_host"), limit=16) == b"1\n":
+        return {"se.enabled": "true"}
+    return {}
 
 
 def _security(ctx: DiscoveryContext, r: CpuidReader | None, info: cpuidmod.X86Info | None) -> dict[str, str]:

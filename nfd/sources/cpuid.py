@@ -63,6 +63,37 @@ def native() -> NativeCpuid:
     return _native
 
 
+# uint64 midr(void) (AArch64): mrs x0, midr_el1; ret. At EL0 the kernel (HWCAP_CPUID) or a
+# user-mode emulator answers the read.
+_MIDR_CODE = bytes.fromhex("000038d5" "c0035fd6")
+_midr: int | None = None
+
+
+def native_midr() -> int:
+    """MIDR_EL1 of the CPU this runs on, read with ``mrs`` as upstream's klauspost/cpuid
+    ``getMidr`` does (read once per process, as upstream detects once at start). Raises OSError
+    where executable memory cannot be had.
+
+    The instructions are written to a memfd and mapped from it: the kernel makes the instruction
+    cache coherent when it maps a page-cache page executable, which an anonymous mapping written
+    through a data pointer does not guarantee on Arm."""
+    global _midr
+    if _midr is None:
+        import ctypes  # only on a native arm64 process (not with a host root)
+        import mmap
+
+        fd = os.memfd_create("nfd-midr", os.MFD_CLOEXEC)
+        try:
+            os.write(fd, _MIDR_CODE.ljust(mmap.PAGESIZE, b"\0"))
+            mem = mmap.mmap(fd, mmap.PAGESIZE, flags=mmap.MAP_SHARED,
+                            prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+        finally:
+            os.close(fd)
+        addr = ctypes.addressof(ctypes.c_char.from_buffer(mem))
+        _midr = int(ctypes.CFUNCTYPE(ctypes.c_uint64)(addr)())
+    return _midr
+
+
 class FixtureCpuid(Record):
     """CPUID answers from a ``cpuid.json`` fixture: ``{"leaves": {"0x7:0": [eax, ebx, ecx, edx]},
     "xgetbv": 0xe7}``; leaves not listed read as zeros (as a real CPU answers for unknown leaves

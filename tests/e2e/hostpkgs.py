@@ -25,7 +25,13 @@ LOCK = Path(os.environ.get("TMPDIR", "/tmp")) / "nfd-test-apt.lock"
 IMAGE = ("buildah", "mmdebstrap", "ca-certificates")
 #: the real node (tests/e2e/node.py): the container runtime, the pod network, the netns firewall
 NODE = ("containerd", "runc", "containernetworking-plugins", "nftables")
-GROUPS: dict[str, tuple[str, ...]] = {"image": IMAGE, "node": NODE}
+#: arm64 under user-mode emulation (tests/e2e/emulation.py): qemu-user registered with
+#: binfmt_misc; arch-test, with which mmdebstrap checks that the foreign architecture runs
+EMULATION = ("qemu-user-static", "binfmt-support", "arch-test")
+#: upstream's arm64 worker cross-built with cgo (tests/e2e/tools.py's CROSS_CC)
+CROSS_ARM64 = ("gcc-aarch64-linux-gnu", "libc6-dev-arm64-cross")
+GROUPS: dict[str, tuple[str, ...]] = {"image": IMAGE, "node": NODE, "emulation": EMULATION,
+                                      "cross-arm64": CROSS_ARM64}
 #: packages a group names that the fresh machine already has (a minimal Debian may not): ensured
 #: like the rest, never purged by the rehearsal
 BASE_PACKAGES = ("ca-certificates",)
@@ -38,6 +44,9 @@ PROVIDERS: dict[str, str] = {
     "ctr": "containerd",
     "runc": "runc",
     "nft": "nftables",
+    "qemu-aarch64-static": "qemu-user-static",
+    "update-binfmts": "binfmt-support",
+    "aarch64-linux-gnu-gcc": "gcc-aarch64-linux-gnu",
 }
 #: programs a test or script runs that a fresh machine of this project's kind already has (its
 #: Debian base, Go at /usr/local/go), by the package that brings them: never installed by the suite
@@ -49,6 +58,7 @@ BASE_PROGRAMS: dict[str, str] = {
     "git": "git",
     "go": "the Go toolchain (/usr/local/go)",
     "ip": "iproute2",
+    "mount": "mount",
     "umount": "mount",
     "unshare": "util-linux",
     # benchmarks/ only, and only where present (they say so and go on without)

@@ -19,10 +19,25 @@ def test_image_binaries_are_built_as_upstreams_image_ships_them() -> None:
     module = next(m for m in tools.MODULES if m.name == "upstream-nfd-image")
     version = tools.module_requirement(module.dir, "sigs.k8s.io/node-feature-discovery")
     assert module.dir == tools.TOOLS_DIR / "upstream-nfd" and module.static
-    # only --upstream-image uses them: `python -m tests.e2e.tools` (CI) leaves them to it
-    assert module.on_demand and [m.name for m in tools.MODULES if m.on_demand] == ["upstream-nfd-image"]
+    # only --upstream-image uses them: `python -m tests.e2e.tools` (CI) leaves them to it (and the
+    # arm64 worker to `python -m tests.e2e.arm64`)
+    assert module.on_demand and [m.name for m in tools.MODULES if m.on_demand] == ["upstream-nfd-image",
+                                                                                    "upstream-nfd-image-arm64"]
     flags = module.ldflags().split()
     assert f"sigs.k8s.io/node-feature-discovery/pkg/version.version={version}" in flags
     assert "sigs.k8s.io/node-feature-discovery/pkg/utils/hostpath.pathPrefix=/host-" in flags
     assert sorted(module.packages) == sorted(upstream_image.BINARIES)
     assert {"nfd-master", "nfd-worker", "nfd-topology-updater", "nfd-gc"} <= set(upstream_image.BINARIES)
+
+
+def test_arm64_worker_is_built_as_upstreams_arm64_image_has_it() -> None:
+    """As upstream's Makefile builds it for its arm64 image: cgo on (the arm64 cpu source reads
+    getauxval through cgo), linked static, the release's version, host paths under /host-."""
+    module = next(m for m in tools.MODULES if m.name == "upstream-nfd-image-arm64")
+    version = tools.module_requirement(module.dir, "sigs.k8s.io/node-feature-discovery")
+    assert module.goarch == "arm64" and not module.static and module.cross_cc == "aarch64-linux-gnu-gcc"
+    assert module.dir == tools.TOOLS_DIR / "upstream-nfd" and list(module.packages) == ["nfd-worker"]
+    flags = module.ldflags().split()
+    assert "-extldflags=-static" in flags
+    assert f"sigs.k8s.io/node-feature-discovery/pkg/version.version={version}" in flags
+    assert "sigs.k8s.io/node-feature-discovery/pkg/utils/hostpath.pathPrefix=/host-" in flags

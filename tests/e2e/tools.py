@@ -23,6 +23,10 @@ hash of the module's files and the Go version:
 - tests/tools/gfd: NVIDIA's gpu-feature-discovery (k8s-device-plugin v0.17.4, with a stand-in for
   the NFD v0.15.7 packages it names, which the proxy does not serve), run over the mock NVML
   library by tests/unit/sources/nvml/test_nvml_gfd_mock.py.
+  /host- prefix), for tests/e2e/upstream_image.py; as "upstream-nfd-image-arm64", that release's
+  nfd-worker for linux/arm64 as upstream's arm64 image has it (cgo with Debian's
+  gcc-aarch64-linux-gnu, static, /host- prefix; the build is probed for the cgo arm64 cpu source),
+  for tests/e2e/test_arm64.py.
 
 `python -m tests.e2e.tools [--if-go]` builds everything missing (but "upstream-nfd-image", built
 when `--upstream-image` first asks for it) and prints the paths and build times. Tests get the binaries from the fixtures below; they skip only when Go is missing.
@@ -49,6 +53,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.e2e import hostpkgs
 from tests.e2e.build import BuildError, _ldflags, ensure_built, find_go, go_version, kubernetes_version
 from tests.e2e.harness import KubeCluster, ManagedProcess, free_port
 
@@ -79,18 +84,27 @@ class Module:
     tree: bool = False
     #: needs cgo (a C compiler): CGO_ENABLED=1 whatever the environment says
     cgo: bool = False
+    #: cross-build for this GOARCH with cgo and Debian's cross compiler for it (CROSS_CC), linked
+    #: static, as upstream's Makefile builds its image (`-extldflags=-static`, cgo on: the arm64
+    #: cpu source reads getauxval(3) through cgo)
+    goarch: str = ""
+
+    @property
+    def cross_cc(self) -> str:
+        return CROSS_CC[self.goarch][0] if self.goarch else ""
 
     @property
     def dir(self) -> Path:
         return TOOLS_DIR / (self.src or self.name)
 
     def ldflags(self) -> str:
-        if self.name == "upstream-nfd-image":
+        if self.name.startswith("upstream-nfd-image"):
             # as upstream's Makefile builds the image's binaries: the release's version, and the
             # host's /proc, /sys, /etc... read under /host-* (the mounts its manifests make)
             pkg = "sigs.k8s.io/node-feature-discovery/pkg"
             version = module_requirement(self.dir, "sigs.k8s.io/node-feature-discovery")
-            return f"-s -w -X {pkg}/version.version={version} -X {pkg}/utils/hostpath.pathPrefix=/host-"
+            static = " -extldflags=-static" if self.goarch else ""
+            return f"-s -w{static} -X {pkg}/version.version={version} -X {pkg}/utils/hostpath.pathPrefix=/host-"
         if self.name == "scheduler":
             return _ldflags(kubernetes_version())  # version stamped like the apiserver's
         if self.name == "schedplugins":
@@ -117,7 +131,17 @@ MODULES = (
     # libnvidia-ml.so.1), run over tests/tools/mocknvml by tests/unit/sources/nvml/test_nvml_gfd_mock.py
     Module("gfd", {"gpu-feature-discovery": "github.com/NVIDIA/k8s-device-plugin/cmd/gpu-feature-discovery"},
            tree=True, cgo=True),
+    # the same release's nfd-worker for linux/arm64 as upstream's arm64 image has it (cgo, static,
+    # /host- prefix), run under qemu-user by tests/e2e/test_arm64.py beside ours
+    Module("upstream-nfd-image-arm64", {"nfd-worker": "sigs.k8s.io/node-feature-discovery/cmd/nfd-worker"},
+           src="upstream-nfd", on_demand=True, goarch="arm64"),
 )
+#: GOARCH -> (Debian's cross C compiler, the packages that bring it and the target's static libc)
+CROSS_CC = {"arm64": ("aarch64-linux-gnu-gcc", hostpkgs.CROSS_ARM64)}
+#: a symbol that only the cgo arm64 cpu source (source/cpu/cpuid_linux_arm64.go) puts in the
+#: binary: its HWCAP reader. Without cgo that file is left out (v0.17.3 then fails to build; a
+#: release with a stub would build without CPU flags), so the build is probed for it.
+ARM64_CPUID_PROBE = b"source/cpu._Cfunc_gethwcap"
 TOOL_MODULE = {tool: m for m in MODULES for tool in m.packages}
 
 
@@ -148,7 +172,28 @@ def build_key(go: str, module: Module) -> str:
     for name in names:
         h.update(name.encode() + b"\0" + (module.dir / name).read_bytes() + b"\0")
     h.update(go_version(go).encode())
+    if module.goarch:  # the cross compiler and the target libc linked in
+        h.update(f"\0{module.goarch}\0{module.ldflags()}\0{_deb_versions(CROSS_CC[module.goarch][1])}".encode())
     return h.hexdigest()[:16]
+
+
+def _deb_versions(packages: tuple[str, ...]) -> str:
+    proc = subprocess.run(["dpkg-query", "-W", "-f=${Package}=${Version} ", *packages],
+                          capture_output=True, text=True, check=False)
+    return proc.stdout.strip()
+
+
+def probe_cross_build(module: Module, binary: Path) -> None:
+    """As a cross build can silently lose cgo: the binary is for GOARCH with cgo on (`go version
+    -m`), and, for arm64, holds the cgo cpu source's HWCAP reader (BuildError otherwise)."""
+    go = find_go() or "go"
+    info = subprocess.run([go, "version", "-m", str(binary)], capture_output=True, text=True, check=False).stdout
+    want = [f"GOARCH={module.goarch}", "CGO_ENABLED=1"]
+    missing = [w for w in want if not re.search(rf"^\s*build\s+{re.escape(w)}$", info, re.MULTILINE)]
+    if module.goarch == "arm64" and ARM64_CPUID_PROBE not in binary.read_bytes():
+        missing.append(f"the arm64 cpu source ({ARM64_CPUID_PROBE.decode()})")
+    if missing:
+        raise BuildError(f"{binary}: built without {', '.join(missing)}")
 
 
 def build_module(module: Module, *, log: Callable[[str], None] = print) -> dict[str, Path]:
@@ -156,6 +201,11 @@ def build_module(module: Module, *, log: Callable[[str], None] = print) -> dict[
     go = find_go()
     if go is None:
         raise BuildError("Go is not installed (no `go` on PATH)")
+    if module.goarch:
+        try:
+            hostpkgs.ensure(CROSS_CC[module.goarch][1], log=log)
+        except hostpkgs.PackageError as e:
+            raise BuildError(f"cross compiler for {module.goarch}: {e}") from e
     out_dir = cache_root() / f"{module.name}-{build_key(go, module)}"
     paths = {tool: out_dir / tool for tool in module.packages}
     if all(p.exists() for p in paths.values()):
@@ -173,6 +223,9 @@ def build_module(module: Module, *, log: Callable[[str], None] = print) -> dict[
         if module.static:
             env["CGO_ENABLED"] = "0"
             tags = ["-tags", "osusergo,netgo"]
+        if module.goarch:
+            env.update(GOOS="linux", GOARCH=module.goarch, CGO_ENABLED="1", CC=module.cross_cc)
+            tags = ["-tags", "osusergo,netgo"]
         for tool, pkg in module.packages.items():
             if paths[tool].exists():
                 continue
@@ -185,6 +238,12 @@ def build_module(module: Module, *, log: Callable[[str], None] = print) -> dict[
                 tmp.unlink(missing_ok=True)
                 tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-40:])
                 raise BuildError(f"go build {pkg} failed (exit {proc.returncode}) in {module.dir}:\n{tail}")
+            if module.goarch:
+                try:
+                    probe_cross_build(module, tmp)
+                except BuildError:
+                    tmp.unlink(missing_ok=True)
+                    raise
             os.replace(tmp, paths[tool])
             log(f"built {tool} in {time.monotonic() - start:.1f}s")
     _prune_old(module, keep=out_dir)
@@ -192,7 +251,8 @@ def build_module(module: Module, *, log: Callable[[str], None] = print) -> dict[
 
 
 def _prune_old(module: Module, *, keep: Path, count: int = 2) -> None:
-    dirs = sorted((d for d in cache_root().glob(f"{module.name}-*") if d.is_dir() and d != keep),
+    # the name and a 16-digit key: "upstream-nfd-" + key, not "upstream-nfd-image-..." of another module
+    dirs = sorted((d for d in cache_root().glob(f"{module.name}-{'[0-9a-f]' * 16}") if d.is_dir() and d != keep),
                   key=lambda d: d.stat().st_mtime, reverse=True)
     for d in dirs[count - 1:]:
         shutil.rmtree(d, ignore_errors=True)
