@@ -16,7 +16,7 @@ from nfd.sources.base import DiscoveryContext
 from nfd.sources.nvml.source import NvmlSource
 from tests.unit.sources.nvml.nvml_help import make_fake
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 RULE = ROOT / "deploy" / "nodefeaturerule" / "nvidia-gpu-health" / "nvidia-gpu-health.yaml"
 
 
