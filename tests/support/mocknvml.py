@@ -39,7 +39,7 @@ from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TOOL_DIR = REPO_ROOT / "tests" / "tools" / "mocknvml"
-SOURCE = TOOL_DIR / "mocknvml.c"
+EVENTS_ENV = "NFD_MOCK_NVML_EVENTS"
 LIBRARY = "libnvidia-ml.so.1"
 DATA_ENV = "NFD_MOCK_NVML_DATA"
 GO_NVML = "github.com/NVIDIA/go-nvml"
@@ -112,6 +112,12 @@ def header_dir() -> Path:
     return Path(info["Dir"]) / "pkg" / "nvml"
 
 
+def sources() -> list[Path]:
+    """The library's source files: every ``*.c`` of tests/tools/mocknvml (mocknvml.c, events.c,
+    ...), and the headers they share."""
+    return sorted(TOOL_DIR.glob("*.c")) + sorted(TOOL_DIR.glob("*.h"))
+
+
 def build(*, log: Callable[[str], None] = lambda _m: None) -> Path:
     """The directory holding the built ``libnvidia-ml.so.1``, building it first if needed."""
     cc = compiler()
@@ -119,7 +125,9 @@ def build(*, log: Callable[[str], None] = lambda _m: None) -> Path:
     header = (include / "nvml.h").read_bytes()
     version = subprocess.run([cc, "--version"], capture_output=True, text=True, check=False).stdout
     h = hashlib.sha256()
-    for part in (SOURCE.read_bytes(), header, (TOOL_DIR / "go.mod").read_bytes(), (TOOL_DIR / "go.sum").read_bytes(),
+    files = sources()
+    for part in (*(f.name.encode() + b"\0" + f.read_bytes() for f in files), header,
+                 (TOOL_DIR / "go.mod").read_bytes(), (TOOL_DIR / "go.sum").read_bytes(),
                  cc.encode(), version.encode(), " ".join(CFLAGS).encode()):
         h.update(part + b"\0")
     out = _cache_root() / f"mocknvml-{h.hexdigest()[:16]}"
@@ -133,7 +141,8 @@ def build(*, log: Callable[[str], None] = lambda _m: None) -> Path:
             return out
         start = time.monotonic()
         tmp = out / f".{LIBRARY}.{os.getpid()}.tmp"
-        proc = subprocess.run([cc, *CFLAGS, "-I", str(include), "-o", str(tmp), str(SOURCE)],
+        proc = subprocess.run([cc, *CFLAGS, "-I", str(include), "-o", str(tmp),
+                               *(str(f) for f in files if f.suffix == ".c")],
                               capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             tmp.unlink(missing_ok=True)
@@ -162,9 +171,10 @@ def _fake(doc: dict[str, Any], faults: str = "") -> Any:
     return fake
 
 
-def data_text(doc: dict[str, Any], faults: str = "") -> str:
+def data_text(doc: dict[str, Any], faults: str = "", events: Path | None = None) -> str:
     """The mock library's data file for profile ``doc`` (and ``NFD_NVML_FAULTS``-style faults):
-    every value as the Python fake answers it, so the two fakes cannot drift apart."""
+    every value as the Python fake answers it, so the two fakes cannot drift apart. ``events``:
+    the event control file (:func:`inject_event`)."""
     import pynvml
 
     from nfd.nvml_fake.fake import ci_profile_table
@@ -231,6 +241,8 @@ def data_text(doc: dict[str, Any], faults: str = "") -> str:
                 a["gpuInstanceSliceCount"], a["multiprocessorCount"], a["sharedCopyEngineCount"],
                 a["sharedDecoderCount"], a["sharedEncoderCount"], a["sharedJpegCount"], a["sharedOfaCount"],
                 a["computeInstanceSliceCount"], a["memorySizeMB"], answers.nvmlDeviceGetName(m))))
+    if events is not None:
+        lines.append("\t".join(["events", _field(events)]))
     for f in fake.faults:
         lines.append("\t".join(_field(v) for v in (
             "error", f.call, -1 if f.device is None else f.device, f.code, -1 if f.times is None else f.times,
@@ -312,17 +324,38 @@ def environment(lib_dir: Path, data: Path, root: Path | None = None,
     return env
 
 
+EVENTS_FILE = "nvml.events"
+
+#: names of the event types in the event control file (tests/tools/mocknvml/events.c)
+EVENT_TYPES = ("xid", "sbe", "dbe", "pstate", "clock")
+
+
+def inject_event(events: Path, device: int | str, data: int = 0, *, kind: str = "xid",
+                 instance: tuple[int, int] | None = None) -> None:
+    """Make NVML raise an event: append it to the event control file ``events`` (for a workdir
+    of :func:`prepare`, ``workdir / EVENTS_FILE``). ``device``: a GPU's index or UUID, or a MIG
+    device's UUID; ``data``: the XID for ``kind="xid"``; ``instance``: (GI, CI) ids. Every event
+    set created before the call receives it once from nvmlEventSetWait, if it registered that
+    GPU for that type."""
+    if kind not in EVENT_TYPES and not kind.isdigit():
+        raise ValueError(f"event type {kind!r}: one of {EVENT_TYPES} or an nvmlEventType bit")
+    fields = [kind, str(device), str(data), *(str(i) for i in instance or ())]
+    with open(events, "a") as f:  # one write of one whole line: a reader never sees half of it
+        f.write(" ".join(fields) + "\n")
+
+
 def prepare(profile: str | dict[str, Any], workdir: Path, *, faults: str = "", lib_dir: Path | None = None,
             with_host: bool = True) -> dict[str, str]:
     """Build (if needed), write the profile's data file and host root under ``workdir``, and
-    return the environment to run a process under the mock."""
+    return the environment to run a process under the mock. Its event control file is
+    ``workdir / EVENTS_FILE`` (:func:`inject_event`)."""
     from nfd.nvml_fake import load_profile
 
     doc = load_profile(profile) if isinstance(profile, str) else profile
     lib_dir = lib_dir or build()
     workdir.mkdir(parents=True, exist_ok=True)
     data = workdir / "nvml.data"
-    data.write_text(data_text(doc, faults))
+    data.write_text(data_text(doc, faults, events=workdir / EVENTS_FILE))
     root = host_root(doc, workdir / "host") if with_host else None
     return environment(lib_dir, data, root)
 
