@@ -23,6 +23,8 @@ hash of the module's files and the Go version:
 - tests/tools/gfd: NVIDIA's gpu-feature-discovery (k8s-device-plugin v0.17.4, with a stand-in for
   the NFD v0.15.7 packages it names, which the proxy does not serve), run over the mock NVML
   library by tests/unit/sources/nvml/test_nvml_gfd_mock.py.
+- tests/tools/nvdp: NVIDIA's nvidia-device-plugin of the same release, the real node's device
+  plugin over the mock NVML library in tests/e2e/test_node_nvidia_device_plugin.py.
 
 `python -m tests.e2e.tools [--if-go]` builds everything missing (but "upstream-nfd-image", built
 when `--upstream-image` first asks for it) and prints the paths and build times. Tests get the binaries from the fixtures below; they skip only when Go is missing.
@@ -117,6 +119,10 @@ MODULES = (
     # libnvidia-ml.so.1), run over tests/tools/mocknvml by tests/unit/sources/nvml/test_nvml_gfd_mock.py
     Module("gfd", {"gpu-feature-discovery": "github.com/NVIDIA/k8s-device-plugin/cmd/gpu-feature-discovery"},
            tree=True, cgo=True),
+    # NVIDIA's device plugin (the same release, cgo as above), the real node's device plugin over
+    # tests/tools/mocknvml in tests/e2e/test_node_nvidia_device_plugin.py
+    Module("nvdp", {"nvidia-device-plugin": "github.com/NVIDIA/k8s-device-plugin/cmd/nvidia-device-plugin"},
+           cgo=True),
 )
 TOOL_MODULE = {tool: m for m in MODULES for tool in m.packages}
 
