@@ -72,6 +72,9 @@ GO_SYMBOLS = (
     "nvmlDeviceGetSupportedEventTypes", "nvmlDeviceRegisterEvents", "nvmlEventSetCreate", "nvmlEventSetWait_v2",
     "nvmlEventSetWait", "nvmlEventSetFree", "nvmlDeviceGetComputeRunningProcesses_v3",
     "nvmlDeviceGetGraphicsRunningProcesses_v3",
+    # go-gpuallocator, the device plugin's GetPreferredAllocation (tests/tools/mocknvml/topology.c)
+    "nvmlDeviceGetTopologyCommonAncestor", "nvmlDeviceGetNvLinkState", "nvmlDeviceGetNvLinkRemotePciInfo_v2",
+    "nvmlDeviceGetNvLinkRemotePciInfo",
 )
 
 
@@ -265,6 +268,22 @@ def _vgpu_config(version: str, branch: str) -> bytes:
     return bytes(config)
 
 
+def _mig_minors(fake: Any, path: Path) -> None:
+    """The driver's MIG capability minors (/proc/driver/nvidia-caps/mig-minors), which
+    nvidia-device-plugin reads for a MIG device's /dev/nvidia-caps nodes: the config and monitor
+    capabilities, then every GPU instance and compute instance of the profile's MIG devices, by the
+    GPU's minor number (its index, as the mock's nvmlDeviceGetMinorNumber answers)."""
+    lines = ["config 1", "monitor 2"]
+    for g in fake.gpus:
+        for m in g.migs:
+            gi = f"gpu{g.index}/gi{m.gi_id}/access"
+            if not any(line.startswith(gi + " ") for line in lines):
+                lines.append(f"{gi} {len(lines) + 1}")
+            lines.append(f"gpu{g.index}/gi{m.gi_id}/ci{m.ci_id}/access {len(lines) + 1}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+
+
 def host_root(doc: dict[str, Any], root: Path) -> Path:
     """Write the profile's host facts under ``root`` as the host's /sys and /proc: what the
     Python fake's FakeHost answers, read back by the worker's own sysfs code."""
@@ -281,6 +300,7 @@ def host_root(doc: dict[str, Any], root: Path) -> Path:
     dmi.mkdir(parents=True, exist_ok=True)
     if machine is not None:
         (dmi / "product_name").write_text(machine + "\n")
+    _mig_minors(fake, root / "proc" / "driver" / "nvidia-caps" / "mig-minors")
     vgpu = fake.host.vgpu()
     devices = root / "sys" / "bus" / "pci" / "devices"
     devices.mkdir(parents=True, exist_ok=True)

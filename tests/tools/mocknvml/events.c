@@ -22,7 +22,9 @@
  * its timeout (milliseconds; 0: one look) and answers NVML_ERROR_TIMEOUT when nothing came; a
  * line without its newline yet is left for a later look. A malformed line is reported on stderr
  * and passed over. Every set is read independently, so two sets (two plugins, or one set per
- * resource) each receive every event.
+ * resource) each receive every event. nvmlDeviceRegisterEvents says on stderr
+ * "mock NVML: event set N: GPU I (UUID) registered for events 0xTYPES", so a test can wait for
+ * that before it injects.
  */
 #include "mocknvml.h"
 
@@ -94,6 +96,9 @@ EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long 
     if (!s) return NVML_ERROR_INVALID_ARGUMENT;
     if (types & ~(unsigned long long)SUPPORTED_EVENTS) return NVML_ERROR_NOT_SUPPORTED;
     s->types[d->index] |= types;
+    /* a test waits for this line before it injects: an event set sees only later events */
+    fprintf(stderr, "mock NVML: event set %d: GPU %d (%s) registered for events 0x%llx\n", (int)(s - event_sets),
+            d->index, d->uuid, types);
     return NVML_SUCCESS;
 }
 
