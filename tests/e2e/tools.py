@@ -27,6 +27,8 @@ hash of the module's files and the Go version:
   nfd-worker for linux/arm64 as upstream's arm64 image has it (cgo with Debian's
   gcc-aarch64-linux-gnu, static, /host- prefix; the build is probed for the cgo arm64 cpu source),
   for tests/e2e/test_arm64.py.
+- tests/tools/nvdp: NVIDIA's nvidia-device-plugin of the same release, the real node's device
+  plugin over the mock NVML library in tests/e2e/test_node_nvidia_device_plugin.py.
 
 `python -m tests.e2e.tools [--if-go]` builds everything missing (but "upstream-nfd-image", built
 when `--upstream-image` first asks for it) and prints the paths and build times. Tests get the binaries from the fixtures below; they skip only when Go is missing.
@@ -135,6 +137,10 @@ MODULES = (
     # /host- prefix), run under qemu-user by tests/e2e/test_arm64.py beside ours
     Module("upstream-nfd-image-arm64", {"nfd-worker": "sigs.k8s.io/node-feature-discovery/cmd/nfd-worker"},
            src="upstream-nfd", on_demand=True, goarch="arm64"),
+    # NVIDIA's device plugin (the same release, cgo as above), the real node's device plugin over
+    # tests/tools/mocknvml in tests/e2e/test_node_nvidia_device_plugin.py
+    Module("nvdp", {"nvidia-device-plugin": "github.com/NVIDIA/k8s-device-plugin/cmd/nvidia-device-plugin"},
+           cgo=True),
 )
 #: GOARCH -> (Debian's cross C compiler, the packages that bring it and the target's static libc)
 CROSS_CC = {"arm64": ("aarch64-linux-gnu-gcc", hostpkgs.CROSS_ARM64)}

@@ -40,9 +40,7 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TOOL_DIR = REPO_ROOT / "tests" / "tools" / "mocknvml"
 SOURCE = TOOL_DIR / "mocknvml.c"
-#: every C file of the tool is compiled into the one library (health.c: the health reads, ...)
-SOURCES = sorted(TOOL_DIR.glob("*.c"))
-HEADERS = sorted(TOOL_DIR.glob("*.h"))
+EVENTS_ENV = "NFD_MOCK_NVML_EVENTS"
 LIBRARY = "libnvidia-ml.so.1"
 DATA_ENV = "NFD_MOCK_NVML_DATA"
 GO_NVML = "github.com/NVIDIA/go-nvml"
@@ -80,6 +78,9 @@ GO_SYMBOLS = (
     "nvmlDeviceGetSupportedEventTypes", "nvmlDeviceRegisterEvents", "nvmlEventSetCreate", "nvmlEventSetWait_v2",
     "nvmlEventSetWait", "nvmlEventSetFree", "nvmlDeviceGetComputeRunningProcesses_v3",
     "nvmlDeviceGetGraphicsRunningProcesses_v3",
+    # go-gpuallocator, the device plugin's GetPreferredAllocation (tests/tools/mocknvml/topology.c)
+    "nvmlDeviceGetTopologyCommonAncestor", "nvmlDeviceGetNvLinkState", "nvmlDeviceGetNvLinkRemotePciInfo_v2",
+    "nvmlDeviceGetNvLinkRemotePciInfo",
 )
 
 
@@ -120,6 +121,12 @@ def header_dir() -> Path:
     return Path(info["Dir"]) / "pkg" / "nvml"
 
 
+def sources() -> list[Path]:
+    """The library's source files: every ``*.c`` of tests/tools/mocknvml (mocknvml.c, events.c,
+    ...), and the headers they share."""
+    return sorted(TOOL_DIR.glob("*.c")) + sorted(TOOL_DIR.glob("*.h"))
+
+
 def build(*, log: Callable[[str], None] = lambda _m: None) -> Path:
     """The directory holding the built ``libnvidia-ml.so.1``, building it first if needed."""
     cc = compiler()
@@ -127,7 +134,9 @@ def build(*, log: Callable[[str], None] = lambda _m: None) -> Path:
     header = (include / "nvml.h").read_bytes()
     version = subprocess.run([cc, "--version"], capture_output=True, text=True, check=False).stdout
     h = hashlib.sha256()
-    for part in (*(f.name.encode() + b"\0" + f.read_bytes() for f in (*SOURCES, *HEADERS)), header, (TOOL_DIR / "go.mod").read_bytes(), (TOOL_DIR / "go.sum").read_bytes(),
+    files = sources()
+    for part in (*(f.name.encode() + b"\0" + f.read_bytes() for f in files), header,
+                 (TOOL_DIR / "go.mod").read_bytes(), (TOOL_DIR / "go.sum").read_bytes(),
                  cc.encode(), version.encode(), " ".join(CFLAGS).encode()):
         h.update(part + b"\0")
     out = _cache_root() / f"mocknvml-{h.hexdigest()[:16]}"
@@ -142,7 +151,7 @@ def build(*, log: Callable[[str], None] = lambda _m: None) -> Path:
         start = time.monotonic()
         tmp = out / f".{LIBRARY}.{os.getpid()}.tmp"
         proc = subprocess.run([cc, *CFLAGS, "-I", str(include), "-I", str(TOOL_DIR), "-o", str(tmp),
-                               *map(str, SOURCES)],
+                               *(str(f) for f in files if f.suffix == ".c")],
                               capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             tmp.unlink(missing_ok=True)
@@ -171,9 +180,10 @@ def _fake(doc: dict[str, Any], faults: str = "") -> Any:
     return fake
 
 
-def data_text(doc: dict[str, Any], faults: str = "") -> str:
+def data_text(doc: dict[str, Any], faults: str = "", events: Path | None = None) -> str:
     """The mock library's data file for profile ``doc`` (and ``NFD_NVML_FAULTS``-style faults):
-    every value as the Python fake answers it, so the two fakes cannot drift apart."""
+    every value as the Python fake answers it, so the two fakes cannot drift apart. ``events``:
+    the event control file (:func:`inject_event`)."""
     import pynvml
 
     from nfd.nvml_fake.fake import ci_profile_table
@@ -242,6 +252,8 @@ def data_text(doc: dict[str, Any], faults: str = "") -> str:
                 a["gpuInstanceSliceCount"], a["multiprocessorCount"], a["sharedCopyEngineCount"],
                 a["sharedDecoderCount"], a["sharedEncoderCount"], a["sharedJpegCount"], a["sharedOfaCount"],
                 a["computeInstanceSliceCount"], a["memorySizeMB"], answers.nvmlDeviceGetName(m))))
+    if events is not None:
+        lines.append("\t".join(["events", _field(events)]))
     for f in fake.faults:
         lines.append("\t".join(_field(v) for v in (
             "error", f.call, -1 if f.device is None else f.device, f.code, -1 if f.times is None else f.times,
@@ -279,6 +291,22 @@ def _vgpu_config(version: str, branch: str) -> bytes:
     return bytes(config)
 
 
+def _mig_minors(fake: Any, path: Path) -> None:
+    """The driver's MIG capability minors (/proc/driver/nvidia-caps/mig-minors), which
+    nvidia-device-plugin reads for a MIG device's /dev/nvidia-caps nodes: the config and monitor
+    capabilities, then every GPU instance and compute instance of the profile's MIG devices, by the
+    GPU's minor number (its index, as the mock's nvmlDeviceGetMinorNumber answers)."""
+    lines = ["config 1", "monitor 2"]
+    for g in fake.gpus:
+        for m in g.migs:
+            gi = f"gpu{g.index}/gi{m.gi_id}/access"
+            if not any(line.startswith(gi + " ") for line in lines):
+                lines.append(f"{gi} {len(lines) + 1}")
+            lines.append(f"gpu{g.index}/gi{m.gi_id}/ci{m.ci_id}/access {len(lines) + 1}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+
+
 def host_root(doc: dict[str, Any], root: Path) -> Path:
     """Write the profile's host facts under ``root`` as the host's /sys and /proc: what the
     Python fake's FakeHost answers, read back by the worker's own sysfs code."""
@@ -295,6 +323,7 @@ def host_root(doc: dict[str, Any], root: Path) -> Path:
     dmi.mkdir(parents=True, exist_ok=True)
     if machine is not None:
         (dmi / "product_name").write_text(machine + "\n")
+    _mig_minors(fake, root / "proc" / "driver" / "nvidia-caps" / "mig-minors")
     vgpu = fake.host.vgpu()
     devices = root / "sys" / "bus" / "pci" / "devices"
     devices.mkdir(parents=True, exist_ok=True)
@@ -338,17 +367,38 @@ def environment(lib_dir: Path, data: Path, root: Path | None = None,
     return env
 
 
+EVENTS_FILE = "nvml.events"
+
+#: names of the event types in the event control file (tests/tools/mocknvml/events.c)
+EVENT_TYPES = ("xid", "sbe", "dbe", "pstate", "clock")
+
+
+def inject_event(events: Path, device: int | str, data: int = 0, *, kind: str = "xid",
+                 instance: tuple[int, int] | None = None) -> None:
+    """Make NVML raise an event: append it to the event control file ``events`` (for a workdir
+    of :func:`prepare`, ``workdir / EVENTS_FILE``). ``device``: a GPU's index or UUID, or a MIG
+    device's UUID; ``data``: the XID for ``kind="xid"``; ``instance``: (GI, CI) ids. Every event
+    set created before the call receives it once from nvmlEventSetWait, if it registered that
+    GPU for that type."""
+    if kind not in EVENT_TYPES and not kind.isdigit():
+        raise ValueError(f"event type {kind!r}: one of {EVENT_TYPES} or an nvmlEventType bit")
+    fields = [kind, str(device), str(data), *(str(i) for i in instance or ())]
+    with open(events, "a") as f:  # one write of one whole line: a reader never sees half of it
+        f.write(" ".join(fields) + "\n")
+
+
 def prepare(profile: str | dict[str, Any], workdir: Path, *, faults: str = "", lib_dir: Path | None = None,
             with_host: bool = True) -> dict[str, str]:
     """Build (if needed), write the profile's data file and host root under ``workdir``, and
-    return the environment to run a process under the mock."""
+    return the environment to run a process under the mock. Its event control file is
+    ``workdir / EVENTS_FILE`` (:func:`inject_event`)."""
     from nfd.nvml_fake import load_profile
 
     doc = load_profile(profile) if isinstance(profile, str) else profile
     lib_dir = lib_dir or build()
     workdir.mkdir(parents=True, exist_ok=True)
     data = workdir / "nvml.data"
-    data.write_text(data_text(doc, faults))
+    data.write_text(data_text(doc, faults, events=workdir / EVENTS_FILE))
     root = host_root(doc, workdir / "host") if with_host else None
     return environment(lib_dir, data, root)
 

@@ -19,111 +19,18 @@
  *   fabric  ... HEALTHMASK                           (optional sixth field: v2/v3 healthMask)
  *   error   CALL  DEVICE(-1 any)  CODE  TIMES(-1 forever)  AFTER    (CALL "*": every call on DEVICE)
  *   health  ...                                       (of the last gpu; health.c reads it)
+ *   events  PATH                                     (the event control file: events.c)
  *
  * Behaviour copied from the real library: reference-counted init, UNINITIALIZED before it,
  * INVALID_ARGUMENT for NULL outputs and unknown handles, INSUFFICIENT_SIZE for short string
  * buffers, ARGUMENT_VERSION_MISMATCH for a versioned struct whose version field is wrong,
  * NOT_SUPPORTED for what the model lacks, and per-call, per-GPU errors from the profile.
  */
-#define NVML_NO_UNVERSIONED_FUNC_DEFS 1
-#include "nvml.h"
-
-#include <errno.h>
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
-#define EXPORT __attribute__((visibility("default")))
-
 #include "mocknvml.h"
 
-#define MAX_GPUS 64
-#define MAX_MIGS 16
-#define MAX_PROFILES 32
-#define MAX_ERRORS 128
-#define STR 128
+#include <pthread.h>
 
-enum { KIND_GPU = 1, KIND_MIG = 2 };
-
-typedef struct {
-    int supported;
-    unsigned int id, slices, instances, sms, ce, dec, enc, jpeg, ofa;
-    unsigned long long mem_mb;
-    int index;
-    char name[STR];
-} profile_t;
-
-struct nvmlGpuInstance_st;
-struct nvmlComputeInstance_st;
-
-struct nvmlDevice_st {
-    int kind;
-    int index; /* GPU index; slot for a MIG device */
-    struct nvmlDevice_st *parent;
-    char name[STR], uuid[STR];
-    /* full GPUs */
-    int has_brand, has_arch, has_mem, has_cc, has_numa;
-    unsigned int brand, arch, numa;
-    unsigned long long mem_total;
-    int cc_major, cc_minor;
-    char bus_id[32];
-    unsigned int pci_device_id;
-    int mig_capable;
-    unsigned int mig_current, mig_pending, max_mig;
-    int has_fabric;
-    unsigned int fabric_state, fabric_status, fabric_clique, fabric_health_mask;
-    unsigned char fabric_uuid[NVML_GPU_FABRIC_UUID_LEN];
-    profile_t gip[MAX_PROFILES];
-    int ngip;
-    profile_t cip[MAX_PROFILES];
-    int ncip;
-    struct nvmlDevice_st *migs[MAX_MIGS];
-    int nmigs;
-    /* MIG devices */
-    unsigned int gi_id, ci_id, gi_profile_id, ci_profile_id, gi_slices;
-    nvmlDeviceAttributes_t attrs;
-    struct nvmlGpuInstance_st *gi;
-    struct nvmlComputeInstance_st *ci;
-};
-
-struct nvmlGpuInstance_st {
-    struct nvmlDevice_st *gpu;
-    unsigned int id, profile_id, slices;
-};
-
-struct nvmlComputeInstance_st {
-    struct nvmlGpuInstance_st *gi;
-    struct nvmlDevice_st *mig;
-    unsigned int id, profile_id, slices;
-};
-
-struct nvmlEventSet_st {
-    int registered;
-};
-
-typedef struct {
-    char call[STR];
-    int device, times, after, fired, seen;
-    nvmlReturn_t code;
-} fault_t;
-
-static struct {
-    int refcount;
-    char driver[STR], nvml_version[STR];
-    int cuda;
-    struct nvmlDevice_st gpus[MAX_GPUS];
-    int ngpus;
-    struct nvmlDevice_st migs[MAX_GPUS * MAX_MIGS];
-    int nmigs;
-    struct nvmlGpuInstance_st gis[MAX_GPUS * MAX_MIGS];
-    int ngis;
-    struct nvmlComputeInstance_st cis[MAX_GPUS * MAX_MIGS];
-    int ncis;
-    fault_t faults[MAX_ERRORS];
-    int nfaults;
-} S;
+mock_state_t S;
 
 /* ---- the data file ------------------------------------------------------------------------- */
 
@@ -144,7 +51,7 @@ static unsigned long long num(const char *s) { return strtoull(s, NULL, 0); }
 static int na(const char *s) { return strcmp(s, "!") == 0; }
 
 /* a NUL-terminated copy, cut to the destination's size */
-static void put(char *dst, size_t size, const char *src) {
+void put(char *dst, size_t size, const char *src) {
     size_t n = strlen(src);
     if (n >= size) n = size - 1;
     memcpy(dst, src, n);
@@ -277,6 +184,8 @@ static nvmlReturn_t load(void) {
             ci->slices = m->attrs.computeInstanceSliceCount;
             m->ci = ci;
             g->migs[g->nmigs++] = m;
+        } else if (!strcmp(f[0], "events") && n >= 2) {
+            put(S.events, sizeof S.events, f[1]);
         } else if (!strcmp(f[0], "error") && n >= 6 && S.nfaults < MAX_ERRORS) {
             fault_t *e = &S.faults[S.nfaults++];
             copy(e->call, f[1]);
@@ -300,7 +209,7 @@ static nvmlReturn_t load(void) {
 
 /* ---- checks every entry point makes ------------------------------------------------------- */
 
-static nvmlReturn_t fault(const char *call, int device) {
+nvmlReturn_t fault(const char *call, int device) {
     for (int i = 0; i < S.nfaults; i++) {
         fault_t *e = &S.faults[i];
         int any = e->call[0] == '*' && e->call[1] == '\0' && e->device >= 0;
@@ -313,7 +222,7 @@ static nvmlReturn_t fault(const char *call, int device) {
     return NVML_SUCCESS;
 }
 
-static struct nvmlDevice_st *device_of(nvmlDevice_t d) {
+struct nvmlDevice_st *device_of(nvmlDevice_t d) {
     struct nvmlDevice_st *p = d.handle;
     if (p >= S.gpus && p < S.gpus + S.ngpus) return p;
     if (p >= S.migs && p < S.migs + S.nmigs) return p;
@@ -330,32 +239,16 @@ static struct nvmlComputeInstance_st *ci_handle(nvmlComputeInstance_t h) {
     return (p >= S.cis && p < S.cis + S.ncis) ? p : NULL;
 }
 
-static int gpu_index(struct nvmlDevice_st *d) { return d->kind == KIND_MIG ? d->parent->index : d->index; }
+int gpu_index(struct nvmlDevice_st *d) { return d->kind == KIND_MIG ? d->parent->index : d->index; }
 
-/* the prologue of a call: initialised; of a device call also a known handle, no injected error */
-#define ENTER() \
-    do { if (S.refcount == 0) return NVML_ERROR_UNINITIALIZED; } while (0)
-#define DEVICE(call, handle, var)                                       \
-    ENTER();                                                            \
-    struct nvmlDevice_st *var = device_of(handle);                      \
-    if (!var) return NVML_ERROR_INVALID_ARGUMENT;                       \
-    do {                                                                \
-        nvmlReturn_t r_ = fault(call, gpu_index(var));                  \
-        if (r_ != NVML_SUCCESS) return r_;                              \
-    } while (0)
-#define FULL_GPU(var) \
-    do { if ((var)->kind != KIND_GPU) return NVML_ERROR_NOT_SUPPORTED; } while (0)
-#define NOT_NULL(p) \
-    do { if (!(p)) return NVML_ERROR_INVALID_ARGUMENT; } while (0)
-
-static nvmlReturn_t put_string(char *buf, unsigned int length, const char *value) {
+nvmlReturn_t put_string(char *buf, unsigned int length, const char *value) {
     if (!buf) return NVML_ERROR_INVALID_ARGUMENT;
     if (strlen(value) + 1 > length) return NVML_ERROR_INSUFFICIENT_SIZE;
     memcpy(buf, value, strlen(value) + 1);
     return NVML_SUCCESS;
 }
 
-/* for the mock's other source files (mocknvml.h) */
+/* for health.c (mocknvml.h) */
 nvmlReturn_t mock_full_gpu(const char *call, nvmlDevice_t handle, int *index) {
     DEVICE(call, handle, d);
     FULL_GPU(d);
@@ -365,7 +258,8 @@ nvmlReturn_t mock_full_gpu(const char *call, nvmlDevice_t handle, int *index) {
 
 /* ---- init, errors, system ----------------------------------------------------------------- */
 
-/* init and shutdown are thread-safe, as NVML's (a process may initialise from several threads) */
+/* init and shutdown are thread-safe, as NVML's (a process may initialise from several threads:
+ * the health source's XID watcher and the source itself) */
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static nvmlReturn_t init_locked(void) {
@@ -958,7 +852,7 @@ EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfoV(nvmlGpuInstanc
     return NVML_SUCCESS;
 }
 
-/* ---- processes and events (the device plugin's health check) ------------------------------ */
+/* ---- processes (the device plugin's health check; its events are in events.c) ---------------- */
 
 static nvmlReturn_t no_processes(const char *call, nvmlDevice_t device, unsigned int *count, void *infos) {
     DEVICE(call, device, d);
@@ -973,53 +867,4 @@ EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsi
 }
 EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t d, unsigned int *n, nvmlProcessInfo_t *p) {
     return no_processes("nvmlDeviceGetGraphicsRunningProcesses", d, n, p);
-}
-
-EXPORT nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t device, unsigned long long *types) {
-    DEVICE("nvmlDeviceGetSupportedEventTypes", device, d);
-    NOT_NULL(types);
-    FULL_GPU(d);
-    *types = nvmlEventTypeXidCriticalError | nvmlEventTypeDoubleBitEccError | nvmlEventTypeSingleBitEccError;
-    return NVML_SUCCESS;
-}
-
-static struct nvmlEventSet_st event_sets[16];
-static int nevent_sets;
-
-EXPORT nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set) {
-    ENTER();
-    NOT_NULL(set);
-    nvmlReturn_t r = fault("nvmlEventSetCreate", -1);
-    if (r != NVML_SUCCESS) return r;
-    if (nevent_sets >= 16) return NVML_ERROR_MEMORY;
-    set->handle = &event_sets[nevent_sets++];
-    return NVML_SUCCESS;
-}
-
-EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long types, nvmlEventSet_t set) {
-    DEVICE("nvmlDeviceRegisterEvents", device, d);
-    FULL_GPU(d);
-    if (!set.handle) return NVML_ERROR_INVALID_ARGUMENT;
-    (void)types;
-    set.handle->registered++;
-    return NVML_SUCCESS;
-}
-
-static nvmlReturn_t event_wait(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeout_ms) {
-    ENTER();
-    if (!set.handle) return NVML_ERROR_INVALID_ARGUMENT;
-    NOT_NULL(data);
-    nvmlReturn_t r = fault("nvmlEventSetWait", -1);
-    if (r != NVML_SUCCESS) return r;
-    struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL); /* a mock GPU never raises an event */
-    return NVML_ERROR_TIMEOUT;
-}
-EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t s, nvmlEventData_t *d, unsigned int t) { return event_wait(s, d, t); }
-EXPORT nvmlReturn_t nvmlEventSetWait(nvmlEventSet_t s, nvmlEventData_t *d, unsigned int t) { return event_wait(s, d, t); }
-
-EXPORT nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {
-    ENTER();
-    if (!set.handle) return NVML_ERROR_INVALID_ARGUMENT;
-    return NVML_SUCCESS;
 }
