@@ -303,3 +303,47 @@ def test_abi_per_gpu_errors_from_the_profile(abi: dict[str, Any]) -> None:
         {"memory": NO_PERMISSION, "uuid": SUCCESS, "name": SUCCESS},
         {"memory": SUCCESS, "uuid": GPU_IS_LOST, "name": SUCCESS},
     ]
+
+
+XID_WATCHER_SCRIPT = r"""
+import json, sys, time
+import pynvml
+from nfd.sources.nvml.health import HealthTracker, XidWatcher
+
+tracker = HealthTracker()
+watcher = XidWatcher(pynvml, tracker, wait_ms=100)
+watcher.start()
+deadline = time.monotonic() + 30
+while watcher.registered < int(sys.argv[1]) and time.monotonic() < deadline:
+    time.sleep(0.02)
+print(json.dumps({"registered": watcher.registered}), flush=True)
+sys.stdin.readline()  # the parent has written its events
+want = int(sys.argv[2])
+while len(tracker._pending) < want and time.monotonic() < deadline:
+    time.sleep(0.02)
+watcher.stop()
+print(json.dumps({"xids": sorted([u, x] for u, x, _ in tracker._pending), "errors": watcher.errors}), flush=True)
+"""
+
+
+def test_the_xid_watcher_reads_the_library_s_events_through_pynvml(lib_dir: Path, tmp_path: Path) -> None:
+    """XIDs injected through the mock's event file reach the health tracker by pynvml's own
+    nvmlEventSetCreate/RegisterEvents/EventSetWait_v2 (the versioned event struct), each once,
+    with the GPU named by its UUID; the watcher's bounded waits time out without an error."""
+    env = mocknvml.prepare("h100x8", tmp_path, lib_dir=lib_dir)
+    uuids = [g["uuid"] for g in load_profile("h100x8")["gpus"]]
+    proc = subprocess.Popen([sys.executable, "-c", XID_WATCHER_SCRIPT, "8", "2"], cwd=mocknvml.REPO_ROOT,
+                            env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdin is not None
+        assert json.loads(proc.stdout.readline()) == {"registered": 8}
+        events = tmp_path / mocknvml.EVENTS_FILE
+        mocknvml.inject_event(events, 2, 79)
+        mocknvml.inject_event(events, uuids[5], 48)
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+        out = json.loads(proc.stdout.readline())
+    finally:
+        proc.kill()
+        proc.wait(10)
+    assert out == {"xids": sorted([[uuids[2], 79], [uuids[5], 48]]), "errors": 0}, proc.stderr.read() if proc.stderr else ""
