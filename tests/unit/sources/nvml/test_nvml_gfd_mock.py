@@ -10,16 +10,15 @@ differences docs/compatibility.md lists ("NVIDIA GPU labels"), each asserted her
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from nfd.nvml_fake import available_profiles, load_profile
 from nfd.sources.nvml.naming import sanitise
 from tests.support import hostroot, mocknvml
+from tests.support.gfd import both
 
 STRATEGIES = mocknvml.STRATEGIES
 #: the labels that describe the model GFD's gpu.* labels are about
@@ -50,26 +49,6 @@ def lib_dir() -> Path:
         return mocknvml.build()
     except mocknvml.MockNvmlUnavailable as e:
         pytest.skip(str(e))
-
-
-def run_gfd(gfd: Path, env: dict[str, str], root: Path, out_dir: Path, strategy: str) -> dict[str, str] | str:
-    """GFD's labels (without gfd.timestamp), or its last log line when it exits with an error."""
-    out = out_dir / f"gfd.{strategy}"
-    argv = hostroot.in_host_root([str(gfd), "--oneshot", "--no-timestamp", "--output-file", str(out),
-                                  "--mig-strategy", strategy], root)
-    r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
-    if r.returncode != 0:
-        return (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1]
-    return dict(line.split("=", 1) for line in out.read_text().splitlines() if line)
-
-
-def both(gfd: Path, lib_dir: Path, tmp_path: Path, profile: str | dict[str, Any], faults: str = "",
-         strategies: tuple[str, ...] = STRATEGIES) -> tuple[dict[str, Any], dict[str, dict[str, str] | str]]:
-    env = mocknvml.prepare(profile, tmp_path, faults=faults, lib_dir=lib_dir)
-    ours = mocknvml.mock_view(env)["labels"]
-    ours = {s: {k: v for k, v in ours[s].items() if k != "nvidia.com/gfd.timestamp"} for s in strategies}
-    theirs = {s: run_gfd(gfd, env, tmp_path / "host", tmp_path, s) for s in strategies}
-    return ours, theirs
 
 
 def test_gfd_runs_on_the_mock(gfd: Path, lib_dir: Path, tmp_path: Path) -> None:
