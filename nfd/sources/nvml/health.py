@@ -27,8 +27,6 @@ from nfd.sources.nvml import backend as nv
 
 log = logging.getLogger("nfd.sources.nvml")
 
-HEALTH = "nvml.health"
-HEALTH_SUMMARY = "nvml.health_summary"
 
 #: application XIDs NVIDIA's device plugin ignores by default (its health check's skip list)
 DEFAULT_IGNORED_XIDS = (13, 31, 43, 45, 68, 109)

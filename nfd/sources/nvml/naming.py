@@ -16,6 +16,8 @@ GPU = "nvml.gpu"
 MIG = "nvml.mig"
 DRIVER = "nvml.driver"
 SYSTEM = "nvml.system"
+HEALTH = "nvml.health"
+HEALTH_SUMMARY = "nvml.health_summary"
 
 # NVML GPU-instance profile *indices* (pynvml NVML_GPU_INSTANCE_PROFILE_*) -> slice count and the
 # attribute suffix go-nvlib appends ("+me", "+me.all", "+gfx", or the negative "-me").

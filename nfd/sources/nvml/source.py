@@ -22,7 +22,7 @@ from nfd.api.errors import ValidationError
 from nfd.api.features import Features
 from nfd.sources.base import DiscoveryContext, FeatureSource, check_like
 from nfd.sources.nvml import backend as nv
-from nfd.sources.nvml.naming import DRIVER, GPU, MIG, SYSTEM
+from nfd.sources.nvml.naming import DRIVER, GPU, HEALTH, HEALTH_SUMMARY, MIG, SYSTEM
 
 if TYPE_CHECKING:  # the device plugin's config is read only where a GPU node sets configFile
     from nfd.sources.nvml.sharing import DevicePluginConfig
@@ -56,7 +56,7 @@ def driver_present(ctx: DiscoveryContext) -> bool:
 
 class NvmlSource(FeatureSource):
     name = "nvml"
-    features = (GPU, MIG, DRIVER, SYSTEM)
+    features = (GPU, MIG, DRIVER, SYSTEM, HEALTH, HEALTH_SUMMARY)
 
     def __init__(
         self,
@@ -303,8 +303,6 @@ class NvmlSource(FeatureSource):
     @staticmethod
     def _with_health(features: Features, health: Any) -> Features:
         if health is not None:
-            from nfd.sources.nvml.health import HEALTH, HEALTH_SUMMARY
-
             instances, summary = health
             features.instances.pop(HEALTH, None)
             if instances:
