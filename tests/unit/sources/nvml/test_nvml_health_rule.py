@@ -31,14 +31,14 @@ def node(fake: Any, src: NvmlSource, cfg: dict[str, Any], *, taints: bool = True
     return pol.labels, pol.taints
 
 
-def setup(profile: str) -> tuple[Any, NvmlSource, dict[str, Any]]:
+def health_source(profile: str) -> tuple[Any, NvmlSource, dict[str, Any]]:
     fake = make_fake(profile)
     src = NvmlSource(backend=fake, host=fake.host)
     return fake, src, src.parse_config({"health": {"xidEvents": False}}, path="sources.nvml")
 
 
 def test_taint_with_the_reason_while_unhealthy_and_gone_with_the_evidence() -> None:
-    fake, src, cfg = setup("h100x8-unhealthy")
+    fake, src, cfg = health_source("h100x8-unhealthy")
     labels, taints = node(fake, src, cfg)
     assert labels == {"nvidia.com/gpu.healthy.count": "3", "nvidia.com/gpu.unhealthy.count": "5"}
     assert taints == [{"key": "nvidia.com/gpu.unhealthy", "value": "row-remap-failed", "effect": "NoSchedule"}]
@@ -52,9 +52,9 @@ def test_taint_with_the_reason_while_unhealthy_and_gone_with_the_evidence() -> N
 
 
 def test_healthy_node_and_no_taint_without_enable_taints() -> None:
-    fake, src, cfg = setup("h100x8")
+    fake, src, cfg = health_source("h100x8")
     assert node(fake, src, cfg) == ({"nvidia.com/gpu.healthy.count": "8", "nvidia.com/gpu.unhealthy.count": "0"}, [])
-    fake, src, cfg = setup("h100x8-unhealthy")
+    fake, src, cfg = health_source("h100x8-unhealthy")
     assert node(fake, src, cfg, taints=False)[1] == []
 
 
