@@ -38,7 +38,7 @@ from nfd.k8s.client import ApiClient  # noqa: E402
 from nfd.k8s.creating import create  # noqa: E402
 from nfd.k8s.errors import AlreadyExists  # noqa: E402
 from nfd.k8s.resources import NODEFEATURES, NODES  # noqa: E402
-from nfd.master import groups  # noqa: E402
+from nfd.master import groupstatus  # noqa: E402
 from tests.e2e.build import ensure_built  # noqa: E402
 from tests.e2e.harness import KubeCluster, free_port  # noqa: E402
 
@@ -166,7 +166,7 @@ def main() -> int:
         settle([master.pid, *server_pids])
 
         per_entry = len('{"name":""},') + args.name_length
-        fit_pct = min(100, int((groups.STATUS_SIZE_LIMIT - 4096) / per_entry * 100 / n))
+        fit_pct = min(100, int((groupstatus.STATUS_SIZE_LIMIT - 4096) / per_entry * 100 / n))
         cases = [("count-all", "CountOnly", 100), ("full-all", "Full", 100)]
         if fit_pct < 100:
             cases.append(("full-fit", "Full", fit_pct))
@@ -177,7 +177,7 @@ def main() -> int:
             log_at = len(master.logs())
             kube.request("POST", f"{NFD}/namespaces/{GROUP_NS}/nodefeaturegroups", body=group(name, policy, below))
             refused = False
-            if policy == "Full" and want * per_entry > groups.STATUS_SIZE_LIMIT:
+            if policy == "Full" and want * per_entry > groupstatus.STATUS_SIZE_LIMIT:
                 t = wait(lambda: "over the" in master.logs()[log_at:], timeout=args.timeout,  # noqa: B023
                          what=f"{name} refusal")
                 refused = True
@@ -187,7 +187,7 @@ def main() -> int:
             d_m, d_a = cpu_s(master.pid) - c_m, sum(cpu_s(p) for p in server_pids) - c_a
             obj, st = status_of(kube, name)
             body = dict(obj, metadata={k: v for k, v in obj["metadata"].items() if k != "managedFields"})
-            est = groups.estimated_size(body) if st else 0
+            est = groupstatus.estimated_size(body) if st else 0
             row = {"case": f"{name} ({policy}, {want} members)", "t": t, "master": d_m, "api": d_a,
                    "body": 0 if refused else len(json.dumps(body, separators=(",", ":"))),
                    "stored": len(json.dumps(obj, separators=(",", ":"))), "estimated": est, "refused": refused}
@@ -218,7 +218,7 @@ def main() -> int:
             settle([master.pid, *server_pids])
 
         print(f"\nNodeFeatureGroup status, {n} nodes, names of {args.name_length} characters, "
-              f"size limit {groups.STATUS_SIZE_LIMIT} B ({os.cpu_count()} cores shared):")
+              f"size limit {groupstatus.STATUS_SIZE_LIMIT} B ({os.cpu_count()} cores shared):")
         for r in rows:
             print(f"  {r['case']}:")
             if r["refused"]:

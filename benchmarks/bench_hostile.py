@@ -303,11 +303,11 @@ def gil() -> int:
     from nfd.api.features import Features
     from nfd.common import httpserver
     from nfd.common.probes import Heartbeat, ProbeServer, liveness_route
-    from nfd.master.config import MasterConfig
+    from nfd.master.config import MasterConfig, policy_config
     from nfd.master.evalsched import EvalSlicer
-    from nfd.master.pipeline import compute_desired_steps, policy_config
+    from nfd.nodestate.desired import Evaluation, desired_state_steps
+    from nfd.nodestate.nodefeatures import MergedNodeFeatures
     from nfd.rules.engine import EvalBudget, compile_nodefeaturerule
-    from nfd.rules.nodefeatures import MergedNodeFeatures
 
     rs = compile_nodefeaturerule(json.loads(json.dumps(HOSTILE_RULE)))
     feats = Features()
@@ -332,8 +332,8 @@ def gil() -> int:
             async def node(i: int) -> None:
                 while not stop.is_set():
                     merged = MergedNodeFeatures(features=feats, labels={}, found=True)
-                    steps = compute_desired_steps(merged, rule_sets=[rs], policy=pol, node_name=f"n{i}",
-                                                  budget=EvalBudget())
+                    steps = desired_state_steps(merged, [rs], pol, node_name=f"n{i}",
+                                                how=Evaluation(budget=EvalBudget()))
                     await slicer.drive(steps)
                     evaluated[0] += 1
 

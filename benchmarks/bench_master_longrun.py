@@ -258,10 +258,10 @@ class Driver:
 
 def expected_state(world: World) -> dict[str, dict[str, str]]:
     """Per live node: the labels the master must have written (same engine, offline)."""
-    from nfd.master.config import MasterConfig
-    from nfd.master.pipeline import RuleBook, compute_desired_steps, policy_config
-    from nfd.rules.engine import run_to_end
-    from nfd.rules.nodefeatures import compact_nodefeature, merge_node_features
+    from nfd.master.config import MasterConfig, policy_config
+    from nfd.nodestate.desired import desired_state
+    from nfd.nodestate.nodefeatures import compact_nodefeature, merge_node_features
+    from nfd.nodestate.rulebook import RuleBook
 
     book = RuleBook()
     for o in world.rules.values():
@@ -271,7 +271,7 @@ def expected_state(world: World) -> dict[str, dict[str, str]]:
     for node, (p, variant, seq) in world.live.items():
         merged = merge_node_features([compact_nodefeature(node_nf(node, p, variant, seq))], node_name=node,
                                      master_namespace=NS)
-        desired, _ = run_to_end(compute_desired_steps(merged, rule_sets=book.ordered(), policy=policy, node_name=node))
+        desired = desired_state(merged, book.ordered(), policy, node_name=node).desired
         out[node] = dict(desired.labels)
     return out
 
@@ -280,7 +280,7 @@ def verify(kube: KubeCluster, world: World) -> list[str]:
     """What is wrong at the end (empty: all right)."""
     from bench_master_scale import node_states
 
-    from nfd.master.bookkeeping import FEATURE_LABELS, encode_names
+    from nfd.nodestate.bookkeeping import FEATURE_LABELS, encode_names
 
     expected = expected_state(world)
     problems: list[str] = []

@@ -39,11 +39,11 @@ import bench_master_scale  # noqa: E402
 from bench_master_scale import NS, PROFILES, make_rules, nodefeature  # noqa: E402
 
 from nfd.common import jsoncodec  # noqa: E402
-from nfd.master import bookkeeping as bk  # noqa: E402
 from nfd.master.config import MasterConfig  # noqa: E402
 from nfd.master.core import MasterCore  # noqa: E402
-from nfd.master.nodeplan import slim_node  # noqa: E402
 from nfd.master.options import MasterOptions  # noqa: E402
+from nfd.nodestate import bookkeeping as bk  # noqa: E402
+from nfd.nodestate.nodeplan import slim_node  # noqa: E402
 
 
 class _NoApi:

@@ -232,7 +232,7 @@ def dra_rules() -> list[dict[str, Any]]:
 def dra_merged(p: int, *, with_dra: bool) -> Any:
     from nfd.dra.pools import DraIndex
     from nfd.dra.slices import parse_slice
-    from nfd.rules.nodefeatures import compact_nodefeature, merge_node_features
+    from nfd.nodestate.nodefeatures import compact_nodefeature, merge_node_features
 
     merged = merge_node_features([compact_nodefeature(nodefeature("x", p))], node_name="x", master_namespace=NS)
     if with_dra:
@@ -250,9 +250,9 @@ def dra_offline(n: int, rule_objs: list[dict[str, Any]]) -> None:
 
     from nfd.dra.pools import DraIndex
     from nfd.dra.slices import compact_slice
-    from nfd.master.config import MasterConfig
-    from nfd.master.pipeline import RuleBook, compute_desired_steps, policy_config
-    from nfd.rules.engine import run_to_end
+    from nfd.master.config import MasterConfig, policy_config
+    from nfd.nodestate.desired import desired_state
+    from nfd.nodestate.rulebook import RuleBook
 
     def build() -> tuple[DraIndex, list[Any]]:
         idx, cache = DraIndex(), []
@@ -295,7 +295,7 @@ def dra_offline(n: int, rule_objs: list[dict[str, Any]]) -> None:
         reps = 50
         t0 = time.perf_counter()
         for _ in range(reps):
-            run_to_end(compute_desired_steps(merged, rule_sets=book.ordered(), policy=policy, node_name="x"))
+            desired_state(merged, book.ordered(), policy, node_name="x")
         per[with_dra] = (time.perf_counter() - t0) / reps
     print(f"  dra, offline: {n} slices x 8 devices parsed and indexed in {t_index:.2f} s, "
           f"{mem / 2**20:.1f} MiB held ({mem / max(n, 1) / 1024:.1f} kB per slice); "
@@ -308,11 +308,11 @@ def dra_offline(n: int, rule_objs: list[dict[str, Any]]) -> None:
 
 def expected_annotations(rule_objs: list[dict[str, Any]], *, enable_taints: bool, with_dra: bool = False) -> dict[int, str]:
     """Per profile: the feature-labels annotation the master must write (same engine, offline)."""
-    from nfd.master.bookkeeping import encode_names
-    from nfd.master.config import MasterConfig
-    from nfd.master.pipeline import RuleBook, compute_desired_steps, policy_config
-    from nfd.rules.engine import run_to_end
-    from nfd.rules.nodefeatures import compact_nodefeature, merge_node_features
+    from nfd.master.config import MasterConfig, policy_config
+    from nfd.nodestate.bookkeeping import encode_names
+    from nfd.nodestate.desired import desired_state
+    from nfd.nodestate.nodefeatures import compact_nodefeature, merge_node_features
+    from nfd.nodestate.rulebook import RuleBook
 
     book = RuleBook()
     for o in rule_objs:
@@ -323,7 +323,7 @@ def expected_annotations(rule_objs: list[dict[str, Any]], *, enable_taints: bool
         merged = merge_node_features([compact_nodefeature(nodefeature("x", p))], node_name="x", master_namespace=NS)
         if with_dra:
             merged = dra_merged(p, with_dra=True)
-        desired, _ = run_to_end(compute_desired_steps(merged, rule_sets=book.ordered(), policy=policy, node_name="x"))
+        desired = desired_state(merged, book.ordered(), policy, node_name="x").desired
         out[p] = encode_names(desired.labels)
     return out
 
@@ -817,8 +817,8 @@ def main() -> int:
         dra_offline(n, make_rules("v1", taints=args.taints) + dra_rules())
         return 0
 
-    from nfd.master.bookkeeping import FEATURE_LABELS
     from nfd.master.config import MasterConfig
+    from nfd.nodestate.bookkeeping import FEATURE_LABELS
 
     watching = bool(args.nf_kb or args.restart_master_at is not None or args.restart_apiserver_at is not None
                     or args.restarts_after)

@@ -231,9 +231,9 @@ def offline(reps: int) -> None:
     from nfd.common import jsoncodec
     from nfd.master.config import MasterConfig
     from nfd.master.core import MasterCore
-    from nfd.master.nodeplan import NodeState, ops_to_strategic, plan_node_update, slim_node
     from nfd.master.options import MasterOptions
-    from nfd.rules.nodefeatures import compact_nodefeature
+    from nfd.nodestate.nodefeatures import compact_nodefeature
+    from nfd.nodestate.nodeplan import NodeState, ops_to_strategic, plan_node_update, slim_node
 
     class _NoApi:  # the informers are fed by hand here; nothing is sent
         limiter = None
@@ -442,7 +442,7 @@ def main() -> int:
         wait_all,
     )
 
-    from nfd.master.bookkeeping import FEATURE_LABELS
+    from nfd.nodestate.bookkeeping import FEATURE_LABELS
     from tests.e2e.build import ensure_built
     from tests.e2e.harness import KubeCluster, flowcontrol_counts, free_port, load_manifest_objects
 

@@ -3,13 +3,13 @@
 Read-only. The cluster's NodeFeatureRules, with the file's objects put in as the master would
 take them (a same-named object replaced; an edit that breaks a rule keeps the old revision, as
 the master's RuleBook does), are evaluated for every selected node on its merged NodeFeatures by
-the master's own pipeline (``merge_node_features``, ``compute_desired_steps`` with the master's
+the master's own way (nfd.nodestate: ``merge_node_features``, ``desired_state`` with the master's
 per-node budgets), and the result is planned against the Node as it is now by the master's
 ``plan_node_update``, so removals follow the bookkeeping annotations exactly as nfd-master would
 perform them. The plan's changes are counted per label, annotation, extended resource and taint
 (gain, change, lose), and the pods on each node that a new or changed NoExecute taint would evict
 (no toleration matches it) are listed. The file's NodeFeatureGroups are evaluated over the same
-nodes as nfd-master's group pass would (``nfd.rules.groups``), and their membership is compared
+nodes as nfd-master's group pass would (``nfd.nodestate.groups``), and their membership is compared
 with each group's status in the cluster: the nodes that would join and leave.
 
 The master is assumed to be running steadily (it has processed every node once), so a node
@@ -23,7 +23,27 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-NFD_API = "/apis/nfd.k8s-sigs.io/v1alpha1"
+from nfd.api.errors import ValidationError
+from nfd.k8s.client import ApiClient
+from nfd.k8s.config import ConfigError, load_kubeconfig
+from nfd.k8s.errors import ApiError, ApiUnavailable
+from nfd.k8s.fetching import list_objects
+from nfd.k8s.resources import NODEFEATUREGROUPS, NODEFEATURERULES, NODEFEATURES, NODES, PODS
+from nfd.nodestate.bookkeeping import Taint
+from nfd.nodestate.desired import Evaluation, desired_state
+from nfd.nodestate.groups import FULL, group_members, member_name, policy_of
+from nfd.nodestate.nodefeatures import (
+    MergedNodeFeatures,
+    compact_nodefeature,
+    merge_node_features,
+    node_name_of,
+)
+from nfd.nodestate.nodeplan import NodeState, plan_node_update
+from nfd.nodestate.outputpolicy import PolicyConfig
+from nfd.nodestate.rulebook import RuleBook
+from nfd.rules.conflicts import duplicate_rule_names, find_conflicts
+from nfd.rules.engine import CompiledRuleSet, EvalBudget, compile_group_rules, compile_nodefeaturerule
+
 KINDS = ("label", "annotation", "extended resource", "taint")
 
 
@@ -116,17 +136,11 @@ class FleetReport:
 
 
 def build_rulebook(cluster_rules: Iterable[dict[str, Any]], file_rules: Iterable[dict[str, Any]],
-                   report: FleetReport) -> Any:
+                   report: FleetReport) -> RuleBook:
     """The master's RuleBook after the cluster's objects, then the file's (as an apply would)."""
-    from nfd.master.pipeline import RuleBook
-
     book = RuleBook()
     for obj in cluster_rules:
         book.upsert(obj)
-    from nfd.api.errors import ValidationError
-    from nfd.rules.conflicts import duplicate_rule_names
-    from nfd.rules.engine import compile_nodefeaturerule
-
     for obj in file_rules:
         msg = book.upsert(obj)
         if msg:
@@ -145,9 +159,6 @@ def compile_file_groups(file_groups: Iterable[dict[str, Any]], cluster_groups: I
     namespace/name (None when absent); one without a namespace goes where ``kubectl apply``
     would put it (``default_namespace``). A group that does not compile is named in
     ``report.group_errors`` and left out."""
-    from nfd.api.errors import ValidationError
-    from nfd.rules.engine import compile_group_rules
-
     in_cluster = {((o.get("metadata") or {}).get("namespace") or "", (o.get("metadata") or {}).get("name") or ""): o
                   for o in cluster_groups}
     out: list[tuple[Any, dict[str, Any] | None]] = []
@@ -166,16 +177,13 @@ def compile_file_groups(file_groups: Iterable[dict[str, Any]], cluster_groups: I
     return out
 
 
-def plan_groups(groups: Iterable[tuple[Any, dict[str, Any] | None]], merged: dict[str, Any], *,
+def plan_groups(groups: Iterable[tuple[Any, dict[str, Any] | None]], merged: dict[str, MergedNodeFeatures], *,
                 whole_cluster: bool, report: FleetReport) -> None:
     """Each group's members among the evaluated nodes (``merged``: node name -> its merged
-    NodeFeatures), by nfd-master's own ``nfd.rules.groups.group_members``, against the group's
+    NodeFeatures), by nfd-master's own ``nfd.nodestate.groups.group_members``, against the group's
     status now. With a selector (not ``whole_cluster``) only status entries of the evaluated
     nodes can leave. A group rule's error is collected like a rule's (the master counts that
     rule as not matched)."""
-    from nfd.master.groups import FULL, policy_of
-    from nfd.rules.groups import group_members, member_name
-
     # the name status.nodes carries for each evaluated node with a NodeFeature
     names = {member_name(m.features) or node for node, m in merged.items() if m.sources}
     for group, current in groups:
@@ -204,8 +212,8 @@ def plan_fleet(
     *,
     nodes: list[dict[str, Any]],
     nodefeatures: list[dict[str, Any]],
-    rule_sets: list[Any],
-    policy: Any,
+    rule_sets: list[CompiledRuleSet],
+    policy: PolicyConfig,
     namespace: str,
     instance: str = "",
     report: FleetReport | None = None,
@@ -214,15 +222,8 @@ def plan_fleet(
 ) -> FleetReport:
     """Evaluate and plan every node as nfd-master would; count the changes per item. ``groups``
     (from ``compile_file_groups``) are evaluated over the same nodes (``plan_groups``)."""
-    from nfd.master.bookkeeping import Taint
-    from nfd.master.nodeplan import NodeState, plan_node_update
-    from nfd.master.pipeline import compute_desired_steps
-    from nfd.rules.conflicts import find_conflicts
-    from nfd.rules.engine import EvalBudget, run_to_end
-    from nfd.rules.nodefeatures import compact_nodefeature, merge_node_features, node_name_of
-
     rep = report if report is not None else FleetReport()
-    merged_by_node: dict[str, Any] = {}
+    merged_by_node: dict[str, MergedNodeFeatures] = {}
     by_node: dict[str, list[dict[str, Any]]] = {}
     for obj in nodefeatures:
         entry = compact_nodefeature(obj)
@@ -241,8 +242,8 @@ def plan_fleet(
         merged_by_node[name] = merged
         if not merged.found:
             rep.without_nodefeature.append(name)
-        desired, node_rep = run_to_end(compute_desired_steps(
-            merged, rule_sets=rule_sets, policy=policy, node_name=name, budget=EvalBudget()))
+        outcome = desired_state(merged, rule_sets, policy, node_name=name, how=Evaluation(budget=EvalBudget()))
+        desired, node_rep = outcome.desired, outcome.report
         for rule, msg in node_rep.rule_errors:
             rep.rule_errors.setdefault((rule, msg), []).append(name)
         # the matched rules' outputs, in the master's order
@@ -408,26 +409,12 @@ class ClusterError(Exception):
     """A request the report needs failed: one line, exit status 1."""
 
 
-async def _list(api: Any, path: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
-    cont = ""
-    while True:
-        p: dict[str, Any] = dict(params or {}, limit=500)
-        if cont:
-            p["continue"] = cont
-        page = await api.request("GET", path, params=p)
-        items.extend(page.get("items") or [])
-        cont = (page.get("metadata") or {}).get("continue") or ""
-        if not cont:
-            return items
-
-
 def fetch_and_plan(
     *,
     kubeconfig: str | None,
     selector: str,
     file_rules: list[dict[str, Any]],
-    policy: Any,
+    policy: PolicyConfig,
     namespace: str,
     instance: str = "",
     file_groups: list[dict[str, Any]] | None = None,
@@ -435,10 +422,6 @@ def fetch_and_plan(
     """List Nodes (by ``selector``), NodeFeatures and NodeFeatureRules (and NodeFeatureGroups when
     the file has some), plan, then list the pods of the nodes that gain a NoExecute taint. Raises
     ClusterError with the failed request."""
-    from nfd.k8s.client import ApiClient
-    from nfd.k8s.config import ConfigError, load_kubeconfig
-    from nfd.k8s.errors import ApiError, ApiUnavailable
-
     try:
         cfg = load_kubeconfig(kubeconfig)
     except ConfigError as e:
@@ -448,15 +431,15 @@ def fetch_and_plan(
         async with ApiClient(cfg, user_agent="kubectl-nfd") as api:
             what = "Nodes"
             try:
-                nodes = await _list(api, "/api/v1/nodes", {"labelSelector": selector} if selector else None)
+                nodes, _ = await list_objects(api, NODES, label_selector=selector or None)
                 what = "NodeFeatures"
-                nfs = await _list(api, f"{NFD_API}/nodefeatures")
+                nfs, _ = await list_objects(api, NODEFEATURES)
                 what = "NodeFeatureRules"
-                nfrs = await _list(api, f"{NFD_API}/nodefeaturerules")
+                nfrs, _ = await list_objects(api, NODEFEATURERULES)
                 nfgs: list[dict[str, Any]] = []
                 if file_groups:
                     what = "NodeFeatureGroups"
-                    nfgs = await _list(api, f"{NFD_API}/nodefeaturegroups")
+                    nfgs, _ = await list_objects(api, NODEFEATUREGROUPS)
                 rep = FleetReport()
                 book = build_rulebook(nfrs, file_rules, rep)
                 groups = compile_file_groups(file_groups or [], nfgs, default_namespace=cfg.namespace or "default",
@@ -467,7 +450,7 @@ def fetch_and_plan(
                 pods: list[dict[str, Any]] = []
                 what = "Pods"
                 for node in sorted(rep.new_noexecute):
-                    pods.extend(await _list(api, "/api/v1/pods", {"fieldSelector": f"spec.nodeName={node}"}))
+                    pods.extend((await list_objects(api, PODS, field_selector=f"spec.nodeName={node}"))[0])
                 rep.evictions = evictions(rep, pods)
                 return rep
             except (ApiError, ApiUnavailable, OSError) as e:

@@ -32,10 +32,31 @@ a new NoExecute taint would evict. Read-only.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
 import sys
 from typing import Any, NoReturn
 
+from nfd.api import DEFAULT_LABEL_NS, NODE_NAME_LABEL
+from nfd.api.errors import ValidationError
+from nfd.api.features import Features
+from nfd.api.nodefeaturerule import unknown_field_problems
+from nfd.api.validation import validate_annotation, validate_extended_resource, validate_label, validate_taint
+from nfd.cli import fleet
+from nfd.cli.rules import _objects, _policy_config, served_crds_of
+from nfd.k8s.client import ApiClient
+from nfd.k8s.config import ConfigError, load_kubeconfig
+from nfd.k8s.errors import ApiError, ApiUnavailable
+from nfd.k8s.fetching import get, list_objects
+from nfd.k8s.resources import CUSTOMRESOURCEDEFINITIONS, NODEFEATURES, RULE_CRD_NAMES
+from nfd.nodestate.desired import Evaluation, desired_state
+from nfd.nodestate.nodefeatures import MergedNodeFeatures, merge_node_features
+from nfd.rules.dynamic import resolve_value
+from nfd.rules.engine import EvalBudget, compile_nodefeaturerule
 from nfd.rules.expression import go_quote
+from nfd.rules.files import InputError, load_documents, object_name
+from nfd.rules.lint import ServedCRDs, check_files, check_object, warning_lines
+from nfd.sources.registry import published_features
 
 PROG = "kubectl-nfd"
 DEFAULT_NAMESPACE = "node-feature-discovery"
@@ -61,8 +82,6 @@ class FileError(Exception):
 
 
 def _documents(path: str, what: str) -> list[Any]:
-    from nfd.rules.files import InputError, load_documents
-
     dups: list[Any] = []
     try:
         docs = load_documents(path, duplicates=dups)
@@ -93,10 +112,6 @@ def _load_rule_set(path: str) -> tuple[Any, list[str]]:
     """(the rule file compiled, its unknown fields as errors: kubectl apply refuses them, and a
     misspelt match term makes the rule match every node); a structural problem (a wrong type)
     is a file error as upstream's unmarshalling error is. Notes are printed as warnings."""
-    from nfd.api.errors import ValidationError
-    from nfd.rules.engine import compile_nodefeaturerule
-    from nfd.rules.lint import check_object, warning_lines
-
     doc = _first_document(path, "NodeFeatureRule")
     obj = dict(doc)
     obj["kind"] = "NodeFeatureRule"  # as upstream, a document without a kind is taken as one
@@ -110,9 +125,6 @@ def _load_rule_set(path: str) -> tuple[Any, list[str]]:
 
 
 def _features_of_nodefeature(path: str) -> Any:
-    from nfd.api.errors import ValidationError
-    from nfd.api.features import Features
-
     doc = _first_document(path, "NodeFeature")
     if "kind" not in doc and doc and set(doc) <= {"flags", "attributes", "instances"}:
         doc = {"spec": {"features": doc}}  # ``nfd export features`` output
@@ -132,15 +144,6 @@ def cluster_crds(kubeconfig: str | None) -> Any:
     """nfd.rules.lint.ServedCRDs of the cluster: its NodeFeatureRule and NodeFeatureGroup
     CustomResourceDefinitions, as the API server serves them (read with a kubeconfig found as
     kubectl finds it)."""
-    import asyncio
-
-    from nfd.k8s.client import ApiClient
-    from nfd.k8s.config import ConfigError, load_kubeconfig
-    from nfd.k8s.errors import ApiError, ApiUnavailable
-    from nfd.k8s.fetching import get
-    from nfd.k8s.resources import CUSTOMRESOURCEDEFINITIONS, RULE_CRD_NAMES
-    from nfd.rules.lint import ServedCRDs
-
     try:
         cfg = load_kubeconfig(kubeconfig)
     except ConfigError as e:
@@ -163,10 +166,6 @@ def validate_file(path: str, *, served: Any = None) -> tuple[list[str], list[str
     nfd.rules.lint.check_file, the validation of ``nfd rules validate``, so both find the same
     problems (upstream's plugin checks names and values only). Prints upstream's
     ``Validating rule:`` lines."""
-    from nfd.rules.files import InputError
-    from nfd.rules.lint import check_files, warning_lines
-    from nfd.sources.registry import published_features
-
     try:
         rep = check_files([path], published=published_features(), served=served)
     except InputError as e:
@@ -189,14 +188,10 @@ def validate_file(path: str, *, served: Any = None) -> tuple[list[str], list[str
 def _as_master_names(name: str) -> str:
     """A name as nfd-master publishes it: an unprefixed one gets the default namespace
     (``feature.node.kubernetes.io/``), so it is no validation error here, as in validate."""
-    from nfd.api import DEFAULT_LABEL_NS
-
     return name if "/" in name else f"{DEFAULT_LABEL_NS}/{name}"
 
 
 def _label_errors(labels: dict[str, str]) -> list[str]:
-    from nfd.api.validation import validate_label
-
     out = []
     for k, v in sorted(labels.items()):
         err = validate_label(_as_master_names(k), v)
@@ -206,8 +201,6 @@ def _label_errors(labels: dict[str, str]) -> list[str]:
 
 
 def _annotation_errors(annotations: dict[str, str]) -> list[str]:
-    from nfd.api.validation import validate_annotation
-
     out = []
     for k, v in sorted(annotations.items()):
         err = validate_annotation(_as_master_names(k), v)
@@ -217,8 +210,6 @@ def _annotation_errors(annotations: dict[str, str]) -> list[str]:
 
 
 def _er_errors(resources: dict[str, str]) -> list[str]:
-    from nfd.api.validation import validate_extended_resource
-
     out = []
     for k, v in sorted(resources.items()):
         err = validate_extended_resource(_as_master_names(k), v)
@@ -228,8 +219,6 @@ def _er_errors(resources: dict[str, str]) -> list[str]:
 
 
 def _taint_errors(taints: list[dict[str, str]]) -> list[str]:
-    from nfd.api.validation import validate_taint
-
     out = []
     for t in taints:
         err = validate_taint(t["key"], t.get("value", ""), t.get("effect", ""))
@@ -247,15 +236,13 @@ def process_rules(rule_set: Any, features: Any) -> list[str]:
     1: nfd-master would not publish an output that fails validation). The rules run within
     nfd-master's per-node budgets (EvalBudget): a rule the master would stop fails here with
     the error that names the budget."""
-    from nfd.rules.engine import EvalBudget, process_rule_sets
-    from nfd.rules.policy import resolve_value
-
     errs: list[str] = []
     taints: list[dict[str, str]] = []
     labels: dict[str, str] = {}
     resources: dict[str, str] = {}
     annotations: dict[str, str] = {}
-    result = process_rule_sets([rule_set], features, feed_back=False, auto_prefix=False, budget=EvalBudget())
+    how = Evaluation(budget=EvalBudget(), explain=True, feed_back=False, auto_prefix=False)
+    result = desired_state(MergedNodeFeatures(features=features), [rule_set], None, node_name="", how=how).rules
     for res in result.results:
         print("Processing rule: ", res.name)
         if res.error is not None:
@@ -298,14 +285,6 @@ def process_rules(rule_set: Any, features: Any) -> list[str]:
 
 def node_features_from_cluster(node: str, *, kubeconfig: str | None, namespace: str) -> tuple[Any, list[str]]:
     """(merged Features, ["ns/name", ...]) of the node's NodeFeatures, merged as nfd-master does."""
-    import asyncio
-
-    from nfd.api import NODE_NAME_LABEL
-    from nfd.k8s.client import ApiClient
-    from nfd.k8s.config import ConfigError, load_kubeconfig
-    from nfd.k8s.errors import ApiError, ApiUnavailable
-    from nfd.rules.nodefeatures import merge_node_features
-
     try:
         cfg = load_kubeconfig(kubeconfig)
     except ConfigError as e:
@@ -313,17 +292,8 @@ def node_features_from_cluster(node: str, *, kubeconfig: str | None, namespace: 
 
     async def fetch() -> list[dict[str, Any]]:
         async with ApiClient(cfg, user_agent="kubectl-nfd") as api:
-            items: list[dict[str, Any]] = []
-            cont = ""
-            while True:
-                params: dict[str, Any] = {"labelSelector": f"{NODE_NAME_LABEL}={node}", "limit": 500}
-                if cont:
-                    params["continue"] = cont
-                page = await api.request("GET", "/apis/nfd.k8s-sigs.io/v1alpha1/nodefeatures", params=params)
-                items.extend(page.get("items") or [])
-                cont = (page.get("metadata") or {}).get("continue") or ""
-                if not cont:
-                    return items
+            items, _ = await list_objects(api, NODEFEATURES, label_selector=f"{NODE_NAME_LABEL}={node}")
+            return items
 
     try:
         objs = asyncio.run(fetch())
@@ -417,8 +387,6 @@ def run(args: argparse.Namespace) -> int:
             if args.cluster:
                 served = cluster_crds(args.kubeconfig or None)
             elif args.crds:
-                from nfd.cli.rules import InputError, served_crds_of
-
                 try:
                     served = served_crds_of(args.crds)
                 except InputError as e:
@@ -459,11 +427,6 @@ def run(args: argparse.Namespace) -> int:
 
 def run_fleet(args: argparse.Namespace) -> int:
     """``test -A|-l``: the report of nfd.cli.fleet; exit 1 when a rule fails or a read fails."""
-    import json
-
-    from nfd.cli.fleet import ClusterError, fetch_and_plan, print_report
-    from nfd.cli.rules import InputError, _objects, _policy_config
-
     try:
         objs = _objects(args.rules, ("NodeFeatureRule", "NodeFeatureGroup"), skip_other_nfd=True)
         file_rules = [o for o in objs if o.get("kind") == "NodeFeatureRule"]
@@ -474,8 +437,6 @@ def run_fleet(args: argparse.Namespace) -> int:
         return 1
     # kubectl apply's strict field validation refuses an unknown field; the report below is for
     # the object as the API server stores it without that (the field pruned)
-    from nfd.api.nodefeaturerule import unknown_field_problems
-    from nfd.rules.files import object_name
 
     unknown = [f"{o.get('kind')} {object_name(o)!r}: {p}: {m}" for o in objs for p, m in unknown_field_problems(o)]
     for u in unknown:
@@ -483,9 +444,9 @@ def run_fleet(args: argparse.Namespace) -> int:
               file=sys.stderr)
     where = f"nodes matching {go_quote(args.selector)}" if args.selector else "every node"
     try:
-        rep = fetch_and_plan(kubeconfig=args.kubeconfig or None, selector=args.selector, file_rules=file_rules,
-                             policy=policy, namespace=args.namespace, instance=args.instance, file_groups=file_groups)
-    except ClusterError as e:
+        rep = fleet.fetch_and_plan(kubeconfig=args.kubeconfig or None, selector=args.selector, file_rules=file_rules,
+                                   policy=policy, namespace=args.namespace, instance=args.instance, file_groups=file_groups)
+    except fleet.ClusterError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     if args.output == "json":
@@ -493,7 +454,7 @@ def run_fleet(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         print(f"Evaluating NodeFeatureRule {go_quote(args.rules)} against {where}: {len(rep.nodes)} node(s)")
-        print_report(rep, show_nodes=args.show_nodes, write=sys.stdout.write)
+        fleet.print_report(rep, show_nodes=args.show_nodes, write=sys.stdout.write)
     return 1 if rep.rule_errors or rep.group_errors or unknown else 0
 
 

@@ -7,8 +7,9 @@
                      [--extra-label-ns NS,...] [--deny-label-ns NS,...] [--label-whitelist RE]
                      [--no-budget]   (default: nfd-master's per-node budgets, EvalBudget)
 
-Thin over nfd.rules.lint.check_files (validate, shared with ``kubectl nfd validate``) and the
-engine, groups and policy (dryrun).
+Thin over nfd.rules.lint.check_files (validate, shared with ``kubectl nfd validate``) and
+nfd.nodestate (dryrun: the NodeFeatures merged, ``desired_state`` and the groups' membership,
+as nfd-master computes them).
 
 Exit status: 0 fine; 1 a problem (validate) or a rule error (dryrun); 2 a file that cannot be
 read, is not YAML, is empty, repeats a key (dryrun), or holds no rule/group (resp. NodeFeature)
@@ -19,13 +20,33 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
+from dataclasses import dataclass, field
 from typing import Any
 
+import yaml
+
+from nfd.api.crds import load_crds
 from nfd.api.errors import ValidationError, ValidationErrors
+from nfd.api.nodefeature import NodeFeature
+from nfd.nodestate.desired import Evaluation, NodeOutcome, desired_state
+from nfd.nodestate.groups import evaluate_group, member_name
+from nfd.nodestate.nodefeatures import MergedNodeFeatures, merge_node_features
+from nfd.nodestate.outputpolicy import PolicyConfig
+from nfd.rules.conflicts import result_conflicts
+from nfd.rules.engine import (
+    BrokenRule,
+    CompiledRuleSet,
+    EvalBudget,
+    compile_group_rules,
+    compile_nodefeaturerule,
+)
 from nfd.rules.files import InputError, load_documents, objects_of_kinds
 from nfd.rules.files import object_name as _obj_name
 from nfd.rules.files import yaml_loader as _loader
+from nfd.rules.lint import ServedCRDs, check_files, check_object, warning_lines
+from nfd.sources.registry import published_features
 
 __all__ = ["InputError", "load_documents", "main", "_loader"]
 
@@ -44,9 +65,6 @@ def _objects(path: str, kinds: tuple[str, ...], *, skip_other_nfd: bool = False)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from nfd.rules.lint import check_files, warning_lines
-    from nfd.sources.registry import published_features
-
     try:
         served = served_crds_of(args.crds) if args.crds else None
         rep = check_files(args.files, auto_prefix=not args.disable_auto_prefix, published=published_features(),
@@ -75,11 +93,6 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def served_crds_of(directory: str) -> Any:
     """nfd.rules.lint.ServedCRDs from a directory of CRD YAML files (another release's crds/,
     such as the NFD 0.19 CRDs a GPU Operator bundles). Raises InputError."""
-    import yaml
-
-    from nfd.api.crds import load_crds
-    from nfd.rules.lint import ServedCRDs
-
     try:
         crds = load_crds(directory)
     except (OSError, yaml.YAMLError) as e:
@@ -93,8 +106,6 @@ def checked(path: str, obj: dict[str, Any]) -> tuple[Any, list[str], list[tuple[
     """(the object compiled, or None; what validation warns about in it: its notes, worded as
     ``validate`` words them, headed by the file and object; its unknown fields, (path,
     message), which kubectl apply refuses)."""
-    from nfd.rules.lint import check_object, warning_lines
-
     check = check_object(obj)
     head = f"{path}: {check.kind} {check.name!r}"
     return check.rule_set, [f"{head}: {line}" for line in warning_lines(check)], check.unknown
@@ -104,8 +115,6 @@ def checked(path: str, obj: dict[str, Any]) -> tuple[Any, list[str], list[tuple[
 
 
 def _policy_config(args: argparse.Namespace) -> Any:
-    from nfd.rules.policy import PolicyConfig
-
     conf: dict[str, Any] = {}
     if args.config:
         docs = load_documents(args.config)
@@ -127,20 +136,6 @@ def _policy_config(args: argparse.Namespace) -> Any:
 
 
 def cmd_dryrun(args: argparse.Namespace) -> int:
-    from nfd.api.nodefeature import NodeFeature
-    from nfd.rules.conflicts import result_conflicts
-    from nfd.rules.engine import (
-        BrokenRule,
-        CompiledRuleSet,
-        EvalBudget,
-        compile_group_rules,
-        compile_nodefeaturerule,
-        process_rule_sets,
-    )
-    from nfd.rules.groups import evaluate_group, member_name
-    from nfd.rules.nodefeatures import merge_node_features
-    from nfd.rules.policy import apply_policy
-
     try:
         rule_objs = [
             (f, o) for f in args.files
@@ -148,65 +143,104 @@ def cmd_dryrun(args: argparse.Namespace) -> int:
         ]
         nf_objs = _objects(args.nodefeature, ("NodeFeature",), skip_other_nfd=True)
         config = _policy_config(args)
+        node = _dryrun_node(args.nodefeature, nf_objs, config)
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    objs = _compile_objects(rule_objs)
+    for w in objs.warnings:
+        print(f"Warning: {w}", file=sys.stderr)
+    for u in objs.unknown_errors:
+        print(f"error: {u['message']}", file=sys.stderr)
+    # the master's per-node budgets (EvalBudget's defaults, as nfd-master uses them), so a rule
+    # that the master would stop is stopped here too, its error naming the budget
+    how = Evaluation(budget=None if args.no_budget else EvalBudget(), explain=True)
+    outcome = desired_state(node.merged, objs.rule_sets, config, node_name=node.name, how=how)
+    out = _dryrun_json(outcome, objs, node, raw=args.raw, auto_prefix=not config.disable_auto_prefix)
+    if args.output == "json":
+        json.dump(out, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        rejected = [] if args.raw or outcome.policy is None else outcome.policy.rejected
+        _print_text(out, rejected, raw=args.raw, title=node.title)
+    return 1 if out["errors"] else 0
+
+
+@dataclass(slots=True)
+class _DryrunNode:
+    merged: MergedNodeFeatures
+    name: str  # the node's name, "" when the NodeFeatures name none
+    title: str  # how the text output names it
+
+
+def _dryrun_node(path: str, nf_objs: list[dict[str, Any]], config: PolicyConfig) -> _DryrunNode:
+    """The NodeFeatures of ``path`` merged as nfd-master merges a node's. Raises InputError."""
     nfs = []
     for obj in nf_objs:
         try:
             nfs.append(NodeFeature.from_json(obj))
         except ValidationError as e:
-            print(f"error: {args.nodefeature}: NodeFeature {_obj_name(obj)!r}: {e}", file=sys.stderr)
-            return 2
+            raise InputError(f"{path}: NodeFeature {_obj_name(obj)!r}: {e}") from None
     first = nfs[0]
     node_name = first.node_name or first.name
-    auto_prefix = not config.disable_auto_prefix
     # every object parsed above, so the merge skips none
     merged = merge_node_features(
         nf_objs, node_name=node_name, master_namespace=first.namespace,
-        deny_third_party_labels=config.deny_node_feature_labels, auto_prefix=auto_prefix,
+        deny_third_party_labels=config.deny_node_feature_labels, auto_prefix=not config.disable_auto_prefix,
     )
-    features, nf_labels = merged.features, merged.labels
     # ``nfd export features`` output names no node: the system source's nodename, else the file
-    node_title = (f"Node {node_name!r}" if node_name else
-                  f"Node {member_name(features)!r} (system.name)" if member_name(features) else
-                  f"The features in {args.nodefeature}")
+    features = merged.features
+    title = (f"Node {node_name!r}" if node_name else
+             f"Node {member_name(features)!r} (system.name)" if member_name(features) else
+             f"The features in {path}")
+    return _DryrunNode(merged, node_name, title)
 
-    warnings: list[str] = []
-    unknown_errors: list[dict[str, str]] = []
-    rule_sets: list[CompiledRuleSet] = []
-    groups: list[CompiledRuleSet] = []
-    files: dict[str, str] = {}  # rule set name -> file, for messages
+
+@dataclass(slots=True)
+class _RuleObjects:
+    rule_sets: list[CompiledRuleSet] = field(default_factory=list)
+    groups: list[CompiledRuleSet] = field(default_factory=list)
+    files: dict[str, str] = field(default_factory=dict)  # rule set name -> file, for messages
+    warnings: list[str] = field(default_factory=list)
+    unknown_errors: list[dict[str, str]] = field(default_factory=list)
+
+
+def _compile_objects(rule_objs: list[tuple[str, dict[str, Any]]]) -> _RuleObjects:
+    """The files' NodeFeatureRules and NodeFeatureGroups compiled (a malformed spec fails the
+    whole object, like one bad rule), with what validation warns about them."""
+    out = _RuleObjects()
     for fname, obj in rule_objs:
-        files.setdefault(_obj_name(obj), fname)
+        out.files.setdefault(_obj_name(obj), fname)
         rs, warns, unknown = checked(fname, obj)  # compiled once, for the warnings and the evaluation
-        warnings.extend(warns)
+        out.warnings.extend(warns)
         # kubectl apply refuses an unknown field (a typo such as matchFeature: the engine would
         # ignore it, and a rule left without its match term matches every node)
         name = _obj_name(obj)
-        unknown_errors.extend({"rule": _rule_name_at(obj, p) or name,
-                               "message": f"{fname}: {obj.get('kind')} {name!r}: {p}: {m}"} for p, m in unknown)
+        out.unknown_errors.extend({"rule": _rule_name_at(obj, p) or name,
+                                   "message": f"{fname}: {obj.get('kind')} {name!r}: {p}: {m}"} for p, m in unknown)
         group = obj.get("kind") == "NodeFeatureGroup"
         try:
-            (groups if group else rule_sets).append(
+            (out.groups if group else out.rule_sets).append(
                 rs if rs is not None else compile_group_rules(obj) if group else compile_nodefeaturerule(obj))
         except ValidationError as e:  # malformed spec: the whole object fails, like one bad rule
             name = _obj_name(obj)
-            (groups if group else rule_sets).append(CompiledRuleSet(
+            (out.groups if group else out.rule_sets).append(CompiledRuleSet(
                 name=name, rules=[BrokenRule(name, str(e), "spec")],
                 kind=str(obj.get("kind")), namespace=str((obj.get("metadata") or {}).get("namespace") or "")))
-    for w in warnings:
-        print(f"Warning: {w}", file=sys.stderr)
-    for u in unknown_errors:
-        print(f"error: {u['message']}", file=sys.stderr)
-    # the master's per-node budgets (EvalBudget's defaults, as nfd-master uses them), so a rule
-    # that the master would stop is stopped here too, its error naming the budget
-    budget = None if args.no_budget else EvalBudget()
-    res = process_rule_sets(rule_sets, features, node_name=node_name, auto_prefix=auto_prefix, budget=budget)
-    errors = unknown_errors + [{"rule": n, "message": m} for n, m in res.errors]
-    out: dict[str, Any] = {"node": node_name or member_name(features)}
-    if args.raw:
-        o = res.output
+    return out
+
+
+def _dryrun_json(outcome: NodeOutcome, objs: _RuleObjects, node: _DryrunNode, *, raw: bool,
+                 auto_prefix: bool) -> dict[str, Any]:
+    """``nfd rules dryrun -o json``: what the master would apply (``raw``: the rules' combined
+    output before the policy), each rule's and group's outcome, the conflicts and errors."""
+    res = outcome.rules
+    features = node.merged.features
+    errors = objs.unknown_errors + [{"rule": n, "message": m} for n, m in res.errors]
+    out: dict[str, Any] = {"node": node.name or member_name(features)}
+    o = res.output
+    pol = outcome.policy
+    if raw or pol is None:
         out.update({
             "labels": dict(sorted(o.labels.items())),
             "annotations": dict(sorted(o.annotations.items())),
@@ -216,48 +250,44 @@ def cmd_dryrun(args: argparse.Namespace) -> int:
         })
         rejected: list[Any] = []
     else:
-        pol = apply_policy(
-            nodefeature_labels=nf_labels, rule_output=res.master_output, features=res.features, config=config
-        )
         out.update({
             "labels": dict(sorted(pol.labels.items())),
             "annotations": dict(sorted(pol.annotations.items())),
-            "vars": dict(sorted(res.output.vars.items())),
+            "vars": dict(sorted(o.vars.items())),
             "taints": pol.taints,
             "extendedResources": dict(sorted(pol.extended_resources.items())),
         })
         rejected = pol.rejected
     out["rejected"] = [{"kind": r.kind, "key": r.key, "reason": r.reason} for r in rejected]
-    out["rules"] = [_result_json(r, files) for r in res.results]
+    out["rules"] = [_result_json(r, objs.files) for r in res.results]
+    out["groups"] = _groups_json(objs, node, errors)
+    out["conflicts"] = [c.to_json() | {"message": c.message()}
+                        for c in result_conflicts(res.results, auto_prefix=auto_prefix)]
+    out["errors"] = errors
+    out["warnings"] = objs.warnings
+    return out
+
+
+def _groups_json(objs: _RuleObjects, node: _DryrunNode, errors: list[dict[str, str]]) -> list[dict[str, Any]]:
+    """Each NodeFeatureGroup's verdict on the node (a group rule's error goes to ``errors``)."""
+    features = node.merged.features
     group_out = []
-    for g in sorted(groups, key=lambda g: (g.namespace, g.name)):
-        results = evaluate_group(g, features, node_name=node_name)
+    for g in sorted(objs.groups, key=lambda g: (g.namespace, g.name)):
+        results = evaluate_group(g, features, node_name=node.name)
         for r in results:
             if r.error is not None:
                 errors.append({"rule": f"{g.name}/{r.name}", "message": r.error})
         group_out.append({
             "group": g.name, "namespace": g.namespace,
             "member": any(r.matched for r in results),
-            "memberName": member_name(features) or node_name,
-            "rules": [_result_json(r, files) for r in results],
+            "memberName": member_name(features) or node.name,
+            "rules": [_result_json(r, objs.files) for r in results],
         })
-    out["groups"] = group_out
-    out["conflicts"] = [c.to_json() | {"message": c.message()}
-                        for c in result_conflicts(res.results, auto_prefix=auto_prefix)]
-    out["errors"] = errors
-    out["warnings"] = warnings
-    if args.output == "json":
-        json.dump(out, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        _print_text(out, rejected, raw=args.raw, title=node_title)
-    return 1 if errors else 0
+    return group_out
 
 
 def _rule_name_at(obj: dict[str, Any], path: str) -> str | None:
     """The name of the rule that ``path`` (``spec.rules[2]...``) is in, if any."""
-    import re
-
     m = re.match(r"spec\.(rules|featureGroupRules)\[(\d+)\]", path)
     spec = obj.get("spec")
     rules = spec.get(m.group(1)) if m and isinstance(spec, dict) else None

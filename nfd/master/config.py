@@ -16,6 +16,7 @@ from nfd.common import safeyaml
 from nfd.common.goduration import parse_go_duration
 from nfd.common.gokeys import canonical_keys
 from nfd.common.masterflags import INSTANCE_RE as INSTANCE_RE  # re-exported: nfd-master's -instance
+from nfd.nodestate.outputpolicy import PolicyConfig
 
 DEFAULT_CONFIG_PATH = "/etc/kubernetes/node-feature-discovery/nfd-master.conf"
 
@@ -368,3 +369,20 @@ def config_dump(cfg: MasterConfig) -> dict[str, Any]:
         "kubeApiQps": cfg.kube_api_qps,
         "kubeApiBurst": cfg.kube_api_burst,
     }
+
+
+def policy_config(cfg: MasterConfig, *, disable_auto_prefix: bool = False) -> PolicyConfig:
+    """The output policy (nfd.nodestate.outputpolicy) that ``cfg`` sets."""
+    r = cfg.restrictions
+    return PolicyConfig(
+        extra_label_ns=frozenset(cfg.extra_label_ns),
+        deny_label_ns=frozenset(cfg.deny_label_ns),
+        label_whitelist=cfg.label_whitelist,
+        enable_taints=cfg.enable_taints,
+        disable_auto_prefix=disable_auto_prefix,
+        disable_labels=r.disable_labels,
+        disable_annotations=r.disable_annotations,
+        disable_extended_resources=r.disable_extended_resources,
+        deny_node_feature_labels=r.deny_node_feature_labels,
+        allow_overwrite=r.allow_overwrite,
+    )

@@ -32,16 +32,20 @@ from nfd.k8s.resources import (
 from nfd.k8s.watching import Informer
 from nfd.master.config import selector_matches
 from nfd.master.events import EventSink, Spawn
-from nfd.master.nodefeatures import publish_metadata_changed, spec_changed
-from nfd.master.nodeplan import slim_node
 from nfd.master.options import LiveConfig, MasterOptions, spread_delay
 from nfd.master.workqueue import WorkQueue
-from nfd.rules.nodefeatures import compact_nodefeature, node_name_of
+from nfd.nodestate.nodefeatures import (
+    compact_nodefeature,
+    node_name_of,
+    publish_metadata_changed,
+    spec_changed,
+)
+from nfd.nodestate.nodeplan import slim_node
 
 if TYPE_CHECKING:
     from nfd.master.evidence import Evidence
     from nfd.master.fairness import CostLedger
-    from nfd.master.pipeline import RuleBook
+    from nfd.nodestate.rulebook import RuleBook
 
 log = logging.getLogger("nfd.master")
 klog = klogger("nfd.master")
@@ -283,7 +287,11 @@ class Controller:
 
 
     def on_nfg_event(self, etype: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
-        from nfd.master.groups import forget, group_key, status_overwritten  # only nfd-master caches groups
+        from nfd.master.groupstatus import (  # only nfd-master caches groups
+            forget,
+            group_key,
+            status_overwritten,
+        )
 
         if etype == "DELETED":
             forget(group_key(obj))

@@ -56,7 +56,7 @@ class MasterCore:
         tasks: BackgroundTasks | None = None,
     ) -> None:
         from nfd.master.fairness import CostLedger
-        from nfd.master.pipeline import RuleBook
+        from nfd.nodestate.rulebook import RuleBook
 
         self.api = api
         self.write_api = write_api or api

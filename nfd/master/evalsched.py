@@ -1,7 +1,7 @@
 """Rule evaluation on the event loop, shared fairly between nfd-master's updaters.
 
 A node's evaluation is a generator that pauses after each rule
-(nfd.master.pipeline.compute_desired_steps). Each updater drove its own in slices of 20 ms, so
+(nfd.nodestate.desired.desired_state_steps). Each updater drove its own in slices of 20 ms, so
 with ``nfdApiParallelism`` updaters busy one loop iteration cost that many slices; and a slice
 is at least one rule, up to a quarter second for a rule that spends a template's whole step
 budget: ten updaters on such nodes held the loop 2.3 s per iteration, and an HTTP exchange,

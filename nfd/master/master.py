@@ -23,7 +23,6 @@ from nfd.k8s.client import ApiClient
 from nfd.k8s.fetching import get
 from nfd.k8s.patching import patch
 from nfd.k8s.resources import NODES
-from nfd.master import bookkeeping as bk
 from nfd.master.config import MasterConfig
 from nfd.master.core import MasterCore
 from nfd.master.crdcheck import CrdCheck
@@ -32,6 +31,7 @@ from nfd.master.leadership import elect_until
 from nfd.master.metrics import MasterMetrics
 from nfd.master.options import MasterOptions
 from nfd.master.workers import BackgroundTasks
+from nfd.nodestate import bookkeeping as bk
 
 log = logging.getLogger("nfd.master")
 klog = klogger("nfd.master")  # upstream's structured lines (docs/logging.md)
@@ -62,7 +62,7 @@ class NfdMaster(MasterCore):
             api, write_api=self.write_api, metrics=self.metrics, spawn=self.spawn, leading=lambda: self.is_leader)
 
     async def process_group(self, key: str) -> None:
-        from nfd.master.groups import process_group
+        from nfd.master.groupstatus import process_group
 
         informer = self.controller.nfg_informer
         assert informer is not None

@@ -3,7 +3,7 @@
 The desired state is computed from the node's merged NodeFeatures and the rules, and cached
 while its inputs are unchanged; rule errors and rejected outputs are logged once per rule and
 message, not once per node. Processing plans the patches against the cached Node
-(nfd.master.nodeplan) and writes only when the plan is not empty; the writes' answers go into
+(nfd.nodestate.nodeplan) and writes only when the plan is not empty; the writes' answers go into
 the controller's Node cache so their echoes re-queue nothing. Rule objects over their budget are
 deferred (nfd.master.fairness) and run in the background lane, one node at a time.
 """
@@ -22,21 +22,25 @@ from nfd.k8s.client import ApiClient
 from nfd.k8s.fetching import get
 from nfd.k8s.patching import patch
 from nfd.k8s.resources import NODES
-from nfd.master import bookkeeping as bk
+from nfd.master.config import policy_config
 from nfd.master.controller import Controller
+from nfd.master.evalsched import EvalSlicer
 from nfd.master.events import EventSink
 from nfd.master.evidence import Evidence, skip_removal
 from nfd.master.metrics import MasterMetrics
-from nfd.master.nodeplan import Desired, NodePlan, NodeState, ops_to_strategic, plan_node_update
 from nfd.master.options import LiveConfig, MasterOptions
-from nfd.master.sharing import SharedValues
+from nfd.master.sharedvalues import SharedValues
 from nfd.master.workqueue import RetryLater, ShutDown, WorkQueue
-from nfd.rules.nodefeatures import MergedNodeFeatures, merge_node_features
+from nfd.nodestate import bookkeeping as bk
+from nfd.nodestate.desired import Evaluation, desired_state_steps
+from nfd.nodestate.nodefeatures import MergedNodeFeatures, merge_node_features
+from nfd.nodestate.nodeplan import Desired, NodePlan, NodeState, ops_to_strategic, plan_node_update
+from nfd.nodestate.outputpolicy import PolicyConfig
+from nfd.nodestate.rulebook import RuleBook
+from nfd.rules.engine import EvalBudget, RuleKey, RuleMemo
 
 if TYPE_CHECKING:
     from nfd.master.fairness import CostLedger
-    from nfd.master.pipeline import RuleBook
-    from nfd.rules.engine import RuleKey
 
 log = logging.getLogger("nfd.master")
 klog = klogger("nfd.master")
@@ -98,12 +102,10 @@ class NodeUpdater:
         self.events = events
         self.desired_cache = desired_cache
         self.counts: dict[str, int] = {"noop": 0, "written": 0, "skipped_removal": 0}
-        self._policy: tuple[int, Any] | None = None  # config generation, policy
+        self._policy: tuple[int, PolicyConfig] | None = None  # config generation, policy
         self._logged_rule_errors: set[tuple[Any, ...]] = set()
         # Rule evaluation on the loop in shared slices, and the rule objects too costly to
         # evaluate with the others (docs/reliability.md, "One costly rule object").
-        from nfd.master.evalsched import EvalSlicer
-
         self.slicer = EvalSlicer()
         self.ledger = ledger
         # Nodes whose last evaluation deferred a rule object: evaluated in full in the
@@ -118,12 +120,10 @@ class NodeUpdater:
         # Labels/annotations ride along in the nodes/status patch when both change (see _execute).
         self.combine_status_writes = True
 
-    def policy(self) -> Any:
+    def policy(self) -> PolicyConfig:
         """The label policy of the config in force, built once per config generation."""
         gen = self.live.generation
         if self._policy is None or self._policy[0] != gen:
-            from nfd.master.pipeline import policy_config
-
             self._policy = (gen, policy_config(self.live.config, disable_auto_prefix=self.opts.disable_auto_prefix))
         return self._policy[1]
 
@@ -171,9 +171,6 @@ class NodeUpdater:
         cached = self.desired_cache.get(node)
         if cached is not None and cached.key == key and not (background and cached.deferred):
             return cached
-        from nfd.master.pipeline import compute_desired_steps
-        from nfd.rules.engine import EvalBudget, RuleMemo
-
         if cached is not None and cached.merged is not None and _inputs(cached.key) == _inputs(key):
             # Only the rules changed: the node's features are as merged last time (the engine
             # never modifies them). Kept in masterless mode only, where there is one node.
@@ -184,11 +181,11 @@ class NodeUpdater:
             memo = RuleMemo() if self.opts.only_node else None
         rule_sets = self.rulebook.ordered()
         deferred = frozenset() if background else self.ledger.deferred()
-        steps = compute_desired_steps(
-            merged, rule_sets=rule_sets, policy=self.policy(), node_name=node, budget=EvalBudget(),
-            previous=cached.outputs if cached is not None else None, memo=memo, deferred=deferred,
-        )
-        desired, rep = await self.slicer.drive(steps, background=background)
+        how = Evaluation(budget=EvalBudget(), previous=cached.outputs if cached is not None else None, memo=memo,
+                         deferred=deferred)
+        steps = desired_state_steps(merged, rule_sets, self.policy(), node_name=node, how=how)
+        outcome = await self.slicer.drive(steps, background=background)
+        desired, rep = outcome.desired, outcome.report
         self._charge_budgets(node, rep.over_budget)
         for rule, msg in rep.rule_errors:
             self.metrics.nfr_processing_errors.inc()

@@ -10,9 +10,9 @@ from nfd.k8s.client import ApiClient
 from nfd.k8s.fetching import get, list_objects
 from nfd.k8s.patching import escape_json_pointer, patch
 from nfd.k8s.resources import NODES
-from nfd.master.bookkeeping import instance_annotation
 from nfd.master.config import MasterConfig
-from nfd.master.nodeplan import Desired, NodeState, plan_node_update
+from nfd.nodestate.bookkeeping import instance_annotation
+from nfd.nodestate.nodeplan import Desired, NodeState, plan_node_update
 
 log = logging.getLogger("nfd.master")
 

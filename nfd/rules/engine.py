@@ -703,7 +703,7 @@ def process_rule_sets(
 
 
 def run_to_end(steps: Generator[None, None, T]) -> T:
-    """Drive a pausing computation (iter_process_rule_sets, compute_desired_steps) to its result."""
+    """Drive a pausing computation (iter_process_rule_sets, nfd.nodestate.desired.desired_state_steps) to its result."""
     while True:
         try:
             next(steps)

@@ -42,6 +42,7 @@ from nfd.api.validation import (
 )
 from nfd.common.safeyaml import DuplicateKey
 from nfd.rules.conflicts import Conflict, RuleOutputs, duplicate_rule_names, find_conflicts
+from nfd.rules.dynamic import dynamic_form_error
 from nfd.rules.engine import (
     BrokenRule,
     CompiledRule,
@@ -70,8 +71,6 @@ def _fq(name: str, auto_prefix: bool) -> str:
 
 
 def _output_problems(r: CompiledRule, *, auto_prefix: bool) -> list[tuple[str, str]]:
-    from nfd.rules.policy import dynamic_form_error
-
     out: list[tuple[str, str]] = []
     path = r.path
     for k, v in r.labels.items():

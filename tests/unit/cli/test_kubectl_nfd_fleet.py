@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from nfd.cli.fleet import FleetReport, build_rulebook, evictions, plan_fleet, tolerates
-from nfd.rules.policy import PolicyConfig
+from nfd.nodestate.outputpolicy import PolicyConfig
 
 NS = "node-feature-discovery"
 

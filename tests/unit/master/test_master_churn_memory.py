@@ -13,7 +13,7 @@ from typing import Any
 from _master_fakeapi import FakeApi
 from test_master_controller import AVX_RULE, NFD_NS, node_obj, nodefeature, rule_obj, settle, start
 
-from nfd.master import groups
+from nfd.master import groupstatus
 from nfd.master.fairness import CostLedger
 from nfd.master.master import NfdMaster
 
@@ -153,19 +153,19 @@ async def test_a_deleted_group_leaves_no_compiled_rules() -> None:
     api.put("nodefeaturegroups", group("g1"))
     m = await start(api, feature_gates={"NodeFeatureGroupAPI": True})
     assert api.obj("nodefeaturegroups", "g1", NFD_NS)["status"]["nodes"] == [{"name": "n1"}, {"name": "n2"}]  # type: ignore[index]
-    assert f"{NFD_NS}/g1" in groups._compiled
+    assert f"{NFD_NS}/g1" in groupstatus._compiled
     api.remove("nodefeaturegroups", "g1", NFD_NS)
     await asyncio.sleep(0.05)
     await settle(m, api)
-    assert f"{NFD_NS}/g1" not in groups._compiled
+    assert f"{NFD_NS}/g1" not in groupstatus._compiled
     await m.stop()
 
 
 def test_compiled_groups_are_bounded() -> None:
-    for i in range(groups.COMPILED_MAX + 10):
-        groups._compile(group(f"bounded-{i}"))
-    assert len(groups._compiled) <= groups.COMPILED_MAX
-    groups._compiled.clear()
+    for i in range(groupstatus.COMPILED_MAX + 10):
+        groupstatus._compile(group(f"bounded-{i}"))
+    assert len(groupstatus._compiled) <= groupstatus.COMPILED_MAX
+    groupstatus._compiled.clear()
 
 
 def test_a_deferred_revision_keeps_no_names_of_further_nodes() -> None:

@@ -10,10 +10,10 @@ import orjson
 import pytest
 from _master_fakeapi import FakeApi, wire_event
 
-from nfd.master import bookkeeping as bk
 from nfd.master.config import MasterConfig, Restrictions
 from nfd.master.master import NfdMaster
 from nfd.master.options import MasterOptions
+from nfd.nodestate import bookkeeping as bk
 
 NS = "feature.node.kubernetes.io"
 NFD_NS = "nfd"

@@ -12,7 +12,6 @@ from typing import Any
 from _master_fakeapi import FakeApi
 from test_master_controller import AVX_RULE, NFD_NS, NS, node_obj, nodefeature, rule_obj
 
-from nfd.master import bookkeeping as bk
 from nfd.master.config import MasterConfig
 from nfd.master.controller import Controller
 from nfd.master.evidence import Evidence
@@ -20,9 +19,10 @@ from nfd.master.fairness import CostLedger
 from nfd.master.metrics import MasterMetrics
 from nfd.master.nodeupdater import CachedDesired, NodeUpdater
 from nfd.master.options import LiveConfig, MasterOptions
-from nfd.master.pipeline import RuleBook
 from nfd.master.workers import BackgroundTasks
 from nfd.master.workqueue import WorkQueue
+from nfd.nodestate import bookkeeping as bk
+from nfd.nodestate.rulebook import RuleBook
 
 
 class RecordingEvents:

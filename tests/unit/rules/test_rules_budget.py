@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from nfd.api.features import Features
-from nfd.master.pipeline import RuleBook
+from nfd.nodestate.rulebook import RuleBook
 from nfd.rules.engine import EvalBudget, RuleOutput, compile_nodefeaturerule, process_rule_sets
 
 
@@ -167,10 +167,9 @@ def test_offline_tools_stop_where_the_master_stops(tmp_path: Any, capsys: Any) -
 
     from nfd.cli.kubectl_nfd import main as kubectl_main
     from nfd.cli.rules import main as rules_main
-    from nfd.master.config import MasterConfig
-    from nfd.master.pipeline import compute_desired_steps, policy_config
-    from nfd.rules.engine import run_to_end
-    from nfd.rules.nodefeatures import MergedNodeFeatures
+    from nfd.master.config import MasterConfig, policy_config
+    from nfd.nodestate.desired import Evaluation, desired_state
+    from nfd.nodestate.nodefeatures import MergedNodeFeatures
 
     obj = _burners(40)
     f = Features()
@@ -178,9 +177,8 @@ def test_offline_tools_stop_where_the_master_stops(tmp_path: Any, capsys: Any) -
     # the master's path
     book = RuleBook()
     assert book.upsert(obj) is None
-    _, rep = run_to_end(compute_desired_steps(MergedNodeFeatures(features=f), rule_sets=book.ordered(),
-                                              policy=policy_config(MasterConfig()), node_name="n1",
-                                              budget=EvalBudget()))
+    rep = desired_state(MergedNodeFeatures(features=f), book.ordered(), policy_config(MasterConfig()),
+                        node_name="n1", how=Evaluation(budget=EvalBudget())).report
     master_stopped = [n for n, msg in rep.rule_errors if any(b in msg for b in NODE_BUDGET)]
     assert len(master_stopped) >= 30
     # the offline tools

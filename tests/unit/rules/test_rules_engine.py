@@ -10,6 +10,7 @@ import pytest
 
 from nfd.api.errors import ValidationErrors
 from nfd.api.features import Features
+from nfd.nodestate.groups import member_name, node_matches_group
 from nfd.rules.engine import (
     BrokenRule,
     CompiledRuleSet,
@@ -19,7 +20,6 @@ from nfd.rules.engine import (
     evaluate_rule,
     process_rule_sets,
 )
-from nfd.rules.groups import member_name, node_matches_group
 
 HAVE_TEMPLATES = importlib.util.find_spec("nfd.lang.gotemplate") is not None and hasattr(
     importlib.import_module("nfd.lang.gotemplate")

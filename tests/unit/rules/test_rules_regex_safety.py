@@ -38,7 +38,7 @@ _SCRIPT = textwrap.dedent(
     from nfd.rules.expression import Expr
     from nfd.lang.cel.compiler import Compiler
     from nfd.lang import gotemplate
-    from nfd.rules.policy import PolicyConfig
+    from nfd.nodestate.outputpolicy import PolicyConfig
     traps = json.loads(sys.stdin.read())
     times = []
     for pattern, text in traps:

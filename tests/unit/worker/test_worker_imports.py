@@ -165,5 +165,5 @@ def test_masterless_daemon_runs_the_core_without_the_masters_own_parts(tmp_path)
                     "-master-config", str(tmp_path / "none-master.conf"), "-enable-node-update",
                     "-port", "0", stop_after_s=3.0)
     assert "nfd.worker.masterless" in mods and "nfd.master.core" in mods
-    assert _hits(mods, ("nfd.master.master", "nfd.master.leadership", "nfd.master.groups", "nfd.master.daemon",
+    assert _hits(mods, ("nfd.master.master", "nfd.master.leadership", "nfd.master.groupstatus", "nfd.master.daemon",
                         "nfd.master.prune", "nfd.k8s.lease")) == []

@@ -1,5 +1,5 @@
 """Runs the upstream-checked corpus (cases/*.yaml, cases/*.jsonl) through ``nfd rules dryrun -o json``
-(NodeFeatureGroup cases through ``nfd.rules.groups.evaluate_group``).
+(NodeFeatureGroup cases through ``nfd.nodestate.groups.evaluate_group``).
 
 Every case holds NodeFeatureRule specs (object name -> rules), a feature set, and the output
 upstream's own engine produced for them (see README.md). Outputs must match exactly; errors are
@@ -17,8 +17,8 @@ import yaml
 
 from nfd.api.features import Features
 from nfd.cli.rules import main
+from nfd.nodestate.groups import evaluate_group
 from nfd.rules.engine import compile_group_rules
-from nfd.rules.groups import evaluate_group
 
 CASES_DIR = Path(__file__).parent / "cases"
 
@@ -144,7 +144,7 @@ def test_matches_upstream(case: dict[str, Any], workdir: Path, capsys: Any) -> N
 def _without_what_the_apiserver_refuses(expect: dict[str, Any]) -> dict[str, Any]:
     """Upstream's output less the items kube-apiserver refuses in a Node update, which nfd drops
     before writing (docs/compatibility.md); everything else must match exactly."""
-    from nfd.rules.policy import apiserver_extended_resource_error, apiserver_taint_error
+    from nfd.nodestate.outputpolicy import apiserver_extended_resource_error, apiserver_taint_error
 
     out = dict(expect)
     out["extendedResources"] = {k: v for k, v in (expect.get("extendedResources") or {}).items()

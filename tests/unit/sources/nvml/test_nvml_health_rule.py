@@ -10,8 +10,8 @@ from typing import Any
 import yaml
 
 from nfd.hostpaths import HostPaths
+from nfd.nodestate.outputpolicy import PolicyConfig, apply_policy
 from nfd.rules.engine import compile_nodefeaturerule, iter_process_rule_sets, run_to_end
-from nfd.rules.policy import PolicyConfig, apply_policy
 from nfd.sources.base import DiscoveryContext
 from nfd.sources.nvml.source import NvmlSource
 from tests.unit.sources.nvml.nvml_help import make_fake

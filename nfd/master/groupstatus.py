@@ -1,9 +1,5 @@
-"""NodeFeatureGroup membership and status (gate NodeFeatureGroupAPI).
-
-A node is a member when any group rule matches its merged features (vars fed back between the
-group's rules). Nodes without any NodeFeature are skipped. The member name is the node's
-``system.name.nodename`` feature as upstream reads it; where that feature is missing we use the
-Node's name (upstream would list an empty name).
+"""nfd-master's NodeFeatureGroup pass (gate NodeFeatureGroupAPI): each group's members computed
+(nfd.nodestate.groups) and its status written.
 
 Groups in every namespace are processed (upstream: only the master's, #2558); the queue holds
 ``namespace/name``. ``spec.materializePolicy`` (proposed upstream in #2548) picks what the status
@@ -20,7 +16,18 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from nfd.k8s import errors as kerr
-from nfd.rules.nodefeatures import MergedNodeFeatures
+from nfd.k8s.resources import NODEFEATUREGROUPS
+from nfd.k8s.updating import replace
+from nfd.nodestate.groups import (
+    COUNT_ONLY,
+    POLICIES,
+    desired_status,
+    group_members,
+    policy_of,
+    status_current,
+)
+from nfd.nodestate.nodefeatures import MergedNodeFeatures
+from nfd.rules.engine import compile_group_rules
 
 if TYPE_CHECKING:
     from nfd.k8s.client import ApiClient
@@ -28,10 +35,6 @@ if TYPE_CHECKING:
     from nfd.master.metrics import MasterMetrics
 
 log = logging.getLogger(__name__)
-
-FULL = "Full"
-COUNT_ONLY = "CountOnly"
-POLICIES = (FULL, COUNT_ONLY)
 
 # etcd's default --max-request-bytes is 1.5 MiB per write; keep 64 KiB of it for the key, the
 # request framing and the error of our estimate.
@@ -55,8 +58,6 @@ def group_key(obj: dict[str, Any]) -> str:
 
 
 def _compile(obj: dict[str, Any]) -> Any:
-    from nfd.rules.engine import compile_group_rules
-
     key = group_key(obj)
     spec_key = json.dumps(obj.get("spec"), sort_keys=True)
     hit = _compiled.get(key)
@@ -72,29 +73,7 @@ def _compile(obj: dict[str, Any]) -> Any:
 def compute_membership(
     obj: dict[str, Any], *, nodes: list[str], merged_for: Callable[[str], MergedNodeFeatures]
 ) -> list[str]:
-    from nfd.rules.groups import group_members
-
     return group_members(_compile(obj), nodes=nodes, merged_for=merged_for)
-
-
-def policy_of(obj: dict[str, Any]) -> str:
-    """``spec.materializePolicy``, Full when unset."""
-    return str((obj.get("spec") or {}).get("materializePolicy") or FULL)
-
-
-def desired_status(policy: str, members: list[str]) -> dict[str, Any]:
-    nodes = [{"name": m} for m in members] if policy == FULL else []
-    return {"nodes": nodes, "nodeCount": len(members)}
-
-
-def status_current(obj: dict[str, Any], want: dict[str, Any]) -> bool:
-    """True when ``obj``'s status already says ``want``. A missing nodeCount next to the right
-    nodes counts as current in Full mode (a CRD without the field prunes it on every write)."""
-    have = obj.get("status") or {}
-    if (have.get("nodes") or []) != want["nodes"]:
-        return False
-    count = have.get("nodeCount")
-    return count == want["nodeCount"] or (count is None and bool(want["nodes"]))
 
 
 def estimated_size(body: dict[str, Any]) -> int:
@@ -140,9 +119,6 @@ async def write_status(
     if status_current(obj, want):
         _refused.pop(key, None)
         return False
-    from nfd.k8s.resources import NODEFEATUREGROUPS
-    from nfd.k8s.updating import replace
-
     body = json.loads(json.dumps(obj))
     body.setdefault("metadata", {}).pop("managedFields", None)  # the server keeps its own
     body.setdefault("status", {}).update(want)

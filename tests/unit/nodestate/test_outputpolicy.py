@@ -7,15 +7,8 @@ import pytest
 from nfd.api import DEFAULT_LABEL_NS
 from nfd.api.errors import ValidationError
 from nfd.api.features import Features
+from nfd.nodestate.outputpolicy import PolicyConfig, add_ns, apply_policy, filter_label
 from nfd.rules.engine import RuleOutput, compile_nodefeaturerule, process_rule_sets
-from nfd.rules.policy import (
-    PolicyConfig,
-    add_ns,
-    apply_policy,
-    dynamic_value,
-    filter_label,
-    resolve_value,
-)
 
 LSM = Features(attributes={"test.feature": {"LSM": "123"}})
 UPSTREAM_CFG = PolicyConfig(
@@ -63,29 +56,6 @@ def test_whitelist_applies_to_name_part() -> None:
     assert got is None and "whitelist" in (why or "")
     with pytest.raises(ValidationError, match="labelWhiteList"):
         PolicyConfig(label_whitelist="(")
-
-
-@pytest.mark.parametrize(
-    ("value", "features", "want"),
-    [
-        ("@test.feature.LSM", LSM, "123"),
-        ("@invalid", Features(), None),
-        ("@test.feature.LSM", Features(), None),
-        ("@test.feature.missing", LSM, None),
-        ("@test.feature.a.b.c", Features(attributes={"test.feature": {"a.b.c": "dots"}}), "dots"),
-        ("@cpu.cpuid.AVX", Features(flags={"cpu.cpuid": {"AVX"}}), None),  # flags are not supported
-    ],
-)
-def test_dynamic_value(value: str, features: Features, want: str | None) -> None:
-    assert dynamic_value(value, features)[0] == want
-
-
-def test_resolve_value_passes_static_values_and_resolves_dynamic_ones() -> None:
-    """The one resolution the master's policy and ``kubectl nfd dryrun/test`` share."""
-    assert resolve_value("plain", LSM) == ("plain", None)
-    assert resolve_value("", Features()) == ("", None)
-    assert resolve_value("@test.feature.LSM", LSM) == ("123", None)
-    assert resolve_value("@test.feature.missing", LSM) == (None, "element missing not found on feature test.feature")
 
 
 def test_add_ns_prefixed_twin_wins() -> None:
@@ -236,7 +206,7 @@ def test_rule_output_names_are_prefixed_once() -> None:
 
 
 def test_outputs_the_api_server_would_refuse_are_dropped_one_by_one() -> None:
-    from nfd.rules.policy import PolicyConfig, apply_policy
+    from nfd.nodestate.outputpolicy import PolicyConfig, apply_policy
 
     out = RuleOutput(
         labels={"feature.node.kubernetes.io/good": "yes"},
@@ -285,7 +255,7 @@ def test_verdicts_are_remembered_per_config_for_static_values_only() -> None:
 
 
 def test_verdict_memo_starts_over_when_full(monkeypatch: pytest.MonkeyPatch) -> None:
-    import nfd.rules.policy as policy
+    import nfd.nodestate.outputpolicy as policy
 
     monkeypatch.setattr(policy, "VERDICTS_MAX", 4)
     cfg = PolicyConfig()

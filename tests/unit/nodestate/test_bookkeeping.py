@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from nfd.master import bookkeeping as bk
+from nfd.nodestate import bookkeeping as bk
 
 
 def test_encode_names_sorted_and_default_ns_stripped():

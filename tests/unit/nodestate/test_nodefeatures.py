@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from nfd.api import NODE_NAME_LABEL, WORKER_POD_UID_ANNOTATION
-from nfd.rules.nodefeatures import compact_nodefeature, merge_node_features
+from nfd.nodestate.nodefeatures import compact_nodefeature, merge_node_features
 
 
 def raw(name, ns, node, *, attrs=None, labels=None, instances=None, annotations=None, spec=None):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from nfd.api.features import Features
-from nfd.master.pipeline import RuleBook
+from nfd.nodestate.rulebook import RuleBook
 from nfd.rules.engine import process_rule_sets
 
 

@@ -1,8 +1,7 @@
 from __future__ import annotations
 
 from nfd.api import NODE_NAME_LABEL, WORKER_POD_UID_ANNOTATION
-from nfd.master.nodefeatures import publish_metadata_changed, spec_changed
-from nfd.rules.nodefeatures import compact_nodefeature
+from nfd.nodestate.nodefeatures import compact_nodefeature, publish_metadata_changed, spec_changed
 
 
 def nf(attrs, annotations=None):

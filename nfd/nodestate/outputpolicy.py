@@ -1,11 +1,11 @@
-"""nfd-master's output policy as a pure function of (NodeFeature labels, rule output, config).
+"""nfd-master's output policy: a pure function of (NodeFeature labels, rule output, config).
 
 ``apply_policy`` turns the engine's combined output into what the master would put on the Node:
 default-namespace prefixing (a prefixed duplicate wins), ``@domain.feature.element`` resolution,
 label/annotation/extended-resource/taint validation, the ``kubernetes.io`` tree with its
 ``feature.``/``profile.node.kubernetes.io`` exceptions, ``denyLabelNs``/``extraLabelNs``, the
 label whitelist and the ``restrictions``. Anything invalid is dropped with a reason in
-``rejected``; nothing raises. (The NodeFeature merge before it is ``nfd.rules.nodefeatures``.)
+``rejected``; nothing raises. (The NodeFeature merge before it is ``nfd.nodestate.nodefeatures``.)
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from nfd.api.validation import (
     validate_taint,
 )
 from nfd.lang.goregex import GoRegexError, GoRegexp, compile_go
+from nfd.rules.dynamic import resolve_value
 from nfd.rules.engine import RuleOutput, add_ns
 
 
@@ -119,46 +120,6 @@ class PolicyResult:
     extended_resources: dict[str, str] = field(default_factory=dict)
     taints: list[dict[str, str]] = field(default_factory=list)
     rejected: list[Rejection] = field(default_factory=list)
-
-
-def dynamic_value(value: str, features: Features) -> tuple[str | None, str | None]:
-    """Resolve ``@domain.feature.element`` from attribute features: (value, error)."""
-    parts = value[1:].split(".", 2)
-    if len(parts) != 3:
-        return None, dynamic_form_error(value)
-    fname = f"{parts[0]}.{parts[1]}"
-    attrs = features.attributes.get(fname)
-    if attrs is None:
-        if parts[2] in features.flags.get(fname, ()):
-            return None, _flag_not_attribute(fname, parts[2])
-        return None, f"feature {fname} not found"
-    v = attrs.get(parts[2])
-    if v is None:
-        if parts[2] in features.flags.get(fname, ()):
-            return None, _flag_not_attribute(fname, parts[2])
-        return None, f"element {parts[2]} not found on feature {fname}"
-    return v, None
-
-
-def dynamic_form_error(value: str) -> str | None:
-    """Upstream's error for an ``@`` value that is not ``@domain.feature.element`` (None if it is):
-    the one wording of validate and dryrun."""
-    if len(value[1:].split(".", 2)) != 3:
-        return f"value {value} is not in the form of '@domain.feature.element'"
-    return None
-
-
-def _flag_not_attribute(fname: str, elem: str) -> str:
-    return (f"element {elem} of feature {fname} is a flag, which has no value: "
-            f"'@' reads attribute features only (match the flag with {{op: Exists}} and write a literal value)")
-
-
-def resolve_value(value: str, features: Features) -> tuple[str | None, str | None]:
-    """A label or extended resource value as the master writes it: an ``@domain.feature.element``
-    value resolved (``dynamic_value``), any other as it is: (value, error)."""
-    if value.startswith("@"):
-        return dynamic_value(value, features)
-    return value, None
 
 
 VERDICTS_MAX = 65_536  # entries of PolicyConfig._verdicts before it starts over

@@ -1,6 +1,6 @@
 """Nodes with the same inputs share one desired state and one set of rule outputs in the
 master's cache, and the Node cache holds each label and annotation string once
-(nfd.master.sharing, nfd.master.nodeplan.slim_node)."""
+(nfd.master.sharedvalues, nfd.nodestate.nodeplan.slim_node)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import orjson
 from _master_fakeapi import FakeApi
 from test_master_controller import AVX_RULE, NS, node_obj, nodefeature, rule_obj, start
 
-from nfd.master.nodeplan import slim_node
-from nfd.master.sharing import SharedValues
+from nfd.master.sharedvalues import SharedValues
+from nfd.nodestate.nodeplan import slim_node
 from nfd.rules.engine import RuleOutput
 
 

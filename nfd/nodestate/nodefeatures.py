@@ -1,13 +1,16 @@
-"""One node's NodeFeature objects merged as nfd-master merges them (upstream §3.8 steps 1-2).
+"""NodeFeature objects: kept compact, compared, and one node's merged as nfd-master merges them
+(upstream §3.8 steps 1-2).
 
 The one merge for every caller: nfd-master and masterless mode (over their informer cache
-entries), ``nfd rules dryrun`` (over a file's objects) and ``kubectl nfd test`` (over the objects
-the API lists), so that a rule tried outside the cluster sees the features the master would.
+entries), ``nfd rules dryrun`` (over a file's objects), ``kubectl nfd test`` (over the objects
+the API lists) and its fleet report, so that a rule tried outside the cluster sees the features
+the master would.
 
 NodeFeatures are tens of kB each and a cluster has one or more per node, so the informer keeps
 them compressed (``compact_nodefeature``) and a node's objects are decoded only while that node
 is merged; ``merge_node_features`` takes such entries or plain objects alike. Changes are
-detected by a hash of the canonical spec.
+detected by a hash of the canonical spec (``spec_changed``); ``publish_metadata_changed`` tells
+a new worker's publication.
 """
 
 from __future__ import annotations
@@ -129,3 +132,18 @@ def merge_node_features(
         out.labels.update(labels)
         out.sources.append(ref)
     return out
+
+
+def spec_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether two compacted entries hold different specs."""
+    return old.get(SPEC_HASH) != new.get(SPEC_HASH)
+
+
+def publish_metadata_changed(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Owner references or the worker pod UID changed: a new worker published (upstream #2545)."""
+    om, nm = old.get("metadata") or {}, new.get("metadata") or {}
+    if om.get("ownerReferences") != nm.get("ownerReferences"):
+        return True
+    oa = (om.get("annotations") or {}).get(WORKER_POD_UID_ANNOTATION)
+    na = (nm.get("annotations") or {}).get(WORKER_POD_UID_ANNOTATION)
+    return oa != na

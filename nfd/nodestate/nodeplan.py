@@ -2,7 +2,7 @@
 
 ``plan_node_update(node, desired, ...)`` returns the patches (or none at all when the node is
 already right). Ownership is read from and written to the bookkeeping annotations only
-(nfd.master.bookkeeping), so stale items are removed whichever master (upstream's or ours) put
+(nfd.nodestate.bookkeeping), so stale items are removed whichever master (upstream's or ours) put
 them there, and nothing nfd does not own is ever removed.
 
 The requests, in upstream's order (planned as JSON patch operations; nfd-master sends the map
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from nfd.api.quantity import same_quantity
-from nfd.master import bookkeeping as bk
+from nfd.nodestate import bookkeeping as bk
 
 log = logging.getLogger(__name__)
 

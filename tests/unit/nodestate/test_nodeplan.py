@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
-from _master_fakeapi import merge_patch
+from nfd.nodestate import bookkeeping as bk
+from nfd.nodestate.nodeplan import Desired, NodeState, plan_node_update
 
-from nfd.master import bookkeeping as bk
-from nfd.master.nodeplan import Desired, NodeState, plan_node_update
+
+def merge_patch(obj: Any, patch: Any) -> Any:
+    """A JSON merge patch applied (RFC 7386), as the API server applies the taints patch."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = copy.deepcopy(obj) if isinstance(obj, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = merge_patch(out.get(k), v)
+    return out
 
 NS = "feature.node.kubernetes.io"
 
@@ -261,7 +273,7 @@ def test_label_keys_are_json_pointer_escaped():
 
 
 def test_plan_ops_as_one_strategic_merge_body() -> None:
-    from nfd.master.nodeplan import ops_to_strategic
+    from nfd.nodestate.nodeplan import ops_to_strategic
 
     ops = [{"op": "test", "path": "/metadata/resourceVersion", "value": "5"},
            {"op": "add", "path": "/metadata/labels", "value": {"a/b": "1"}},

@@ -1,17 +1,28 @@
-"""NodeFeatureGroup membership, as nfd-master computes it.
+"""NodeFeatureGroup membership and the status that says it, as nfd-master computes them.
 
 A node is a member when any of the group's rules matches its features. Rules run in order and
 feed only their ``vars`` back into ``rule.matched``; a rule that errors is skipped (logged by the
-caller) and feeds nothing back.
+caller) and feeds nothing back. Nodes without any NodeFeature are skipped. The member name is
+the node's ``system.name.nodename`` feature as upstream reads it; where that feature is missing
+we use the Node's name (upstream would list an empty name).
+
+``spec.materializePolicy`` (proposed upstream in #2548) picks what the status holds: ``Full``
+(default) lists the members in ``status.nodes``, ``CountOnly`` writes only ``status.nodeCount``;
+both write ``status.nodeCount`` (#2550's name). nfd-master writes it (nfd.master.groupstatus).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from nfd.api.features import Features
+from nfd.nodestate.nodefeatures import MergedNodeFeatures
 from nfd.rules.engine import BackrefWriter, CompiledRuleSet, RuleResult, evaluate_rule, features_view
-from nfd.rules.nodefeatures import MergedNodeFeatures
+
+FULL = "Full"
+COUNT_ONLY = "CountOnly"
+POLICIES = (FULL, COUNT_ONLY)
 
 
 def evaluate_group(group: CompiledRuleSet, features: Features, *, node_name: str = "") -> list[RuleResult]:
@@ -68,3 +79,23 @@ def group_members(
             seen.add(name)
             members.append(name)
     return members
+
+
+def policy_of(obj: dict[str, Any]) -> str:
+    """``spec.materializePolicy``, Full when unset."""
+    return str((obj.get("spec") or {}).get("materializePolicy") or FULL)
+
+
+def desired_status(policy: str, members: list[str]) -> dict[str, Any]:
+    nodes = [{"name": m} for m in members] if policy == FULL else []
+    return {"nodes": nodes, "nodeCount": len(members)}
+
+
+def status_current(obj: dict[str, Any], want: dict[str, Any]) -> bool:
+    """True when ``obj``'s status already says ``want``. A missing nodeCount next to the right
+    nodes counts as current in Full mode (a CRD without the field prunes it on every write)."""
+    have = obj.get("status") or {}
+    if (have.get("nodes") or []) != want["nodes"]:
+        return False
+    count = have.get("nodeCount")
+    return count == want["nodeCount"] or (count is None and bool(want["nodes"]))
