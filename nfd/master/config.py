@@ -13,9 +13,10 @@ from typing import Any
 import yaml
 
 from nfd.common import safeyaml
-from nfd.common.goduration import parse_go_duration
+from nfd.common.goduration import format_go_duration, parse_go_duration
 from nfd.common.gokeys import canonical_keys
 from nfd.common.masterflags import INSTANCE_RE as INSTANCE_RE  # re-exported: nfd-master's -instance
+from nfd.lang.goregex import GoRegexError, compile_go
 from nfd.nodestate.outputpolicy import PolicyConfig
 
 DEFAULT_CONFIG_PATH = "/etc/kubernetes/node-feature-discovery/nfd-master.conf"
@@ -123,7 +124,6 @@ def _regexp(v: Any, key: str) -> str | None:
         return None
     if not isinstance(v, str):
         raise ConfigError(f"{key}: expected a regular expression string, got {v!r}")
-    from nfd.lang.goregex import GoRegexError, compile_go
 
     try:
         compile_go(v)  # the compile matching uses (Go's dialect on RE2)
@@ -344,8 +344,6 @@ def parse_ns_list(value: str) -> frozenset[str]:
 def config_dump(cfg: MasterConfig) -> dict[str, Any]:
     """The effective config in nfd-master.conf's keys, for the "configuration successfully
     updated" log line (as upstream's YAML dump of its config)."""
-    from nfd.common.goduration import format_go_duration
-
     def dur(s: float) -> str:
         return format_go_duration(round(s * 1e9))
 

@@ -24,11 +24,13 @@ from nfd.master.config import MasterConfig
 from nfd.master.controller import Controller
 from nfd.master.events import ApiEvents, EventSink, NoEvents
 from nfd.master.evidence import Evidence
+from nfd.master.fairness import CostLedger
 from nfd.master.metrics import MasterMetrics
 from nfd.master.nodeupdater import CachedDesired, NodeUpdater
 from nfd.master.options import LiveConfig, MasterOptions
 from nfd.master.workers import BackgroundTasks, WorkerPool
 from nfd.master.workqueue import WorkQueue
+from nfd.nodestate.rulebook import RuleBook
 
 log = logging.getLogger("nfd.master")
 klog = klogger("nfd.master")  # upstream's structured lines (docs/logging.md)
@@ -55,9 +57,6 @@ class MasterCore:
         events: EventSink | None = None,
         tasks: BackgroundTasks | None = None,
     ) -> None:
-        from nfd.master.fairness import CostLedger
-        from nfd.nodestate.rulebook import RuleBook
-
         self.api = api
         self.write_api = write_api or api
         self.live = LiveConfig(config)

@@ -21,7 +21,10 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from nfd.api.schema import SchemaUnavailable, missing_fields, object_schema, served_schema
 from nfd.k8s import errors as kerr
+from nfd.k8s.events import post_event
+from nfd.k8s.fetching import get
 from nfd.k8s.resources import CUSTOMRESOURCEDEFINITIONS, RULE_CRD_NAMES
 from nfd.k8s.watching import Informer
 
@@ -40,8 +43,6 @@ REASON = "OutdatedCRD"
 def crd_gaps(name: str, crd: dict[str, Any] | None) -> list[str]:
     """The fields of ours that the served CRD ``crd`` would prune (generic paths such as
     ``spec.rules[].matchCEL``); ``["v1alpha1"]`` when it does not serve that version at all."""
-    from nfd.api.schema import missing_fields, object_schema, served_schema
-
     served = served_schema(crd) if crd is not None else None
     if served is None:
         return ["v1alpha1"]
@@ -82,8 +83,6 @@ class CrdCheck:
 
     async def start(self) -> None:
         """Read both CRDs now (so the first rules are judged with them known), then watch them."""
-        from nfd.k8s.fetching import get
-
         for name in RULE_CRD_NAMES:
             try:
                 obj = await get(self.api, CUSTOMRESOURCEDEFINITIONS, name=name)
@@ -108,8 +107,6 @@ class CrdCheck:
 
     def check(self, name: str, crd: dict[str, Any] | None) -> None:
         """Compare the served CRD with ours; say it once when what it lacks changed."""
-        from nfd.api.schema import SchemaUnavailable
-
         try:
             gaps = crd_gaps(name, crd)
         except SchemaUnavailable as e:
@@ -137,7 +134,6 @@ class CrdCheck:
         """Post the Events not yet posted, while leading (nfd-master calls it on taking the lead)."""
         if not self.leading():
             return
-        from nfd.k8s.events import post_event
 
         for name, (crd, msg) in sorted(self._unpostable.items()):
             meta = crd.get("metadata") or {}

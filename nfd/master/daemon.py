@@ -10,15 +10,23 @@ import os
 import signal
 from typing import TYPE_CHECKING
 
-from nfd.common.logsetup import klogger
+from prometheus_client import disable_created_metrics
+
+from nfd import __version__
+from nfd.common import httpserver
+from nfd.common.logsetup import Dump, klogger
 from nfd.common.podenv import pod_namespace
-from nfd.master.config import ConfigError, FlagOverrides, MasterConfig, read_config
+from nfd.common.probes import Heartbeat, ProbeServer, liveness_route
+from nfd.k8s.client import ApiClient
+from nfd.master.config import ConfigError, FlagOverrides, MasterConfig, config_dump, read_config
+from nfd.master.leadership import lease_electors, lease_identity
+from nfd.master.master import NfdMaster
+from nfd.master.metrics import MasterMetrics
+from nfd.master.options import MasterOptions
+from nfd.master.prune import prune
 
 if TYPE_CHECKING:
     from nfd.common.goflags import FlagValues
-    from nfd.common.probes import Heartbeat, ProbeServer
-    from nfd.master.master import NfdMaster
-    from nfd.master.metrics import MasterMetrics
 
 log = logging.getLogger("nfd.master")
 klog = klogger("nfd.master")
@@ -26,9 +34,6 @@ klog = klogger("nfd.master")
 
 def log_config(path: str, text: str | None, cfg: MasterConfig) -> None:
     """Upstream's lines for a (re)loaded config: the file's state, then the effective config."""
-    from nfd.common.logsetup import Dump
-    from nfd.master.config import config_dump
-
     if text is None:
         klog.info_s("config file not found, using defaults", path=path)
     else:
@@ -40,12 +45,6 @@ async def serve(args: FlagValues, cfg: MasterConfig, gates: dict[str, bool], cfg
                 overrides: FlagOverrides) -> int:
     """Run nfd-master with the parsed flags ``args`` and the config read at start (``cfg``,
     ``cfg_text``) until SIGTERM/SIGINT; ``overrides`` (the flags given) apply to every reload."""
-    from nfd import __version__
-    from nfd.k8s.client import ApiClient
-    from nfd.master.master import NfdMaster
-    from nfd.master.metrics import MasterMetrics
-    from nfd.master.options import MasterOptions
-
     api = await ApiClient.from_kubeconfig(
         args.kubeconfig or None, qps=cfg.kube_api_qps, burst=cfg.kube_api_burst, user_agent=f"nfd-master/{__version__}"
     )
@@ -65,14 +64,10 @@ async def serve(args: FlagValues, cfg: MasterConfig, gates: dict[str, bool], cfg
         delete_grace_s=args.delete_grace_period,
     )
     if args.prune:
-        from nfd.master.prune import prune
-
         try:
             return await prune(api, config=cfg, instance=args.instance)
         finally:
             await api.close()
-
-    from prometheus_client import disable_created_metrics
 
     disable_created_metrics()  # upstream's Go client exports no *_created series
     metrics = MasterMetrics(version=__version__)
@@ -92,8 +87,6 @@ async def serve(args: FlagValues, cfg: MasterConfig, gates: dict[str, bool], cfg
 
     elector_factory = None
     if args.enable_leader_election:
-        from nfd.master.leadership import lease_electors, lease_identity
-
         elector_factory = lease_electors(master.write_api, namespace=ns, identity=lease_identity(),
                                          timings=lambda: master.config.leader_election,
                                          on_started_leading=master.become_leader, on_stopped_leading=master.step_down)
@@ -127,9 +120,6 @@ def _start_probes(args: FlagValues, metrics: MasterMetrics) -> tuple[Heartbeat, 
     """/healthz and /metrics, answered from a thread of their own (nfd.common.probes): whatever
     the loop is evaluating, /healthz answers in milliseconds, and fails once the loop's
     heartbeat stops."""
-    from nfd.common import httpserver
-    from nfd.common.probes import Heartbeat, ProbeServer, liveness_route
-
     heartbeat = Heartbeat()
     heartbeat.start()
     server = ProbeServer(

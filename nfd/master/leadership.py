@@ -13,6 +13,8 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from nfd.k8s.lease import LeaderElector
+
 if TYPE_CHECKING:
     from nfd.k8s.client import ApiClient
     from nfd.master.config import LeaderElectionConfig
@@ -72,8 +74,6 @@ def lease_electors(
 ) -> Callable[[], Any]:
     """A factory of LeaderElectors on upstream's Lease, each with the ``timings()`` of the
     config in force at the time (a reload applies from the next election)."""
-    from nfd.k8s.lease import LeaderElector
-
     def make() -> Any:
         le = timings()
         return LeaderElector(

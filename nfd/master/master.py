@@ -27,6 +27,7 @@ from nfd.master.config import MasterConfig
 from nfd.master.core import MasterCore
 from nfd.master.crdcheck import CrdCheck
 from nfd.master.events import ApiEvents, NoEvents
+from nfd.master.groupstatus import process_group
 from nfd.master.leadership import elect_until
 from nfd.master.metrics import MasterMetrics
 from nfd.master.options import MasterOptions
@@ -62,8 +63,6 @@ class NfdMaster(MasterCore):
             api, write_api=self.write_api, metrics=self.metrics, spawn=self.spawn, leading=lambda: self.is_leader)
 
     async def process_group(self, key: str) -> None:
-        from nfd.master.groupstatus import process_group
-
         informer = self.controller.nfg_informer
         assert informer is not None
         await process_group(key, groups=informer, node_names=self.controller.node_names,

@@ -17,10 +17,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
 
-if TYPE_CHECKING:  # the client is the caller's; importing it here would load it in every mode
-    from nfd.k8s.client import ApiClient
+from nfd.k8s.client import ApiClient
+from nfd.master.config import ConfigError, FlagOverrides, MasterConfig, read_config
+from nfd.master.core import MasterCore
+from nfd.master.events import NoEvents
+from nfd.master.options import MasterOptions
 
 log = logging.getLogger("nfd.worker")
 
@@ -29,10 +32,8 @@ class NodeUpdateConfigError(ValueError):
     """The master config file is invalid; the message names the field."""
 
 
-def load_master_config(path: str) -> tuple[Any, str | None]:
+def load_master_config(path: str) -> tuple[MasterConfig, str | None]:
     """The policy settings from nfd-master's config file (missing file: defaults, as nfd-master)."""
-    from nfd.master.config import ConfigError, FlagOverrides, read_config
-
     try:
         cfg, warnings, text = read_config(path, "", FlagOverrides())
     except ConfigError as e:
@@ -58,10 +59,6 @@ class MasterlessNode:
         batch_s: float = 1.0,
         spread_s: float = 1.0,
     ) -> None:
-        from nfd.master.core import MasterCore
-        from nfd.master.events import NoEvents
-        from nfd.master.options import MasterOptions
-
         self.path = master_config_path
         cfg, self._text = load_master_config(master_config_path)
         self._sig = _signature(master_config_path)
@@ -137,9 +134,7 @@ class MasterlessNode:
         await self.core.stop()
 
 
-def _one_updater(cfg: Any) -> Any:
-    from dataclasses import replace
-
+def _one_updater(cfg: MasterConfig) -> MasterConfig:
     return replace(cfg, nfd_api_parallelism=1)
 
 

@@ -95,7 +95,7 @@ def test_the_event_is_a_warning_on_the_crd(monkeypatch: pytest.MonkeyPatch) -> N
     async def post_event(api: Any, **kw: Any) -> None:
         posted.append(kw)
 
-    monkeypatch.setattr("nfd.k8s.events.post_event", post_event)
+    monkeypatch.setattr("nfd.master.crdcheck.post_event", post_event)
     chk, _, spawned = make([True])
     chk.spawn = lambda coro: spawned.append(coro)  # type: ignore[method-assign]
     chk.check(RULES_CRD, crd(RULES_CRD, without=("matchCEL",)))
