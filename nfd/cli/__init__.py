@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib
 import sys
 
+from nfd import __version__
+
 COMMANDS = {
     "export": ("nfd.cli.export", "export features or labels of this machine"),
     "rules": ("nfd.cli.rules", "validate and dry-run NodeFeatureRules offline"),
@@ -26,8 +28,6 @@ def main(argv: list[str] | None = None) -> int:
         print("  version  print the version")
         return 0  # cobra's root without a subcommand: help, exit 0
     if args[0] in ("version", "--version"):
-        from nfd import __version__
-
         print(__version__)
         return 0
     entry = COMMANDS.get(args[0])

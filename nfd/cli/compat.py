@@ -15,9 +15,20 @@ Upstream exits 1 for all of them.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from typing import Any, NoReturn
+
+from nfd.common.fileargs import FileArgError, read_bytes_arg
+from nfd.compat import oci
+from nfd.compat.oci import OciError
+from nfd.compat.spec import SpecError, parse_spec
+from nfd.compat.validator import to_json_text, validate
+from nfd.hostpaths import HostPaths
+from nfd.sources import registry
+from nfd.sources.base import DiscoveryContext
+from nfd.sources.discovery import discover, parse_source_configs
 
 EXIT_ERROR = 1
 EXIT_MALFORMED = 5
@@ -98,8 +109,6 @@ def _read_stdin() -> str:
 
 
 def _client(args: argparse.Namespace) -> tuple[Any, Any]:
-    from nfd.compat import oci
-
     try:
         platform = oci.parse_platform(args.platform)
     except ValueError as e:
@@ -119,11 +128,6 @@ def _client(args: argparse.Namespace) -> tuple[Any, Any]:
 
 
 def _discover(host_root: str | None) -> Any:
-    from nfd.hostpaths import HostPaths
-    from nfd.sources import registry
-    from nfd.sources.base import DiscoveryContext
-    from nfd.sources.discovery import discover, parse_source_configs
-
     if host_root and not os.path.isdir(host_root):
         raise UsageError(f"--host-root {host_root}: not a directory")
     ctx = DiscoveryContext(paths=HostPaths.detect(host_root),
@@ -132,10 +136,6 @@ def _discover(host_root: str | None) -> Any:
 
 
 def cmd_validate_node(args: argparse.Namespace) -> int:
-    from nfd.common.fileargs import FileArgError, read_bytes_arg
-    from nfd.compat.spec import SpecError, parse_spec
-    from nfd.compat.validator import to_json_text, validate
-
     if args.spec_file and args.image:
         raise UsageError("--spec-file and --image cannot be used together")
     if args.spec_file:
@@ -165,9 +165,6 @@ def cmd_validate_node(args: argparse.Namespace) -> int:
 
 
 def cmd_attach(args: argparse.Namespace) -> int:
-    from nfd.common.fileargs import FileArgError, read_bytes_arg
-    from nfd.compat.spec import SpecError, parse_spec
-
     try:
         data = read_bytes_arg(args.spec, flag="--spec")
     except FileArgError as e:
@@ -241,10 +238,6 @@ def print_result(statuses: list[Any], *, color: bool = False) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import logging
-
-    from nfd.compat.oci import OciError
-
     logging.basicConfig(level=logging.CRITICAL, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     raw = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()

@@ -13,6 +13,13 @@ import os
 import sys
 from typing import Any
 
+from nfd.common.fileargs import FileArgError, write_text_arg
+from nfd.common.logsetup import KlogFormatter
+from nfd.hostpaths import HostPaths
+from nfd.sources import registry
+from nfd.sources.base import DiscoveryContext
+from nfd.sources.discovery import compute_labels, discover, parse_source_configs
+
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="nfd export", description="print this machine's features or labels")
@@ -40,16 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     # NFD_NVML_PROFILE or a missing --config file must not pass in silence
     level = logging.WARNING if args.verbose == 0 else logging.INFO if args.verbose == 1 else logging.DEBUG
     # klog's text format, as the daemons write it (docs/logging.md): V(n) records are I lines
-    from nfd.common.logsetup import KlogFormatter
-
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(KlogFormatter())
     logging.basicConfig(level=level, handlers=[handler])
-
-    from nfd.hostpaths import HostPaths
-    from nfd.sources import registry
-    from nfd.sources.base import DiscoveryContext
-    from nfd.sources.discovery import compute_labels, discover, parse_source_configs
 
     out_fmt = args.output or ("json" if args.what == "features" else "text")
     allowed = ("json", "yaml") if args.what == "features" else ("text", "json")
@@ -63,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     raw_sources: Any = None
     whitelist = None
     if args.config:
+        # here, not at the top: the worker config's parser (~4 ms of imports, python -X
+        # importtime) and the PyYAML it reads the file with (~13 ms), which `nfd export labels`
+        # without --config does not load (tests/unit/worker/test_worker_imports.py)
         from nfd.worker.config import load_config_file
 
         try:
@@ -99,13 +102,11 @@ def main(argv: list[str] | None = None) -> int:
         result = discover(ctx, feature_names, configs)
         obj = result.merged().to_json()
         if out_fmt == "yaml":
-            import yaml
+            import yaml  # only for -o yaml (see load_config_file above)
 
             text = yaml.safe_dump(obj, sort_keys=True, default_flow_style=False)
         else:
             text = json.dumps(obj, indent=2) + "\n"
-
-    from nfd.common.fileargs import FileArgError, write_text_arg
 
     try:
         write_text_arg(args.path or "-", text, flag="--path")
