@@ -11,6 +11,10 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+import yaml
+
+from nfd.common import safeyaml
+from nfd.common.fileargs import FileArgError, read_text_arg
 from nfd.common.safeyaml import DuplicateKey
 
 
@@ -20,8 +24,6 @@ class InputError(Exception):
 
 @functools.cache
 def yaml_loader() -> Any:
-    import yaml
-
     base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
     class Loader(base):  # type: ignore[misc,valid-type]
@@ -37,11 +39,6 @@ def yaml_loader() -> Any:
 def load_documents(path: str, *, duplicates: list[DuplicateKey] | None = None) -> list[Any]:
     """Every non-empty YAML/JSON document in ``path``; ``List`` objects are flattened.
     ``duplicates`` receives every repeated mapping key (the document keeps the last value)."""
-    import yaml
-
-    from nfd.common import safeyaml
-    from nfd.common.fileargs import FileArgError, read_text_arg
-
     try:
         text = read_text_arg(path)
     except FileArgError as e:

@@ -31,7 +31,15 @@ from typing import Any
 
 from nfd.api import API_VERSION, DEFAULT_LABEL_NS
 from nfd.api.errors import ValidationError, ValidationErrors
-from nfd.api.nodefeaturerule import MATCH_TERMS, Rule, parse_rule, unknown_field_problems
+from nfd.api.nodefeaturerule import MATCH_TERMS, Rule, nearest_name, parse_rule, unknown_field_problems
+from nfd.api.schema import (
+    SchemaUnavailable,
+    has_cel_rules,
+    object_schema,
+    pruned_fields,
+    schema_problems,
+    served_schema,
+)
 from nfd.api.validation import (
     ERR_UNPREFIXED,
     dns1123_subdomain_errors,
@@ -41,6 +49,8 @@ from nfd.api.validation import (
     validate_taint,
 )
 from nfd.common.safeyaml import DuplicateKey
+from nfd.lang.goregex import GoRegexError, compile_go
+from nfd.lang.gostd.strconv import quote as go_quote
 from nfd.rules.conflicts import Conflict, RuleOutputs, duplicate_rule_names, find_conflicts
 from nfd.rules.dynamic import dynamic_form_error
 from nfd.rules.engine import (
@@ -105,8 +115,6 @@ def _notes(r: CompiledRule) -> list[tuple[str, str]]:
 def _every_bad_regexp(rule: Rule, path: str) -> list[tuple[str, str]]:
     """Each bad regexp of every InRegexp value list (the engine names the first of a list, where
     upstream fails)."""
-    from nfd.lang.goregex import GoRegexError, compile_go
-
     out: list[tuple[str, str]] = []
     groups = [(f"{path}.matchFeatures", rule.match_features)]
     groups += [(f"{path}.matchAny[{i}].matchFeatures", m.match_features) for i, m in enumerate(rule.match_any)]
@@ -129,6 +137,8 @@ def _every_bad_regexp(rule: Rule, path: str) -> list[tuple[str, str]]:
 
 def _every_bad_cel(exprs: list[str], path: str) -> list[tuple[str, str]]:
     """Each bad ``matchCEL`` expression (compiling stops at the first, which breaks the rule)."""
+    # here, not at the top: the CEL compiler's imports take ~46 ms (python -X importtime after
+    # nfd.cli.rules), spent only when a rule has matchCEL
     from nfd.rules.cel import compile_expressions
 
     out: list[tuple[str, str]] = []
@@ -200,8 +210,6 @@ class ObjectCheck:
 
 
 def _schema_problems(obj: dict[str, Any], kind: str, out: ObjectCheck) -> list[tuple[str, str]]:
-    from nfd.api.schema import SchemaUnavailable, has_cel_rules, object_schema, schema_problems
-
     try:
         schema = object_schema(kind)
     except SchemaUnavailable as e:
@@ -223,9 +231,6 @@ def _unpublished_features(obj: dict[str, Any], kind: str, published: Collection[
     resource value, or a feature map's literal key in a CEL expression) in the domain of a source (``nvml``, ``cpu``, ...) that no source publishes,
     with the nearest published name (``nvml.gpus``: did you mean nvml.gpu?). Other domains (a
     third party's NodeFeatures, ``rule.matched``) are not judged."""
-    from nfd.api.nodefeaturerule import nearest_name
-    from nfd.lang.gostd.strconv import quote as go_quote
-
     known = {f.lower() for f in published}
     domains = {f.split(".", 1)[0] for f in known}
     spec = obj.get("spec")
@@ -286,8 +291,6 @@ class ServedCRDs:
 
     @classmethod
     def from_crds(cls, crds: list[dict[str, Any]], where: str) -> ServedCRDs:
-        from nfd.api.schema import served_schema
-
         schemas: dict[str, dict[str, Any] | None] = dict.fromkeys(RULE_KINDS)
         for crd in crds:
             names = (crd.get("spec") or {}).get("names") or {}
@@ -301,8 +304,6 @@ def _served_problems(obj: dict[str, Any], kind: str, served: ServedCRDs) -> list
     """What the served CRDs do to ``obj`` beside ours: every field this nfd evaluates that their
     schema prunes (so nfd-master never sees it), a rule left without a match term by that (it
     then matches every node), and what their schema refuses."""
-    from nfd.api.schema import SchemaUnavailable, object_schema, pruned_fields, schema_problems
-
     schema = served.schemas.get(kind)
     if schema is None:
         return [("", f"{served.where} serve no {kind} {API_VERSION}: the API server refuses the object; "
