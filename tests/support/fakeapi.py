@@ -3,8 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 from typing import Any
+
+
+def merge_patch(obj: Any, patch: Any) -> Any:
+    """A JSON merge patch applied (RFC 7386), as the API server applies one."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = copy.deepcopy(obj) if isinstance(obj, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = merge_patch(out.get(k), v)
+    return out
 
 
 class RequestOptions:

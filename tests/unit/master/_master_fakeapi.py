@@ -19,7 +19,7 @@ from typing import Any
 
 from nfd.common import jsoncodec
 from nfd.k8s.errors import ApiUnavailable, error_for
-from tests.support.fakeapi import RequestOptions
+from tests.support.fakeapi import RequestOptions, merge_patch
 
 _PATH = re.compile(
     r"^/(?:api/v1|apis/(?P<group>[^/]+)/(?P<version>[^/]+))"
@@ -62,18 +62,6 @@ def json_patch(obj: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any]
             del parent[last]
         else:
             raise _Fail(422, "Invalid", f"unsupported op {kind}")
-    return out
-
-
-def merge_patch(obj: Any, patch: Any) -> Any:
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    out = copy.deepcopy(obj) if isinstance(obj, dict) else {}
-    for k, v in patch.items():
-        if v is None:
-            out.pop(k, None)
-        else:
-            out[k] = merge_patch(out.get(k), v)
     return out
 
 

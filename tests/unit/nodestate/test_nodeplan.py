@@ -2,24 +2,11 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from nfd.nodestate import bookkeeping as bk
 from nfd.nodestate.nodeplan import Desired, NodeState, plan_node_update
-
-
-def merge_patch(obj: Any, patch: Any) -> Any:
-    """A JSON merge patch applied (RFC 7386), as the API server applies the taints patch."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    out = copy.deepcopy(obj) if isinstance(obj, dict) else {}
-    for k, v in patch.items():
-        if v is None:
-            out.pop(k, None)
-        else:
-            out[k] = merge_patch(out.get(k), v)
-    return out
+from tests.support.fakeapi import merge_patch
 
 NS = "feature.node.kubernetes.io"
 
