@@ -32,7 +32,6 @@ a new NoExecute taint would evict. Read-only.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from typing import Any, NoReturn
@@ -42,13 +41,7 @@ from nfd.api.errors import ValidationError
 from nfd.api.features import Features
 from nfd.api.nodefeaturerule import unknown_field_problems
 from nfd.api.validation import validate_annotation, validate_extended_resource, validate_label, validate_taint
-from nfd.cli import fleet
 from nfd.cli.rules import _objects, _policy_config, served_crds_of
-from nfd.k8s.client import ApiClient
-from nfd.k8s.config import ConfigError, load_kubeconfig
-from nfd.k8s.errors import ApiError, ApiUnavailable
-from nfd.k8s.fetching import get, list_objects
-from nfd.k8s.resources import CUSTOMRESOURCEDEFINITIONS, NODEFEATURES, RULE_CRD_NAMES
 from nfd.nodestate.desired import Evaluation, desired_state
 from nfd.nodestate.nodefeatures import MergedNodeFeatures, merge_node_features
 from nfd.rules.dynamic import resolve_value
@@ -144,6 +137,17 @@ def cluster_crds(kubeconfig: str | None) -> Any:
     """nfd.rules.lint.ServedCRDs of the cluster: its NodeFeatureRule and NodeFeatureGroup
     CustomResourceDefinitions, as the API server serves them (read with a kubeconfig found as
     kubectl finds it)."""
+    # The API client here and in the two functions below, not at the top: its imports (asyncio,
+    # ssl, nfd.k8s: ~60 ms with python -X importtime) are for the commands that read the
+    # cluster; dryrun and validate without --cluster are offline.
+    import asyncio
+
+    from nfd.k8s.client import ApiClient
+    from nfd.k8s.config import ConfigError, load_kubeconfig
+    from nfd.k8s.errors import ApiError, ApiUnavailable
+    from nfd.k8s.fetching import get
+    from nfd.k8s.resources import CUSTOMRESOURCEDEFINITIONS, RULE_CRD_NAMES
+
     try:
         cfg = load_kubeconfig(kubeconfig)
     except ConfigError as e:
@@ -285,6 +289,14 @@ def process_rules(rule_set: Any, features: Any) -> list[str]:
 
 def node_features_from_cluster(node: str, *, kubeconfig: str | None, namespace: str) -> tuple[Any, list[str]]:
     """(merged Features, ["ns/name", ...]) of the node's NodeFeatures, merged as nfd-master does."""
+    import asyncio  # here: see cluster_crds
+
+    from nfd.k8s.client import ApiClient
+    from nfd.k8s.config import ConfigError, load_kubeconfig
+    from nfd.k8s.errors import ApiError, ApiUnavailable
+    from nfd.k8s.fetching import list_objects
+    from nfd.k8s.resources import NODEFEATURES
+
     try:
         cfg = load_kubeconfig(kubeconfig)
     except ConfigError as e:
@@ -427,6 +439,8 @@ def run(args: argparse.Namespace) -> int:
 
 def run_fleet(args: argparse.Namespace) -> int:
     """``test -A|-l``: the report of nfd.cli.fleet; exit 1 when a rule fails or a read fails."""
+    from nfd.cli import fleet  # here: it reads the cluster (see cluster_crds)
+
     try:
         objs = _objects(args.rules, ("NodeFeatureRule", "NodeFeatureGroup"), skip_other_nfd=True)
         file_rules = [o for o in objs if o.get("kind") == "NodeFeatureRule"]

@@ -32,9 +32,9 @@ from nfd.master.options import LiveConfig, MasterOptions
 from nfd.master.sharedvalues import SharedValues
 from nfd.master.workqueue import RetryLater, ShutDown, WorkQueue
 from nfd.nodestate import bookkeeping as bk
-from nfd.nodestate.desired import Evaluation, desired_state_steps
+from nfd.nodestate.desired import Desired, Evaluation, desired_state_steps
 from nfd.nodestate.nodefeatures import MergedNodeFeatures, merge_node_features
-from nfd.nodestate.nodeplan import Desired, NodePlan, NodeState, ops_to_strategic, plan_node_update
+from nfd.nodestate.nodeplan import NodePlan, NodeState, ops_to_strategic, plan_node_update
 from nfd.nodestate.outputpolicy import PolicyConfig
 from nfd.nodestate.rulebook import RuleBook
 from nfd.rules.engine import EvalBudget, RuleKey, RuleMemo

@@ -12,7 +12,8 @@ from nfd.k8s.patching import escape_json_pointer, patch
 from nfd.k8s.resources import NODES
 from nfd.master.config import MasterConfig
 from nfd.nodestate.bookkeeping import instance_annotation
-from nfd.nodestate.nodeplan import Desired, NodeState, plan_node_update
+from nfd.nodestate.desired import Desired
+from nfd.nodestate.nodeplan import NodeState, plan_node_update
 
 log = logging.getLogger("nfd.master")
 

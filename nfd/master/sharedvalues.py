@@ -46,7 +46,7 @@ class SharedValues:
         return self._get(value, value)
 
     def desired(self, d: Any) -> Any:
-        """A node's desired state (nfd.nodestate.nodeplan.Desired)."""
+        """A node's desired state (nfd.nodestate.desired.Desired)."""
         key = ("desired", tuple(d.labels.items()), tuple(d.annotations.items()),
                tuple(d.extended_resources.items()), tuple(d.taints))
         return self._get(key, d)

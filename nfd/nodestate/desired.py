@@ -19,7 +19,6 @@ from typing import Any
 
 from nfd.nodestate.bookkeeping import Taint
 from nfd.nodestate.nodefeatures import MergedNodeFeatures
-from nfd.nodestate.nodeplan import Desired
 from nfd.nodestate.outputpolicy import PolicyConfig, PolicyResult, apply_policy
 from nfd.rules.engine import (
     CompiledRuleSet,
@@ -30,6 +29,16 @@ from nfd.rules.engine import (
     iter_process_rule_sets,
     run_to_end,
 )
+
+
+@dataclass(slots=True)
+class Desired:
+    """What the rules and policy want on the node (already validated and filtered)."""
+
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    extended_resources: dict[str, str] = field(default_factory=dict)
+    taints: list[Taint] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,7 @@ from typing import Any
 
 from nfd.api.quantity import same_quantity
 from nfd.nodestate import bookkeeping as bk
+from nfd.nodestate.desired import Desired
 
 log = logging.getLogger(__name__)
 
@@ -99,16 +100,6 @@ def slim_node(obj: dict[str, Any]) -> dict[str, Any]:
     if st:
         out["status"] = st
     return out
-
-
-@dataclass(slots=True)
-class Desired:
-    """What the rules and policy want on the node (already validated and filtered)."""
-
-    labels: dict[str, str] = field(default_factory=dict)
-    annotations: dict[str, str] = field(default_factory=dict)
-    extended_resources: dict[str, str] = field(default_factory=dict)
-    taints: list[bk.Taint] = field(default_factory=list)
 
 
 _CHANGE_KINDS = ("labels_added", "labels_updated", "labels_removed", "annotations_added", "annotations_updated",

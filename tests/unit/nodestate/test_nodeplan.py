@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from nfd.nodestate import bookkeeping as bk
-from nfd.nodestate.nodeplan import Desired, NodeState, plan_node_update
+from nfd.nodestate.desired import Desired
+from nfd.nodestate.nodeplan import NodeState, plan_node_update
 from tests.support.fakeapi import merge_patch
 
 NS = "feature.node.kubernetes.io"
