@@ -23,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from prometheus_client import CollectorRegistry, Counter, Gauge, disable_created_metrics
+
 from nfd import __version__
 from nfd.api import NODE_NAME_LABEL
 from nfd.common.logsetup import GoDuration, klogger
@@ -31,6 +33,7 @@ from nfd.gc.policy import Target
 from nfd.k8s import deleting, fetching
 from nfd.k8s.errors import ApiError, ApiUnavailable, Conflict, NotFound
 from nfd.k8s.resources import NODEFEATURES, NODERESOURCETOPOLOGIES, NODES, Resource
+from nfd.k8s.watching import Informer
 
 log = logging.getLogger("nfd.gc")
 klog = klogger("nfd.gc")  # upstream's structured lines (docs/logging.md)
@@ -55,8 +58,6 @@ def _metadata(obj: dict[str, Any]) -> dict[str, Any]:
 
 class Metrics:
     def __init__(self) -> None:
-        from prometheus_client import CollectorRegistry, Counter, Gauge, disable_created_metrics
-
         disable_created_metrics()  # upstream's Go client exports no *_created series
         self.registry = CollectorRegistry(auto_describe=True)
         build_info = Gauge(
@@ -102,8 +103,6 @@ class GarbageCollector:
     # --- node cache ---------------------------------------------------------------------------
 
     async def start(self, *, sync_timeout_s: float | None = None) -> bool:
-        from nfd.k8s.watching import Informer
-
         self.nodes = Informer(
             self.api, NODES, metadata_only=True, page_size=self.list_size, transform=_metadata
         )

@@ -8,6 +8,9 @@ names (the names are the library's identifiers, the bits come from the Intel/AMD
 
 from __future__ import annotations
 
+import ctypes  # only where CPUID really runs (not on Arm, nor with a cpuid.json fixture)
+import json  # modelled hosts only
+import mmap
 import os
 from typing import Any
 
@@ -27,9 +30,6 @@ class NativeCpuid:
     """Runs CPUID/XGETBV on this CPU. Raises OSError where executable memory is not allowed."""
 
     def __init__(self) -> None:
-        import ctypes  # only where CPUID really runs (not on Arm, nor with a cpuid.json fixture)
-        import mmap
-
         code = _CPUID_CODE + b"\x90" * (32 - len(_CPUID_CODE)) + _XGETBV_CODE
         self._mem = mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
         self._mem.write(code)
@@ -79,9 +79,6 @@ def native_midr() -> int:
     through a data pointer does not guarantee on Arm."""
     global _midr
     if _midr is None:
-        import ctypes  # only on a native arm64 process (not with a host root)
-        import mmap
-
         fd = os.memfd_create("nfd-midr", os.MFD_CLOEXEC)
         try:
             os.write(fd, _MIDR_CODE.ljust(mmap.PAGESIZE, b"\0"))
@@ -128,7 +125,6 @@ def load_fixture(path: str) -> dict[str, Any] | None:
     """The parsed ``cpuid.json`` of a modelled host, or None if there is none."""
     if not os.path.isfile(path):
         return None
-    import json  # modelled hosts only
 
     with open(path, encoding="utf-8") as f:
         obj = json.load(f)

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from typing import TypeVar
+from zoneinfo import ZoneInfo
 
 from nfd.lang.gostd import from_go_bytes, go_bytes
 
@@ -49,8 +50,6 @@ def load_location(name: str) -> tzinfo | None:
     if name == "Local":
         return local_zone()
     try:
-        from zoneinfo import ZoneInfo
-
         return ZoneInfo(name)
     except Exception:
         return None
