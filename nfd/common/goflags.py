@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias
 
 from nfd.common.goduration import format_go_duration, parse_go_duration
-from nfd.common.record import Record
+from nfd.common.valuerecord import Record
 from nfd.lang.gostd.strconv import quote as go_quote
 
 _TRUE = ("1", "t", "T", "TRUE", "true", "True")

@@ -41,7 +41,7 @@ from typing import Any, ClassVar, Protocol
 from nfd.api.errors import ValidationError
 from nfd.api.features import Features
 from nfd.common.gokeys import canonical_keys
-from nfd.common.record import Record
+from nfd.common.valuerecord import Record
 from nfd.hostpaths import HostPaths
 
 log = logging.getLogger("nfd.sources")

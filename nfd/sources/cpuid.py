@@ -14,7 +14,7 @@ import mmap
 import os
 from typing import Any
 
-from nfd.common.record import Record
+from nfd.common.valuerecord import Record
 
 # --- native reader ------------------------------------------------------------------------
 

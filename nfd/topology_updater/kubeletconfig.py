@@ -25,7 +25,7 @@ from nfd.common import safeyaml
 from nfd.k8s.client import ApiClient
 from nfd.k8s.config import ConnectionConfig
 from nfd.k8s.errors import ApiError, ApiUnavailable
-from nfd.topology_updater.policy import DEFAULT_POLICY, DEFAULT_SCOPE
+from nfd.topology_updater.topologymanager import DEFAULT_POLICY, DEFAULT_SCOPE
 
 FETCH_TIMEOUT_S = 120.0
 

@@ -51,8 +51,8 @@ from nfd.topology_updater.kubelet import KubeletUnavailable
 from nfd.topology_updater.notifier import StateDirWatcher, watch_dirs
 from nfd.topology_updater.podget import PodsByGet
 from nfd.topology_updater.podqos import compact_pod
-from nfd.topology_updater.policy import topology_policy
 from nfd.topology_updater.sysfs import NumaTopology, read_hybrid_cpus
+from nfd.topology_updater.topologymanager import topology_policy
 
 log = logging.getLogger("nfd.topology_updater")
 klog = klogger("nfd.topology_updater")
