@@ -1,6 +1,6 @@
 """The ``nvml`` feature source: NVIDIA GPUs via NVML, labelled as gpu-feature-discovery does.
 
-A thin shell around pure parts: collect (NVML -> Snapshot), features (Snapshot <-> Features)
+A thin shell around pure parts: collect (NVML -> Snapshot), snapshotfeatures (Snapshot <-> Features)
 and labels (Snapshot + settings -> labels). What it adds is failure policy:
 
 - no NVML on the node (library or driver missing): the source is off, logged once at INFO,
@@ -106,7 +106,7 @@ class NvmlSource(FeatureSource):
     def parse_config(self, raw: Any, *, path: str) -> dict[str, Any]:
         cfg = super().parse_config(raw, path=path)
         # deferred: each of this source's GPU modules is 6-15 ms of a one-shot worker's start-up
-        # (sharing 6.4, health 8.9, hostinfo 9.5, collect 13.4, labels 13.7, features 14.8 ms;
+        # (sharing 6.4, health 8.9, hostinfo 9.5, collect 13.4, labels 13.7, snapshotfeatures 14.8 ms;
         # yaml 11.5), and each loads only where it is used: a GPU node, an nvml config
         from nfd.sources.nvml.sharing import MIG_STRATEGIES
 
@@ -216,8 +216,8 @@ class NvmlSource(FeatureSource):
         try:
             # deferred: see parse_config
             from nfd.sources.nvml.collect import CollectError, collect
-            from nfd.sources.nvml.features import snapshot_to_features
             from nfd.sources.nvml.hostinfo import SysfsHost
+            from nfd.sources.nvml.snapshotfeatures import snapshot_to_features
 
             host = self._fake_host or SysfsHost(ctx, machine_type_file=config.get("machineTypeFile") or "")
             error = ""
@@ -341,8 +341,8 @@ class NvmlSource(FeatureSource):
         if SYSTEM not in features.attributes:
             return {}  # NVML absent: no labels at all, not even gfd.timestamp
         # deferred: see parse_config
-        from nfd.sources.nvml.features import snapshot_from_features
         from nfd.sources.nvml.labels import LabelSettings, gfd_labels
+        from nfd.sources.nvml.snapshotfeatures import snapshot_from_features
 
         dp = self.device_plugin_config(config, ctx)
         if self._timestamp is None:
