@@ -8,6 +8,7 @@ with its field path, e.g. ``spec.rules[2].matchFeatures[0].matchExpressions.vend
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -362,8 +363,6 @@ MATCH_TERMS = ("matchFeatures", "matchAny", "matchCEL")
 def nearest_name(name: str, allowed: Iterable[str]) -> str | None:
     """The valid field name ``name`` was most likely meant to be (a typo, a wrong case, a
     missing or extra letter), or None when none is close."""
-    import difflib
-
     names = sorted(allowed)
     low = {n.lower(): n for n in names}
     if name.lower() in low:

@@ -25,6 +25,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from nfd.api.crds import crds_dir, version_schema
+from nfd.lang.goregex import GoRegexError, compile_go
+from nfd.lang.gostd.strconv import quote as go_quote
+
 __all__ = ["schema_problems", "pruned_fields", "missing_fields", "object_schema", "served_schema", "SchemaUnavailable"]
 
 _TYPE_WORDS = {
@@ -78,16 +82,12 @@ def _type_ok(want: str, v: Any) -> bool:
 
 
 def _quote(v: Any) -> str:
-    from nfd.lang.gostd.strconv import quote as go_quote
-
     return go_quote(v) if isinstance(v, str) else str(v)
 
 
 @functools.cache
 def _go_regexp(pattern: str) -> Callable[[str], bool] | None:
     """A schema ``pattern`` as the server compiles it (Go's regexp); None if it does not compile."""
-    from nfd.lang.goregex import GoRegexError, compile_go
-
     try:
         rx = compile_go(pattern)
     except GoRegexError:
@@ -312,8 +312,6 @@ def served_schema(crd: dict[str, Any], version: str = "v1alpha1") -> dict[str, A
 def object_schema(kind: str, version: str = "v1alpha1") -> dict[str, Any]:
     """The openAPIV3Schema of ``kind`` from the repository's crds/ (read once per process).
     Raises SchemaUnavailable naming the directory when the CRDs cannot be read."""
-    from nfd.api.crds import crds_dir, version_schema
-
     try:
         return version_schema(kind, version)
     except (OSError, KeyError) as e:

@@ -26,6 +26,14 @@ from typing import Any
 
 import yaml
 
+from nfd.lang.gostd.strconv import quote as go_quote
+
+_CParser: Any
+try:
+    from yaml.cyaml import CParser as _CParser  # type: ignore[attr-defined,no-redef]
+except ImportError:  # PyYAML built without libyaml
+    _CParser = None
+
 MAX_DEPTH = 100
 MAX_ALIASES = 1000
 MAX_BYTES = 8 << 20
@@ -46,8 +54,6 @@ class DuplicateKey:
         self.key, self.line, self.first_line = key, line, first_line
 
     def __str__(self) -> str:
-        from nfd.lang.gostd.strconv import quote as go_quote
-
         return f"line {self.line}: mapping key {go_quote(self.key)} already defined at line {self.first_line}"
 
     def __repr__(self) -> str:
@@ -92,11 +98,7 @@ def duplicate_keys(text: str, *, loader: Any = None) -> list[DuplicateKey]:
 def _parser_cls() -> Any:
     """libyaml's event parser when PyYAML has it: ``yaml`` does not export ``CParser`` (only the
     loaders), and the pure-Python parser took 80% of validating a 6.5 MB rule file."""
-    try:
-        from yaml.cyaml import CParser  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    return CParser
+    return _CParser
 
 
 def _loader_cls(loader: Any) -> Any:

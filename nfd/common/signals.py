@@ -9,14 +9,14 @@ import signal
 from collections.abc import Coroutine
 from typing import Any
 
+from nfd.common.httpserver import ListenError
+
 log = logging.getLogger("nfd")
 
 
 def run_until_signal(coro: Coroutine[Any, Any, int]) -> int:
     """The coroutine's exit code, 0 when a signal cancelled it, or 1 with one line when its port
     cannot be opened."""
-    from nfd.common.httpserver import ListenError
-
     async def wrapper() -> int:
         task = asyncio.ensure_future(coro)
         loop = asyncio.get_running_loop()

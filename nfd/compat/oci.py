@@ -20,6 +20,7 @@ import hashlib
 import json
 import logging
 import os
+import platform
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -146,8 +147,6 @@ class Platform:
 
 
 def go_arch() -> str:
-    import platform
-
     m = platform.machine().lower()
     return {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64", "i386": "386",
             "i686": "386", "armv7l": "arm", "ppc64le": "ppc64le", "s390x": "s390x", "riscv64": "riscv64"}.get(m, m)
@@ -180,7 +179,7 @@ class Credentials:
 
 def _oras() -> Any:
     try:
-        import oras.provider
+        import oras.provider  # optional: the compat extra
     except ImportError:
         raise OciError("the oras Python SDK is not installed: pip install 'nfd[compat]'") from None
     logging.getLogger("oras").setLevel(logging.CRITICAL)  # it logs (and prints) at INFO/WARNING
@@ -241,7 +240,7 @@ class Client:
     # -- HTTP through the SDK's authenticating request ---------------------------------------
     def _request(self, method: str, url: str, *, headers: dict[str, str] | None = None,
                  data: bytes | None = None, what: str) -> Any:
-        import requests
+        import requests  # optional: comes with oras, the compat extra
 
         do_request = type(self._reg).do_request
         once = getattr(do_request, "__wrapped__", do_request)  # without the SDK's retry sleeps

@@ -10,8 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import yaml
+
 from nfd.api.errors import ValidationError, ValidationErrors
+from nfd.common import safeyaml
 from nfd.compat import VERSION
+from nfd.rules.engine import BrokenRule, compile_rule
 
 MAX_SPEC_BYTES = 1 << 20  # a spec is a few kB; the artifact layer is refused above this
 
@@ -53,8 +57,6 @@ def _go_str(v: Any, path: str) -> str:
 
 def parse_spec_obj(obj: Any, *, source: str) -> Spec:
     """Decode and check a spec object; raises SpecError naming ``source`` and the field."""
-    from nfd.rules.engine import BrokenRule, compile_rule
-
     if not isinstance(obj, dict):
         raise SpecError(f"{source}: the compatibility spec must be a mapping, got {type(obj).__name__}")
     version = _go_str(obj.get("version"), f"{source}: version")
@@ -102,10 +104,6 @@ def parse_spec_obj(obj: Any, *, source: str) -> Spec:
 
 def parse_spec(data: bytes | str, *, source: str) -> Spec:
     """Parse YAML (or JSON) spec text; raises SpecError."""
-    import yaml
-
-    from nfd.common import safeyaml
-
     if isinstance(data, bytes):
         if len(data) > MAX_SPEC_BYTES:
             raise SpecError(f"{source}: {len(data)} bytes, more than the {MAX_SPEC_BYTES} a spec may have")

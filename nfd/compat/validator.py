@@ -19,6 +19,7 @@ from typing import Any
 
 from nfd.api.features import Features
 from nfd.compat.spec import Spec
+from nfd.rules.engine import BackrefWriter, BrokenRule, evaluate_rule, features_view
 from nfd.rules.expression import RuleError, go_quote, go_quote_list
 
 MATCH_EXPRESSION = "matchExpression"
@@ -173,8 +174,6 @@ def _matcher_statuses(matcher: Any, features: Features, errs: _Errors) -> tuple[
 
 def rule_status(rule: Any, features: Features) -> tuple[RuleStatus, dict[str, str]]:
     """(status, vars to feed back) of one compiled group rule."""
-    from nfd.rules.engine import BrokenRule, evaluate_rule
-
     if isinstance(rule, BrokenRule):
         return RuleStatus(rule.name, False, error=rule.error), {}
     errs = _Errors()
@@ -198,8 +197,6 @@ def rule_status(rule: Any, features: Features) -> tuple[RuleStatus, dict[str, st
 
 def validate(spec: Spec, features: Features, *, tags: list[str] | None = None) -> list[CompatibilityStatus]:
     """Every compatibility set whose tag is in ``tags`` (all when empty), rule by rule."""
-    from nfd.rules.engine import BackrefWriter, features_view
-
     view = features_view(features)
     backref = BackrefWriter(view)
     out: list[CompatibilityStatus] = []

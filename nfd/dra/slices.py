@@ -22,6 +22,11 @@ from functools import lru_cache
 from operator import itemgetter
 from typing import Any
 
+from nfd.lang.cel import (
+    CelError,
+    construct,  # CEL loads with the first device, not with the master
+)
+
 FEATURE = "dra.device"
 # Keys of a dra.device element that are not attributes; an unqualified attribute id with one
 # of these names is only available as <domain>/<id>.
@@ -44,8 +49,6 @@ def version_value(text: str) -> Any:
     (blang/semver ``Parse``: the pre-release counts, build metadata does not), so a pasted
     ``compareTo(semver("..."))`` selector means what it means in a ResourceClaim. Values are
     immutable: cached, one object for every device with the same version."""
-    from nfd.lang.cel import construct  # CEL loads with the first device, not with the master
-
     return construct("semver", text)
 
 
@@ -274,7 +277,6 @@ def _attribute(raw: Any) -> tuple[Any, str]:
         return v, v
     if not _SEMVER_RE.fullmatch(v):
         raise ValueError(f"version value {v!r} is not a semantic version")
-    from nfd.lang.cel import CelError
 
     try:
         return version_value(v), _intern(v)
@@ -288,8 +290,6 @@ def _intern(s: str) -> str:
 
 @lru_cache(maxsize=4096)
 def _quantity(text: str) -> tuple[Any, str]:
-    from nfd.lang.cel import CelError, construct
-
     try:
         q: Any = construct("quantity", text)
     except CelError:

@@ -7,9 +7,13 @@ import sys
 from collections.abc import Sequence
 
 from nfd import __version__
+from nfd.common import httpserver
 from nfd.common.goflags import FlagValues, GoFlagSet, add_klog_flags, klog_header_options, verbosity
 from nfd.common.logsetup import klogger, setup_logging
 from nfd.common.signals import run_until_signal
+from nfd.gc.collector import GarbageCollector, Metrics
+from nfd.k8s.client import ApiClient
+from nfd.k8s.config import ConfigError
 
 PROGRAM = "nfd-gc"
 
@@ -34,10 +38,6 @@ def build_parser() -> GoFlagSet:
 
 
 async def run(a: FlagValues) -> int:
-    from nfd.common import httpserver
-    from nfd.gc.collector import GarbageCollector, Metrics
-    from nfd.k8s.client import ApiClient
-
     metrics = Metrics()
     server = await httpserver.serve(
         a.port,
@@ -45,7 +45,6 @@ async def run(a: FlagValues) -> int:
         host=a.bind_address or None,
     )
     klog.info_s("starting HTTP server", port=a.port)
-    from nfd.k8s.config import ConfigError
 
     try:
         api = await ApiClient.from_kubeconfig(

@@ -23,21 +23,24 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from prometheus_client import CollectorRegistry, Counter, Gauge, disable_created_metrics
+
 from nfd import __version__
 from nfd.api import NODE_NAME_LABEL
 from nfd.common.logsetup import GoDuration, klogger
-from nfd.gc import policy
-from nfd.gc.policy import Target
+from nfd.gc import orphans
+from nfd.gc.orphans import Target
 from nfd.k8s import deleting, fetching
 from nfd.k8s.errors import ApiError, ApiUnavailable, Conflict, NotFound
 from nfd.k8s.resources import NODEFEATURES, NODERESOURCETOPOLOGIES, NODES, Resource
+from nfd.k8s.watching import Informer
 
 log = logging.getLogger("nfd.gc")
 klog = klogger("nfd.gc")  # upstream's structured lines (docs/logging.md)
 
 RESOURCES: dict[str, Resource] = {
-    policy.NODEFEATURE: NODEFEATURES,
-    policy.NODERESOURCETOPOLOGY: NODERESOURCETOPOLOGIES,
+    orphans.NODEFEATURE: NODEFEATURES,
+    orphans.NODERESOURCETOPOLOGY: NODERESOURCETOPOLOGIES,
 }
 
 
@@ -55,8 +58,6 @@ def _metadata(obj: dict[str, Any]) -> dict[str, Any]:
 
 class Metrics:
     def __init__(self) -> None:
-        from prometheus_client import CollectorRegistry, Counter, Gauge, disable_created_metrics
-
         disable_created_metrics()  # upstream's Go client exports no *_created series
         self.registry = CollectorRegistry(auto_describe=True)
         build_info = Gauge(
@@ -102,8 +103,6 @@ class GarbageCollector:
     # --- node cache ---------------------------------------------------------------------------
 
     async def start(self, *, sync_timeout_s: float | None = None) -> bool:
-        from nfd.k8s.watching import Informer
-
         self.nodes = Informer(
             self.api, NODES, metadata_only=True, page_size=self.list_size, transform=_metadata
         )
@@ -162,7 +161,7 @@ class GarbageCollector:
     async def _list_candidates(
         self, res: Resource, to_target: Callable[[dict[str, Any]], Target], cached: set[str]
     ) -> tuple[list[Target], int] | None:
-        """The objects of ``res`` whose node is not in ``cached`` (policy.stale), and how many
+        """The objects of ``res`` whose node is not in ``cached`` (orphans.stale), and how many
         were listed; None when the resource type does not exist. Each page is reduced to these
         as it arrives: a sweep of 20,000 objects holds no more than its candidates."""
         count = 0
@@ -171,9 +170,9 @@ class GarbageCollector:
             nonlocal count
             count += 1
             t = to_target(obj)
-            if t.kind == policy.NODEFEATURE and not t.node:
+            if t.kind == orphans.NODEFEATURE and not t.node:
                 klog.info_s("node name label missing from NodeFeature object", nodefeature=t.ref)
-            return t if policy.stale((t,), cached) else None
+            return t if orphans.stale((t,), cached) else None
 
         try:
             items, _rv = await fetching.list_objects(
@@ -241,8 +240,8 @@ class GarbageCollector:
         candidates: list[Target] = []
         try:
             for kind, res, to_target in (
-                (policy.NODEFEATURE, NODEFEATURES, policy.nodefeature_target),
-                (policy.NODERESOURCETOPOLOGY, NODERESOURCETOPOLOGIES, policy.nrt_target),
+                (orphans.NODEFEATURE, NODEFEATURES, orphans.nodefeature_target),
+                (orphans.NODERESOURCETOPOLOGY, NODERESOURCETOPOLOGIES, orphans.nrt_target),
             ):
                 listed = await self._list_candidates(res, to_target, cached)
                 if listed is None:
@@ -262,7 +261,7 @@ class GarbageCollector:
             report.aborted = f"confirming node list failed: {e}"
             log.error("garbage collection aborted, nothing deleted: %s", report.aborted)
             return report
-        confirmed = policy.stale(candidates, live | self.cached_node_names())
+        confirmed = orphans.stale(candidates, live | self.cached_node_names())
         report.kept_live = len(candidates) - len(confirmed)
         for t in confirmed:
             await self._delete(t, report)
@@ -291,13 +290,13 @@ class GarbageCollector:
                 log.info("node %s was deleted and exists again: its objects are kept", node)
                 return []
             report = SweepReport()
-            await self._delete(Target(policy.NODERESOURCETOPOLOGY, "", node, node), report)
+            await self._delete(Target(orphans.NODERESOURCETOPOLOGY, "", node, node), report)
             try:
                 nfs = await self._list(NODEFEATURES, label_selector=f"{NODE_NAME_LABEL}={node}")
             except (ApiError, ApiUnavailable) as e:
                 log.error("failed to list NodeFeature objects of deleted node %s: %s", node, e)
                 return report.deleted
-            for t in map(policy.nodefeature_target, nfs or []):
+            for t in map(orphans.nodefeature_target, nfs or []):
                 if t.node == node:
                     await self._delete(t, report)
             return report.deleted
@@ -328,4 +327,4 @@ class GarbageCollector:
 
 def _gc_keys(t: Target) -> dict[str, Any]:
     """upstream's keys: the NodeFeature by namespace/name, a NodeResourceTopology by its node."""
-    return {"nodefeature": t.ref} if t.kind == policy.NODEFEATURE else {"nodeName": t.name}
+    return {"nodefeature": t.ref} if t.kind == orphans.NODEFEATURE else {"nodeName": t.name}

@@ -25,6 +25,9 @@ from urllib.parse import urlencode, urlsplit
 from nfd.common import jsoncodec
 from nfd.k8s.config import ConnectionConfig, load_kubeconfig
 from nfd.k8s.errors import ApiError, ApiUnavailable, error_for
+from nfd.k8s.execauth import ExecError
+from nfd.k8s.http1 import H1Error, H1Pool
+from nfd.k8s.http2 import H2Connection, H2NotNegotiated, H2StreamError
 from nfd.k8s.ratelimit import TokenBucket
 
 if TYPE_CHECKING:
@@ -118,8 +121,6 @@ class ApiClient:
                 return h2conn
         pool = self._h1
         if pool is None or (plugin is not None and plugin.generation != self._h2_generation):
-            from nfd.k8s.http1 import H1Pool
-
             if pool is not None:
                 self._retire(pool.close())
             pool = self._h1 = H1Pool(self._host, self._port, ssl_context=self._tls(), timeout_s=self.timeout_s)
@@ -144,8 +145,6 @@ class ApiClient:
     async def _h2_connection(self) -> H2Connection | None:
         """A new HTTP/2 connection, or None (and HTTP/1.1 from now on) when the server does not
         negotiate h2."""
-        from nfd.k8s.http2 import H2Connection, H2NotNegotiated
-
         plugin = self.config.exec_plugin
         async with self._h2_lock:
             conn = self._h2
@@ -184,7 +183,6 @@ class ApiClient:
         plugin = self.config.exec_plugin
         if plugin is None:
             return self.config.bearer_token()
-        from nfd.k8s.execauth import ExecError
 
         try:
             cred = await plugin.get()
@@ -273,9 +271,6 @@ class ApiClient:
         token: str | None,
         started: asyncio.Event | None = None,
     ) -> tuple[int, bytes, float | None]:
-        from nfd.k8s.http1 import H1Error
-        from nfd.k8s.http2 import H2StreamError
-
         conn = await self._connection()
         stream = None
         try:
@@ -310,9 +305,6 @@ class ApiClient:
         not decoded (None: decode it). It lets a caller skip events it can tell from their first
         bytes, such as the echo of its own write.
         """
-        from nfd.k8s.http1 import H1Error
-        from nfd.k8s.http2 import H2StreamError
-
         await self.limiter.acquire()
         self.metrics["WATCH"] += 1
         loop = asyncio.get_running_loop()

@@ -16,6 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from nfd.common import safeyaml
+from nfd.common.fileargs import FileArgError, read_text_arg
 from nfd.k8s.execauth import ExecError, ExecPlugin
 
 SA_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
@@ -113,10 +117,7 @@ def load_kubeconfig(path: str | None = None, *, context: str | None = None) -> C
             path = str(default)
     if not path:
         return load_in_cluster()
-    import yaml
 
-    from nfd.common import safeyaml
-    from nfd.common.fileargs import FileArgError, read_text_arg
 
     try:
         doc: Any = safeyaml.safe_load(read_text_arg(path, stdin=False), source=path)

@@ -5,6 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from nfd.k8s.client import ApiClient
+from nfd.k8s.creating import create
+from nfd.k8s.errors import Conflict, NotFound
+from nfd.k8s.fetching import get
 from nfd.k8s.resources import Resource
 
 
@@ -39,10 +42,6 @@ async def create_or_replace(
     top-level field is ``desired``'s. ``is_current(obj)`` true: nothing is written, None is
     returned. A conflict (someone wrote between our read and our write) or a lost create race
     re-reads and retries, ``attempts`` times at most; then the Conflict is raised."""
-    from nfd.k8s.creating import create
-    from nfd.k8s.errors import Conflict, NotFound
-    from nfd.k8s.fetching import get
-
     for attempt in range(attempts):
         current = await get(api, res, name=name, namespace=namespace)
         if current is not None and is_current is not None and is_current(current):

@@ -120,8 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     # Decoding tens of thousands of API objects allocates in bursts: with the default gen-0
     # threshold (700) the collector ran ~6,000 times in a 5,000-node first pass (2.3 s of CPU).
     gc.set_threshold(20_000, 20, 50)
-    # big values (a hostile NodeFeature's) go back to the system when freed (nfd/common/memory.py)
-    from nfd.common.memory import pin_mmap_threshold
+    # big values (a hostile NodeFeature's) go back to the system when freed (nfd/common/mmapthreshold.py)
+    from nfd.common.mmapthreshold import pin_mmap_threshold
 
     pin_mmap_threshold()
     for w in warnings:

@@ -12,7 +12,7 @@ fake from the library. Faults are injected per call and optionally per GPU::
 ``call[@gpu]=ERROR[*times]`` items separated by commas).
 """
 
-from nfd.nvml_fake.fake import FakeHost, FakeNvml, Fault
+from nfd.nvml_fake.fakenvml import FakeHost, FakeNvml, Fault
 from nfd.nvml_fake.profiles import PROFILE_DIR, available_profiles, load_profile
 
 __all__ = ["PROFILE_DIR", "FakeHost", "FakeNvml", "Fault", "available_profiles", "load_profile"]

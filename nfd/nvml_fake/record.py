@@ -9,12 +9,19 @@ that to check record -> replay is lossless).
 from __future__ import annotations
 
 import argparse
+import ctypes
 import sys
+import uuid as uuidlib
 from typing import Any
 
+import pynvml
 import yaml
 
+from nfd.hostpaths import HostPaths
+from nfd.sources.base import DiscoveryContext
 from nfd.sources.nvml import backend as nv
+from nfd.sources.nvml.collect import CI_PROFILE_COUNT
+from nfd.sources.nvml.hostinfo import SysfsHost
 from nfd.sources.nvml.naming import GI_PROFILE_COUNT
 
 _ATTRS = (
@@ -58,9 +65,6 @@ def _try(fn: Any, *args: Any, **kw: Any) -> Any:
 
 def record(nvml: Any, host: Any, *, name: str = "recorded") -> dict[str, Any]:
     """A profile dict from an initialised backend and host facts (see nfd.sources.nvml.hostinfo)."""
-    import ctypes
-    import uuid as uuidlib
-
     models: dict[str, dict[str, Any]] = {}
     gpus: list[dict[str, Any]] = []
     for i in range(int(nvml.nvmlDeviceGetCount())):
@@ -154,8 +158,6 @@ def _gi_profiles(nvml: Any, h: Any) -> list[dict[str, Any]]:
 def _ci_profiles(nvml: Any, h: Any, known: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The compute-instance profile table (index, id, slices), probed on this GPU's GPU instances
     (a bigger instance offers more sizes) and merged with what other GPUs of the model showed."""
-    from nfd.sources.nvml.collect import CI_PROFILE_COUNT
-
     table = {int(p["index"]): p for p in known}
     for slot in range(int(nvml.nvmlDeviceGetMaxMigDeviceCount(h))):
         try:
@@ -212,11 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--name", default="recorded", help="profile name stored in the file")
     p.add_argument("--host-root", default=None, help="read DMI/PCI sysfs under this root")
     args = p.parse_args(argv)
-    import pynvml
 
-    from nfd.hostpaths import HostPaths
-    from nfd.sources.base import DiscoveryContext
-    from nfd.sources.nvml.hostinfo import SysfsHost
 
     try:
         pynvml.nvmlInit()

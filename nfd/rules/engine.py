@@ -864,32 +864,17 @@ def iter_process_rule_sets(
             continue
         rec: _SetRecording | None = None
         if memo is not None:
-            se = set_hits.get(rs.name)
-            if se is not None and se.rule_set is rs and (se.backrefs is None or se.backrefs == (backref.cur or {})):
-                memo.sets[rs.name] = se
-                memo.entries.update(se.entries)
-                results.extend(se.results)
-                _merge(out, se.output)
-                _merge(master, se.master)
-                if feed_back and se.fed:
-                    backref.feed(se.fed, {})
+            if _replay_set(memo, set_hits.get(rs.name), rs, backref, results=results, out=out, master=master,
+                           feed_back=feed_back):
                 continue
             reads = any(isinstance(r, CompiledRule) and r.reads_backrefs for r in rs.rules)
             rec = _SetRecording(dict(backref.cur or {}) if reads else None, len(results))
         for rule, occ in zip(rs.rules, _occurrences(rs), strict=True):
-            if memo is not None and rec is not None and hits:
-                hit = hits.get((rs.name, id(rule)))
-                if hit is not None and hit.rule is rule and (
-                    hit.backrefs is None or hit.backrefs == (backref.cur or {})
-                ):
-                    memo.entries[(rs.name, id(rule))] = hit
-                    results.append(hit.result)
-                    if hit.result.matched:
-                        _combine(out, master, hit.result.output, hit.prefixed)
-                    rec.add((rs.name, id(rule)), hit, hit.result, hit.prefixed, feed_back=feed_back)
-                    if feed_back:
-                        backref.feed(hit.result.output.labels, hit.result.output.vars)
-                    continue
+            if memo is not None and rec is not None and hits and _replay_rule(
+                memo, rec, hits.get((rs.name, id(rule))), (rs.name, id(rule)), rule, backref, results=results,
+                out=out, master=master, feed_back=feed_back,
+            ):
+                continue
             before = (dict(backref.cur or {}) if memo is not None and isinstance(rule, CompiledRule)
                       and rule.reads_backrefs else None)
             res = spending.evaluate(rule, rs.name, view, node_name=node_name, explain=explain, devices=devices)
@@ -911,11 +896,7 @@ def iter_process_rule_sets(
                 prefixed = (add_ns(o.labels, ns), add_ns(o.annotations, ns), add_ns(o.extended_resources, ns))
                 _combine(out, master, o, prefixed)
             if memo is not None and rec is not None:
-                entry = None
-                if res.error is None and isinstance(rule, CompiledRule):
-                    entry = _MemoEntry(rule, before, res, prefixed)
-                    memo.entries[(rs.name, id(rule))] = entry
-                rec.add((rs.name, id(rule)), entry, res, prefixed, feed_back=feed_back)
+                _record_rule(memo, rec, (rs.name, id(rule)), rule, before, res, prefixed, feed_back=feed_back)
             if feed_back:
                 backref.feed(o.labels, o.vars)
             yield
@@ -924,3 +905,52 @@ def iter_process_rule_sets(
                                            rec.entries)
     return ProcessResult(output=out, results=results, errors=errors, features=view, master_output=master,
                          deferred=skipped)
+
+
+# The RuleMemo's part in iter_process_rule_sets: replaying what it holds, recording what ran.
+
+
+def _replay_set(memo: RuleMemo, se: _SetEntry | None, rs: CompiledRuleSet, backref: BackrefWriter, *,
+                results: list[RuleResult], out: RuleOutput, master: RuleOutput, feed_back: bool) -> bool:
+    """A rule set the memo holds (``se``), when it is the same compiled set and, where its rules
+    read rule.matched, it holds as it did: its results and outputs again, kept for the next
+    evaluation, without running a rule. False: the set must run."""
+    if se is None or se.rule_set is not rs or (se.backrefs is not None and se.backrefs != (backref.cur or {})):
+        return False
+    memo.sets[rs.name] = se
+    memo.entries.update(se.entries)
+    results.extend(se.results)
+    _merge(out, se.output)
+    _merge(master, se.master)
+    if feed_back and se.fed:
+        backref.feed(se.fed, {})
+    return True
+
+
+def _replay_rule(memo: RuleMemo, rec: _SetRecording, hit: _MemoEntry | None, key: tuple[str, int], rule: Any,
+                 backref: BackrefWriter, *, results: list[RuleResult], out: RuleOutput, master: RuleOutput,
+                 feed_back: bool) -> bool:
+    """One rule the memo holds (``hit``), when it is the same compiled rule and, where it reads
+    rule.matched, it holds as it did: its result and output again, kept for the next evaluation
+    and recorded in its set's ``rec``, without running it. False: the rule must run."""
+    if hit is None or hit.rule is not rule or (hit.backrefs is not None and hit.backrefs != (backref.cur or {})):
+        return False
+    memo.entries[key] = hit
+    results.append(hit.result)
+    if hit.result.matched:
+        _combine(out, master, hit.result.output, hit.prefixed)
+    rec.add(key, hit, hit.result, hit.prefixed, feed_back=feed_back)
+    if feed_back:
+        backref.feed(hit.result.output.labels, hit.result.output.vars)
+    return True
+
+
+def _record_rule(memo: RuleMemo, rec: _SetRecording, key: tuple[str, int], rule: Any,
+                 before: dict[str, str] | None, res: RuleResult, prefixed: _Prefixed, *, feed_back: bool) -> None:
+    """A rule that ran, into its set's ``rec`` and, when it ran without an error, into the memo
+    for the next evaluation (``before``: rule.matched as it read it, when it reads it)."""
+    entry = None
+    if res.error is None and isinstance(rule, CompiledRule):
+        entry = _MemoEntry(rule, before, res, prefixed)
+        memo.entries[key] = entry
+    rec.add(key, entry, res, prefixed, feed_back=feed_back)

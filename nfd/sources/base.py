@@ -34,12 +34,14 @@ handle) must not change its output for the same host.
 
 from __future__ import annotations
 
+import copy  # only for a source's config block
 import logging
 from typing import Any, ClassVar, Protocol
 
 from nfd.api.errors import ValidationError
 from nfd.api.features import Features
-from nfd.common.record import Record
+from nfd.common.gokeys import canonical_keys
+from nfd.common.valuerecord import Record
 from nfd.hostpaths import HostPaths
 
 log = logging.getLogger("nfd.sources")
@@ -117,7 +119,6 @@ class FeatureSource:
             return cfg
         if not isinstance(raw, dict):
             raise ValidationError(path, "must be an object")
-        from nfd.common.gokeys import canonical_keys
 
         for key, value in canonical_keys(raw, list(cfg)).items():  # matched like Go's JSON decoder
             if key not in cfg:
@@ -152,7 +153,6 @@ def check_like(default: Any, value: Any, path: str) -> Any:
             return []
         if not isinstance(value, list):
             raise ValidationError(path, f"must be a list, got {type(value).__name__}")
-        import copy  # only for a source's config block
 
         return copy.deepcopy(value)
     if isinstance(default, dict):
@@ -160,7 +160,6 @@ def check_like(default: Any, value: Any, path: str) -> Any:
             return {}
         if not isinstance(value, dict):
             raise ValidationError(path, f"must be an object, got {type(value).__name__}")
-        import copy
 
         return copy.deepcopy(value)
     return value

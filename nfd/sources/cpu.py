@@ -14,8 +14,9 @@ import struct
 from typing import Any
 
 from nfd.api.features import Features
+from nfd.common.gokeys import canonical_keys
 from nfd.sources import cpuid as cpuidmod
-from nfd.sources.base import CpuidReader, DiscoveryContext, FeatureSource
+from nfd.sources.base import CpuidReader, DiscoveryContext, FeatureSource, str_list
 from nfd.sources.hostfs import exists, list_dir, read_bytes, read_int, read_text, read_value
 
 DEFAULT_BLACKLIST = [
@@ -254,8 +255,6 @@ class CpuSource(FeatureSource):
 
     def parse_config(self, raw: Any, *, path: str) -> dict[str, Any]:
         cfg = super().parse_config(raw, path=path)
-        from nfd.common.gokeys import canonical_keys
-        from nfd.sources.base import str_list
 
         block = cfg["cpuid"] or {}
         if isinstance(block, dict):

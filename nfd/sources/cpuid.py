@@ -8,10 +8,13 @@ names (the names are the library's identifiers, the bits come from the Intel/AMD
 
 from __future__ import annotations
 
+import ctypes  # only where CPUID really runs (not on Arm, nor with a cpuid.json fixture)
+import json  # modelled hosts only
+import mmap
 import os
 from typing import Any
 
-from nfd.common.record import Record
+from nfd.common.valuerecord import Record
 
 # --- native reader ------------------------------------------------------------------------
 
@@ -27,9 +30,6 @@ class NativeCpuid:
     """Runs CPUID/XGETBV on this CPU. Raises OSError where executable memory is not allowed."""
 
     def __init__(self) -> None:
-        import ctypes  # only where CPUID really runs (not on Arm, nor with a cpuid.json fixture)
-        import mmap
-
         code = _CPUID_CODE + b"\x90" * (32 - len(_CPUID_CODE)) + _XGETBV_CODE
         self._mem = mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
         self._mem.write(code)
@@ -79,9 +79,6 @@ def native_midr() -> int:
     through a data pointer does not guarantee on Arm."""
     global _midr
     if _midr is None:
-        import ctypes  # only on a native arm64 process (not with a host root)
-        import mmap
-
         fd = os.memfd_create("nfd-midr", os.MFD_CLOEXEC)
         try:
             os.write(fd, _MIDR_CODE.ljust(mmap.PAGESIZE, b"\0"))
@@ -128,7 +125,6 @@ def load_fixture(path: str) -> dict[str, Any] | None:
     """The parsed ``cpuid.json`` of a modelled host, or None if there is none."""
     if not os.path.isfile(path):
         return None
-    import json  # modelled hosts only
 
     with open(path, encoding="utf-8") as f:
         obj = json.load(f)
@@ -321,14 +317,37 @@ def x86_features(r: Any) -> X86Info:
     vendor_string = regs_string(b0, d0, c0)
     vendor = VENDORS.get(vendor_string, UNKNOWN_VENDOR)
     max_ext = r.cpuid(0x80000000, 0)[0]
-    family = model = 0
-    avx10 = 0
     hv = r.cpuid(0x40000000, 0)
     hv_string = regs_string(hv[1], hv[2], hv[3])
     hv_vendor = VENDORS.get(hv_string, UNKNOWN_VENDOR)
     if max_leaf < 1:
         return X86Info(fs, vendor, vendor_string, 0, 0, hv_vendor, hv_string, 0, max_leaf, max_ext)
 
+    family, model, osxsave, xcr0 = _leaf1_features(r, fs, vendor, max_leaf, max_ext)
+    avx10 = _leaf7_features(r, fs, max_leaf, osxsave, xcr0) if max_leaf >= 7 else 0
+    if max_leaf >= 0xD and "XSAVE" in fs:
+        a = r.cpuid(0xD, 1)[0]
+        for bit, name in ((0, "XSAVEOPT"), (1, "XSAVEC"), (2, "XGETBV1"), (3, "XSAVES")):
+            if a >> bit & 1:
+                fs.add(name)
+    _extended_features(r, fs, vendor, max_ext)
+    # AMD parts before family 19h, and some 1Ah models, are not TSA-affected but lack the bits
+    if vendor == "AMD" and (family < 0x19 or (family == 0x1A and (model <= 0x4F or 0x60 <= model <= 0x7F))):
+        fs.update(("TSA_L1_NO", "TSA_SQ_NO"))
+    if max_leaf >= 0x20 and r.cpuid(0x4000000C, 0)[1] == 0xBE3:
+        fs.add("TDX_GUEST")  # Hyper-V hides the TDX leaf; it reports isolation type 0xbe3
+    if max_leaf >= 0x21:
+        _, b21, c21, d21 = r.cpuid(0x21, 0)
+        if regs_string(b21, d21, c21) == "IntelTDX    ":
+            fs.add("TDX_GUEST")
+    if max_leaf >= 0xA:
+        _pmu(r.cpuid(0xA, 0), fs)
+    return X86Info(fs, vendor, vendor_string, family, model, hv_vendor, hv_string, avx10, max_leaf, max_ext)
+
+
+def _leaf1_features(r: Any, fs: set[str], vendor: str, max_leaf: int, max_ext: int) -> tuple[int, int, int, int]:
+    """Leaf 1's features into ``fs``, with what the OS enabled of them (XCR0: AVX); returns
+    (family, model, OSXSAVE bit, XCR0)."""
     leaf1 = r.cpuid(1, 0)
     family, model = _family_model(leaf1[0])
     c, d = leaf1[2], leaf1[3]
@@ -350,43 +369,46 @@ def x86_features(r: Any) -> X86Info:
             fs.add("AVXSLOW")
     if c >> 12 & 1 and c >> 27 & 1:
         fs.add("FMA3")
+    return family, model, osxsave, xcr0
 
-    if max_leaf >= 7:
-        l70 = r.cpuid(7, 0)
-        ebx = l70[1]
-        if "AVX" in fs and ebx >> 5 & 1:
-            fs.add("AVX2")
-        if ebx >> 3 & 1:
-            fs.add("BMI1")
-            if ebx >> 8 & 1:
-                fs.add("BMI2")
-        _bits(l70, _LEAF7_0, fs)
-        l71 = r.cpuid(7, 1)
-        if "AVX" in fs and l71[0] >> 4 & 1:
-            fs.add("AVXVNNI")
-        _bits(l71, _LEAF7_1, fs)
-        if osxsave and (xcr0 >> 5) & 7 == 7 and (xcr0 >> 1) & 3 == 3:
-            for sub, reg, bit, name in _AVX512:
-                if (l70 if sub == 0 else l71)[reg] >> bit & 1:
-                    fs.add(name)
-        _bits(r.cpuid(7, 2), _LEAF7_2, fs)
-        if "SGX" in fs and r.cpuid(0x12, 0)[0] >> 12 & 1:
-            fs.add("SGXPQC")
-        if "KEYLOCKER" in fs and max_leaf >= 0x19 and r.cpuid(0x19, 0)[1] & 5 == 5:
-            fs.add("KEYLOCKERW")
-        if "AVX10" in fs and max_leaf >= 0x24:
-            b24 = r.cpuid(0x24, 0)[1]
-            for bit, name in ((16, "AVX10_128"), (17, "AVX10_256"), (18, "AVX10_512")):
-                if b24 >> bit & 1:
-                    fs.add(name)
-            avx10 = b24 & 0xFF
 
-    if max_leaf >= 0xD and "XSAVE" in fs:
-        a = r.cpuid(0xD, 1)[0]
-        for bit, name in ((0, "XSAVEOPT"), (1, "XSAVEC"), (2, "XGETBV1"), (3, "XSAVES")):
-            if a >> bit & 1:
+def _leaf7_features(r: Any, fs: set[str], max_leaf: int, osxsave: int, xcr0: int) -> int:
+    """The structured extended features (leaf 7, its sub-leaves and the leaves they point to:
+    SGX 0x12, Key Locker 0x19, AVX10 0x24) into ``fs``; returns the AVX10 version (0: none)."""
+    l70 = r.cpuid(7, 0)
+    ebx = l70[1]
+    if "AVX" in fs and ebx >> 5 & 1:
+        fs.add("AVX2")
+    if ebx >> 3 & 1:
+        fs.add("BMI1")
+        if ebx >> 8 & 1:
+            fs.add("BMI2")
+    _bits(l70, _LEAF7_0, fs)
+    l71 = r.cpuid(7, 1)
+    if "AVX" in fs and l71[0] >> 4 & 1:
+        fs.add("AVXVNNI")
+    _bits(l71, _LEAF7_1, fs)
+    if osxsave and (xcr0 >> 5) & 7 == 7 and (xcr0 >> 1) & 3 == 3:
+        for sub, reg, bit, name in _AVX512:
+            if (l70 if sub == 0 else l71)[reg] >> bit & 1:
                 fs.add(name)
+    _bits(r.cpuid(7, 2), _LEAF7_2, fs)
+    if "SGX" in fs and r.cpuid(0x12, 0)[0] >> 12 & 1:
+        fs.add("SGXPQC")
+    if "KEYLOCKER" in fs and max_leaf >= 0x19 and r.cpuid(0x19, 0)[1] & 5 == 5:
+        fs.add("KEYLOCKERW")
+    avx10 = 0
+    if "AVX10" in fs and max_leaf >= 0x24:
+        b24 = r.cpuid(0x24, 0)[1]
+        for bit, name in ((16, "AVX10_128"), (17, "AVX10_256"), (18, "AVX10_512")):
+            if b24 >> bit & 1:
+                fs.add(name)
+        avx10 = b24 & 0xFF
+    return avx10
 
+
+def _extended_features(r: Any, fs: set[str], vendor: str, max_ext: int) -> None:
+    """The extended leaves' (0x8000_0001 on: AMD's, mostly) features into ``fs``."""
     if max_ext >= 0x80000001:
         e1 = r.cpuid(0x80000001, 0)
         if e1[2] >> 5 & 1:
@@ -416,18 +438,6 @@ def x86_features(r: Any) -> X86Info:
         fs.update(name for bit, name in _EXT1F_EAX if a1f >> bit & 1)
     if max_ext >= 0x80000021 and vendor == "AMD":
         _bits(r.cpuid(0x80000021, 0), _EXT21, fs)
-    # AMD parts before family 19h, and some 1Ah models, are not TSA-affected but lack the bits
-    if vendor == "AMD" and (family < 0x19 or (family == 0x1A and (model <= 0x4F or 0x60 <= model <= 0x7F))):
-        fs.update(("TSA_L1_NO", "TSA_SQ_NO"))
-    if max_leaf >= 0x20 and r.cpuid(0x4000000C, 0)[1] == 0xBE3:
-        fs.add("TDX_GUEST")  # Hyper-V hides the TDX leaf; it reports isolation type 0xbe3
-    if max_leaf >= 0x21:
-        _, b21, c21, d21 = r.cpuid(0x21, 0)
-        if regs_string(b21, d21, c21) == "IntelTDX    ":
-            fs.add("TDX_GUEST")
-    if max_leaf >= 0xA:
-        _pmu(r.cpuid(0xA, 0), fs)
-    return X86Info(fs, vendor, vendor_string, family, model, hv_vendor, hv_string, avx10, max_leaf, max_ext)
 
 
 def _pmu(regs: tuple[int, int, int, int], fs: set[str]) -> None:

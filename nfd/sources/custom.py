@@ -20,6 +20,7 @@ from nfd.api.errors import ValidationError, ValidationErrors
 from nfd.api.features import Features
 from nfd.common.gokeys import canonical_keys
 from nfd.lang.gostd.strconv import format_float
+from nfd.rules.expression import Expr, Matcher, Term
 from nfd.sources.base import DiscoveryContext, FeatureSource
 
 ALLOWED_OPS = {"In", "NotIn", "InRegexp", "Exists", "DoesNotExist", "Gt", "Lt", "GtLt", "IsTrue", "IsFalse"}
@@ -193,6 +194,8 @@ def convert_rule(raw: Any, path: str, *, strict: bool = True) -> dict[str, Any]:
 def compile_custom_rules(raw: Any, *, path: str, strict: bool = True) -> list[Any]:
     """Convert and compile a list of custom rules; raises ValidationError naming the first bad one.
     ``strict=False`` (worker config) ignores unknown fields as upstream's lenient decoding does."""
+    # deferred: the rule engine is 22 ms of a one-shot worker's start-up with the default config,
+    # whose static rules need only the matcher (tests/unit/worker/test_worker_imports.py)
     from nfd.rules.engine import compile_rule
 
     if raw is None:
@@ -225,7 +228,7 @@ class CustomSource(FeatureSource):
         more = list(config.get("rules") or []) + dropin_rules(ctx)
         if not more:  # the static rules alone (the default config): no rule engine to load
             return static_labels(features)
-        from nfd.rules.engine import RULE_BACKREF_FEATURE, evaluate_rule
+        from nfd.rules.engine import RULE_BACKREF_FEATURE, evaluate_rule  # deferred: 22 ms, as above
 
         rules = static_rules() + more
         view = Features(flags=features.flags, attributes=dict(features.attributes), instances=features.instances)
@@ -255,8 +258,6 @@ def static_labels(features: Features) -> dict[str, str]:
     The engine and its API types cost a one-shot run ~10 ms to import (docs/worker.md)."""
     global _static_matchers
     if _static_matchers is None:
-        from nfd.rules.expression import Expr, Matcher, Term
-
         _static_matchers = [
             (Matcher([Term(t["feature"], [Expr(k, e["op"], list(e.get("value") or []), "")
                                           for k, e in t["matchExpressions"].items()], None)
@@ -286,7 +287,7 @@ def dropin_rules(ctx: DiscoveryContext) -> list[Any]:
         entries = sorted(os.scandir(base), key=lambda e: e.name)
     except OSError:
         return []
-    import yaml  # only when there is a custom.d to read
+    import yaml  # deferred: 11.5 ms of a one-shot worker's start-up; only when there is a custom.d
 
     from nfd.common import safeyaml
     for e in entries:

@@ -16,7 +16,7 @@ from nfd.api.errors import ValidationError
 from nfd.api.features import Features
 from nfd.api.validation import is_qualified_name, is_valid_label_value
 from nfd.common.logsetup import GoDuration, klogger
-from nfd.common.record import Record
+from nfd.common.valuerecord import Record
 from nfd.sources import registry
 from nfd.sources.base import DiscoveryContext
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip  # /proc/config.gz only
+import io
 import os
 import posixpath
 import re
@@ -10,7 +12,7 @@ from typing import Any
 
 from nfd.api.features import Features
 from nfd.common.logsetup import klogger
-from nfd.sources.base import DiscoveryContext, FeatureSource
+from nfd.sources.base import DiscoveryContext, FeatureSource, str_list
 from nfd.sources.hostfs import exists, go_fields, go_trim_space, read_bytes, read_text, read_value
 
 _log = klogger("nfd.sources.kernel")
@@ -30,8 +32,6 @@ class KernelSource(FeatureSource):
         return {"kconfigFile": "", "configOpts": ["NO_HZ", "NO_HZ_IDLE", "NO_HZ_FULL", "PREEMPT"]}
 
     def parse_config(self, raw: Any, *, path: str) -> dict[str, Any]:
-        from nfd.sources.base import str_list
-
         cfg = super().parse_config(raw, path=path)
         cfg["configOpts"] = str_list(cfg["configOpts"], f"{path}.configOpts")
         return cfg
@@ -135,9 +135,6 @@ _MEMO_MAX = 1 << 20  # compressed bytes (upstream's /proc/config.gz is ~25-60 Ki
 
 def _read_config_file(ctx: DiscoveryContext, path: str) -> dict[str, str] | None:
     if path.endswith(".gz"):
-        import gzip  # /proc/config.gz only
-        import io
-
         try:
             with open(path, "rb") as raw:
                 blob = raw.read(_MEMO_MAX + 1)

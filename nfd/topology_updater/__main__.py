@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import faulthandler
 import logging
 import os
 import signal
@@ -10,11 +11,18 @@ from collections.abc import Coroutine, Sequence
 from typing import Any
 
 from nfd import __version__
+from nfd.common import httpserver
 from nfd.common.goflags import GoFlagSet, add_klog_flags, klog_header_options, verbosity
 from nfd.common.logsetup import klogger, setup_logging
 from nfd.common.podenv import pod_namespace
 from nfd.common.signals import run_until_signal
 from nfd.hostpaths import HostPaths
+from nfd.k8s.client import ApiClient
+from nfd.k8s.config import ConfigError as KubeconfigError
+from nfd.topology_updater import kubeletconfig, sysfs, updater
+from nfd.topology_updater.config import ConfigError, load_config
+from nfd.topology_updater.kubelet import EndpointError, PodResourcesClient, socket_path
+from nfd.topology_updater.updater import Metrics, Options
 
 PROGRAM = "nfd-topology-updater"
 
@@ -49,14 +57,7 @@ def build_parser(paths: HostPaths) -> GoFlagSet:
     return p
 
 
-async def run(opts: object, *, kubeconfig: str) -> int:
-    from nfd.common import httpserver
-    from nfd.k8s.client import ApiClient
-    from nfd.topology_updater.kubelet import PodResourcesClient
-    from nfd.topology_updater.sysfs import TopologyError, read_topology
-    from nfd.topology_updater.updater import Metrics, Options, TopologyUpdater, wait_for_crd
-
-    assert isinstance(opts, Options)
+async def run(opts: Options, *, kubeconfig: str) -> int:
     klog.info_s("Node Feature Discovery Topology Updater", version=__version__, nodeName=opts.node_name)
     metrics = Metrics()
     # serve probes before initialization: we may wait a long time for the CRD
@@ -65,36 +66,35 @@ async def run(opts: object, *, kubeconfig: str) -> int:
         host=opts.bind_address or None,
     )
     klog.info_s("http server starting", port=f":{opts.port}")
-    from nfd.k8s.config import ConfigError
-
     try:
         api = await ApiClient.from_kubeconfig(kubeconfig or None, user_agent=f"{PROGRAM}/{__version__}")
-    except ConfigError as e:  # one error line and exit 1, as nfd-gc and nfd-master
+    except KubeconfigError as e:  # one error line and exit 1, as nfd-gc and nfd-master
         server.close()
         log.error("failed to create the Kubernetes client: %s", e)
         return 1
     kubelet = PodResourcesClient(opts.podresources_socket)
-    updater: TopologyUpdater | None = None
+    # the parts are looked up in their modules when called (tests stand in for them there)
+    tu: updater.TopologyUpdater | None = None
     try:
         if not opts.namespace:
             opts.namespace = api.namespace or ""
         if not opts.no_publish:  # the CRD is needed only to publish
-            await wait_for_crd(api)
+            await updater.wait_for_crd(api)
         try:
-            topology = read_topology(opts.paths)
-        except TopologyError as e:
+            topology = sysfs.read_topology(opts.paths)
+        except sysfs.TopologyError as e:
             log.error("failed to obtain node resource information: %s", e)
             return 1
-        updater = TopologyUpdater(opts, api=api, kubelet=kubelet, topology=topology, metrics=metrics)
-        if not await updater.start_pod_cache():
+        tu = updater.TopologyUpdater(opts, api=api, kubelet=kubelet, topology=topology, metrics=metrics)
+        if not await tu.start_pod_cache():
             log.error('timed out waiting for node-scoped Pod cache sync for node "%s"', opts.node_name)
             return 1
-        return await updater.run()
+        return await tu.run()
     finally:
-        if updater is not None and updater.pods is not None:
-            await updater.pods.stop()
-        if updater is not None:
-            await updater.kubelet_config.close()
+        if tu is not None and tu.pods is not None:
+            await tu.pods.stop()
+        if tu is not None:
+            await tu.kubelet_config.close()
         await kubelet.close()
         await api.close()
         server.close()
@@ -108,10 +108,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     setup_logging(verbosity(args), **klog_header_options(args))
 
-    from nfd.topology_updater import kubeletconfig
-    from nfd.topology_updater.config import ConfigError, load_config
-    from nfd.topology_updater.updater import Options
-
     node_name = os.environ.get("NODE_NAME", "")
     if not node_name:
         log.error("NODE_NAME environment variable is not set")
@@ -122,8 +118,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except kubeletconfig.KubeletConfigError as e:
         print(e, file=sys.stderr)
         return 1
-    from nfd.topology_updater.kubelet import EndpointError, socket_path
-
     try:  # a path or a unix:// URL, as upstream (its e2e pods pass the URL)
         podresources_socket = socket_path(args.podresources_socket)
     except EndpointError as e:
@@ -155,8 +149,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run_until_signal(coro: Coroutine[Any, Any, int]) -> int:
-    import faulthandler
-
     try:  # SIGUSR1 dumps every thread's stack to stderr, for diagnosing a hang in the field
         faulthandler.register(signal.SIGUSR1, all_threads=True)
     except (ValueError, OSError, AttributeError):

@@ -11,6 +11,11 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+import yaml
+
+from nfd.common import safeyaml
+from nfd.common.logsetup import klogger
+
 log = logging.getLogger(__name__)
 
 
@@ -61,15 +66,11 @@ def load_config(path: str) -> UpdaterConfig:
         with open(path, encoding="utf-8") as f:
             text = f.read()
     except FileNotFoundError:
-        from nfd.common.logsetup import klogger
-
         klogger(log.name).info_s("configuration file not found", path=path)
         return UpdaterConfig()
     except OSError as e:
         raise ConfigError(f"{path}: cannot read: {e.strerror or e}") from e
-    import yaml
 
-    from nfd.common import safeyaml
 
     try:
         data = safeyaml.safe_load(text, source=path)

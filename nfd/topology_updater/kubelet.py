@@ -18,10 +18,11 @@ import asyncio
 import re
 import struct
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 from google.protobuf.message import DecodeError
 
+from nfd.k8s.http2 import H2Connection, H2StreamError
 from nfd.topology_updater.podresources import api_pb2
 
 CALL_TIMEOUT_S = 10.0
@@ -52,8 +53,6 @@ def socket_path(endpoint: str, *, flag: str = "-podresources-socket") -> str:
     URL with a host part (``unix://run/x.sock`` means the socket ``/x.sock`` to Go's URL parser)
     and an empty path. A bare relative path is a path relative to the working directory.
     """
-    from urllib.parse import unquote, urlsplit
-
     m = _SCHEME.match(endpoint)
     scheme = m.group(0)[:-1].lower() if m else ""
     if scheme and scheme != "unix":
@@ -95,8 +94,6 @@ class PodResourcesClient:
         self._lock = asyncio.Lock()
 
     async def _connection(self) -> Any:
-        from nfd.k8s.http2 import H2Connection
-
         conn = self._conn
         if conn is not None and not conn.closed:
             return conn
@@ -113,8 +110,6 @@ class PodResourcesClient:
             return self._conn
 
     async def _unary(self, method: str, request: Any) -> bytes:
-        from nfd.k8s.http2 import H2StreamError
-
         msg = request.SerializeToString()
         body = struct.pack(">BI", 0, len(msg)) + msg
         headers = [("content-type", "application/grpc"), ("te", "trailers"),

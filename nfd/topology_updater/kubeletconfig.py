@@ -17,9 +17,15 @@ import json
 import os
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse, urlsplit
 
-from nfd.topology_updater.policy import DEFAULT_POLICY, DEFAULT_SCOPE
+import yaml
+
+from nfd.common import safeyaml
+from nfd.k8s.client import ApiClient
+from nfd.k8s.config import ConnectionConfig
+from nfd.k8s.errors import ApiError, ApiUnavailable
+from nfd.topology_updater.topologymanager import DEFAULT_POLICY, DEFAULT_SCOPE
 
 FETCH_TIMEOUT_S = 120.0
 
@@ -55,8 +61,6 @@ def check_uri(uri: str) -> None:
 def file_path(uri: str) -> str:
     """The path of a ``file:`` URI, percent-decoded as Go's url.URL.Path is (``file:/p``,
     ``file:///p`` and ``file://host/p`` all name ``/p``, as upstream reads them)."""
-    from urllib.parse import unquote
-
     return unquote(urlparse(uri).path)
 
 
@@ -79,9 +83,7 @@ def read_file(path: str) -> TopologyManagerInfo:
             text = f.read()
     except OSError as e:
         raise KubeletConfigError(f"kubelet config file {path}: cannot read: {e.strerror or e}") from e
-    import yaml
 
-    from nfd.common import safeyaml
 
     try:
         data = safeyaml.safe_load(text, source=f"kubelet config file {path}")
@@ -98,11 +100,7 @@ async def fetch_configz(uri: str, token_file: str) -> TopologyManagerInfo:
             token = f.read().strip()
     except OSError as e:
         raise KubeletConfigError(f"api auth token file {token_file}: cannot read: {e.strerror or e}") from e
-    from urllib.parse import urlsplit
 
-    from nfd.k8s.client import ApiClient
-    from nfd.k8s.config import ConnectionConfig
-    from nfd.k8s.errors import ApiError, ApiUnavailable
 
     u = urlsplit(uri)
     # the kubelet's serving certificate is self-signed on most nodes: not verified, as upstream
@@ -134,8 +132,6 @@ def is_apiserver_path(uri: str) -> bool:
 
 
 async def fetch_via_apiserver(api: Any, path: str) -> TopologyManagerInfo:
-    from nfd.k8s.errors import ApiError, ApiUnavailable
-
     try:
         data = await api.request("GET", path, verb="GET", timeout_s=FETCH_TIMEOUT_S)
     except (ApiError, ApiUnavailable) as e:
@@ -192,10 +188,6 @@ class KubeletConfigSource:
         return await self._configz()
 
     async def _configz(self) -> TopologyManagerInfo:
-        from nfd.k8s.client import ApiClient
-        from nfd.k8s.config import ConnectionConfig
-        from nfd.k8s.errors import ApiError, ApiUnavailable
-
         u = urlparse(self.uri)
         if not os.access(self.token_file, os.R_OK):
             raise KubeletConfigError(f"api auth token file {self.token_file}: cannot read")

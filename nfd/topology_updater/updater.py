@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+from prometheus_client import CollectorRegistry, Counter, Gauge, disable_created_metrics
 
 from nfd import __version__
 from nfd.api.noderesourcetopology import (
@@ -39,10 +40,19 @@ from nfd.api.noderesourcetopology import (
 )
 from nfd.common.logsetup import klogger
 from nfd.hostpaths import HostPaths
+from nfd.k8s import fetching, patching, updating
+from nfd.k8s.errors import ApiError, ApiUnavailable, Forbidden, NotFound
+from nfd.k8s.ownwatch import OwnObjectWatch, contains
+from nfd.k8s.resources import NAMESPACES, NODERESOURCETOPOLOGIES, PODS, Resource
+from nfd.k8s.watching import Informer
 from nfd.topology_updater import aggregate, fingerprint, kubeletconfig, scan
 from nfd.topology_updater.config import UpdaterConfig
-from nfd.topology_updater.policy import topology_policy
+from nfd.topology_updater.kubelet import KubeletUnavailable
+from nfd.topology_updater.notifier import StateDirWatcher, watch_dirs
+from nfd.topology_updater.podget import PodsByGet
+from nfd.topology_updater.podqos import compact_pod
 from nfd.topology_updater.sysfs import NumaTopology, read_hybrid_cpus
+from nfd.topology_updater.topologymanager import topology_policy
 
 log = logging.getLogger("nfd.topology_updater")
 klog = klogger("nfd.topology_updater")
@@ -87,8 +97,6 @@ class Metrics:
     """A private registry, as upstream (no process/runtime collectors)."""
 
     def __init__(self) -> None:
-        from prometheus_client import CollectorRegistry, Counter, Gauge, disable_created_metrics
-
         disable_created_metrics()  # upstream's Go client exports no *_created series
         self.registry = CollectorRegistry(auto_describe=True)
         build_info = Gauge(
@@ -188,8 +196,6 @@ class TopologyUpdater:
     def _on_own_change(self, obj: dict[str, Any] | None) -> None:
         """Our object as the server now has it (None: deleted). The echo of our own apply holds
         what we sent; anything else means someone deleted or overwrote it: apply again."""
-        from nfd.k8s.ownwatch import contains
-
         sent = [b for b in (self._applying, self.last_body) if b is not None]
         if not sent:
             return  # nothing applied yet: the first publish writes anyway
@@ -235,9 +241,6 @@ class TopologyUpdater:
     async def ensure_owner(self) -> None:
         if self.owner_refs or not self.opts.namespace:
             return
-        from nfd.k8s import fetching
-        from nfd.k8s.errors import ApiError, ApiUnavailable
-        from nfd.k8s.resources import NAMESPACES
 
         try:
             ns = await fetching.get(self.api, NAMESPACES, name=self.opts.namespace)
@@ -262,8 +265,6 @@ class TopologyUpdater:
 
     async def scan_once(self, reasons: set[str]) -> NodeResourceTopology | None:
         """One scan; returns the object it would publish, None when the cycle was skipped."""
-        from nfd.topology_updater.kubelet import KubeletUnavailable
-
         self.scans += 1
         try:
             alloc = await self.kubelet.allocatable()
@@ -368,7 +369,6 @@ class TopologyUpdater:
         if digest == self.last_digest and fresh and not reapply:
             log.debug("NodeResourceTopology unchanged, not writing")
             return False
-        from nfd.k8s.errors import ApiError, ApiUnavailable, NotFound
 
         self._applying = body
         try:
@@ -401,11 +401,6 @@ class TopologyUpdater:
         """Server-side apply; where RBAC refuses patch (upstream's roles grant create, get and
         update only), get + create/update from then on, said once. False: nothing written (the
         server already holds ``body``; only the get + update path can tell)."""
-        from nfd.k8s import patching, updating
-        from nfd.k8s.errors import Forbidden
-        from nfd.k8s.ownwatch import contains
-        from nfd.k8s.resources import NODERESOURCETOPOLOGIES
-
         if not self.patch_refused:
             try:
                 await patching.patch(
@@ -436,10 +431,6 @@ class TopologyUpdater:
     # --- lifecycle ---------------------------------------------------------------------------
 
     async def start_pod_cache(self, *, sync_timeout_s: float = 120.0) -> bool:
-        from nfd.k8s.resources import PODS
-        from nfd.k8s.watching import Informer
-        from nfd.topology_updater.podqos import compact_pod
-
         self.pods = Informer(
             self.api,
             PODS,
@@ -453,7 +444,6 @@ class TopologyUpdater:
         deadline = time.monotonic() + sync_timeout_s
         while not await self.pods.wait_synced(min(0.2, max(0.0, deadline - time.monotonic()))):
             if self.pods.forbidden:  # upstream's roles grant pods get only: read them its way
-                from nfd.topology_updater.podget import PodsByGet
 
                 await self.pods.stop()
                 log.warning(
@@ -475,8 +465,6 @@ class TopologyUpdater:
         watcher = None
         ticker = None
         if self.opts.kubelet_state_dir:
-            from nfd.topology_updater.notifier import StateDirWatcher, watch_dirs
-
             watcher = StateDirWatcher(
                 watch_dirs(self.opts.kubelet_state_dir), lambda _n: self.request_scan(FS_UPDATE)
             )
@@ -484,9 +472,6 @@ class TopologyUpdater:
         if self.opts.sleep_interval > 0:
             ticker = asyncio.create_task(self._ticker(), name="topology-updater-ticker")
         if not self.opts.no_publish and not self.opts.oneshot:
-            from nfd.k8s.ownwatch import OwnObjectWatch
-            from nfd.k8s.resources import NODERESOURCETOPOLOGIES
-
             self.own = OwnObjectWatch(self.api, NODERESOURCETOPOLOGIES, name=self.opts.node_name,
                                       on_change=self._on_own_change)
             await self.own.start()
@@ -524,10 +509,6 @@ class TopologyUpdater:
 
 async def wait_for_crd(api: Any, *, stop: asyncio.Event | None = None) -> None:
     """Block until the NRT CRD exists (5 s -> 60 s backoff); skip the wait on 403."""
-    from nfd.k8s import fetching
-    from nfd.k8s.errors import ApiError, ApiUnavailable, Forbidden
-    from nfd.k8s.resources import Resource
-
     crds = Resource(
         "apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False
     )

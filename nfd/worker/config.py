@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from nfd.api.errors import ValidationError
 from nfd.common.goduration import parse_go_duration
 from nfd.common.gokeys import canonical_keys
-from nfd.common.record import Record
+from nfd.common.valuerecord import Record
 
 if TYPE_CHECKING:
     from nfd.lang.goregex import GoRegexp

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from nfd.common.record import Record
+from nfd.common.valuerecord import Record
 
 if TYPE_CHECKING:
     from nfd.common.goflags import GoFlagSet

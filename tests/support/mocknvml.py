@@ -186,7 +186,7 @@ def data_text(doc: dict[str, Any], faults: str = "", events: Path | None = None)
     the event control file (:func:`inject_event`)."""
     import pynvml
 
-    from nfd.nvml_fake.fake import ci_profile_table
+    from nfd.nvml_fake.fakenvml import ci_profile_table
 
     fake = _fake(doc, faults)
     answers = _fake(doc)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from nfd.lang.cel.compiler import VARIABLES, Compiler
+from nfd.lang.cel.library import FUNCTIONS
 from nfd.lang.cel.runtime import Act, Fn
 from nfd.lang.cel.syntax import Call, CelSyntaxError, Index, ListLit, MapLit, Node, Select, parse
 from nfd.lang.cel.types import BOOL, DYN, STRING, Type, fmt
@@ -44,8 +45,6 @@ def construct(function: str, text: str) -> object:
     """The value ``function(text)`` gives in an expression (``quantity``, ``version``, ``semver``):
     for hosts that type their own inputs as the language does. KeyError when the library has
     no such function; CelError when ``text`` is not valid for it."""
-    from nfd.lang.cel.library import FUNCTIONS
-
     for o in FUNCTIONS[function]:
         if o.receiver is None and o.params == (STRING,):
             return o.impl(text)

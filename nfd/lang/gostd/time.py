@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import re
 import time as _time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from typing import TypeVar
+from zoneinfo import ZoneInfo
 
 from nfd.lang.gostd import from_go_bytes, go_bytes
 
@@ -48,8 +50,6 @@ def load_location(name: str) -> tzinfo | None:
     if name == "Local":
         return local_zone()
     try:
-        from zoneinfo import ZoneInfo
-
         return ZoneInfo(name)
     except Exception:
         return None
@@ -554,12 +554,7 @@ def parse_time(layout: str, value: str, tz: tzinfo, *, cls: type[_T] = Time) -> 
 def _read_elements(layout: str, value: str) -> _Elements:
     """Read ``value`` element by element as ``layout`` lays it out (Go slices the value by
     bytes: both are worked on as strings of one character per byte)."""
-    year, month, day, yday = 0, -1, -1, -1
-    hour = minute = second = nanos = 0
-    am = pm = False
-    utc = False
-    zone_offset: int | None = None
-    zone_name = ""
+    e = _Elements()
     chunks = [(k, _as_bytes(t)) for k, t in _chunks(layout)]
     s = _as_bytes(value)
     for ci, (kind, text) in enumerate(chunks):
@@ -571,92 +566,12 @@ def _read_elements(layout: str, value: str) -> _Elements:
         hold = s
         range_err = ""
         try:
-            if kind == "Year2":
-                if len(s) < 2:
-                    raise _Bad
-                year, s = _atoi(s[:2]), s[2:]
-                year += 1900 if year >= 69 else 2000
-            elif kind == "Year":
-                if len(s) < 4 or not "0" <= s[0] <= "9":
-                    raise _Bad
-                year, s = _atoi(s[:4]), s[4:]
-            elif kind in ("Month", "Mon3"):
-                i, s = _lookup(MONTHS if kind == "Month" else [m[:3] for m in MONTHS], s)
-                month = i + 1
-            elif kind in ("NumMonth", "ZeroMonth"):
-                month, s = _getnum(s, kind == "ZeroMonth")
-                if not 1 <= month <= 12:
-                    range_err = "month"
-            elif kind in ("Weekday", "Wd3"):
-                _, s = _lookup(DAYS if kind == "Weekday" else [d[:3] for d in DAYS], s)
-            elif kind in ("Day", "UnderDay", "ZeroDay"):
-                if kind == "UnderDay" and s[:1] == " ":
-                    s = s[1:]
-                day, s = _getnum(s, kind == "ZeroDay")
-            elif kind in ("UnderYearDay", "ZeroYearDay"):
-                if kind == "UnderYearDay":
-                    s = s[2:] if s[:2] == "  " else s[1:] if s[:1] == " " else s
-                yday, s = _getnum3(s, kind == "ZeroYearDay")
-            elif kind == "Hour":
-                hour, s = _getnum(s, False)
-                if hour >= 24:
-                    range_err = "hour"
-            elif kind in ("Hour12", "ZeroHour12"):
-                hour, s = _getnum(s, kind == "ZeroHour12")
-                if hour > 12:
-                    range_err = "hour"
-            elif kind in ("Minute", "ZeroMinute"):
-                minute, s = _getnum(s, kind == "ZeroMinute")
-                if minute >= 60:
-                    range_err = "minute"
-            elif kind in ("Second", "ZeroSecond"):
-                second, s = _getnum(s, kind == "ZeroSecond")
-                if second >= 60:
-                    range_err = "second"
-                elif len(s) >= 2 and s[0] in ".," and "0" <= s[1] <= "9":
-                    # A fraction after the seconds is read unless the layout has one next.
-                    nxt = next((k for k, _ in chunks[ci + 1:] if k), "")
-                    if nxt not in ("Frac0", "Frac9"):
-                        n = 2
-                        while n < len(s) and "0" <= s[n] <= "9":
-                            n += 1
-                        nanos, range_err = _nanoseconds(s, n)
-                        s = s[n:]
-            elif kind in ("PM", "pm"):
-                if len(s) < 2:
-                    raise _Bad
-                p, s = s[:2], s[2:]
-                if p == ("PM" if kind == "PM" else "pm"):
-                    pm = True
-                elif p == ("AM" if kind == "PM" else "am"):
-                    am = True
-                else:
-                    raise _Bad
-            elif kind.endswith("TZ") and kind != "TZ":
-                if kind.startswith("Z") and s[:1] == "Z":
-                    s, utc = s[1:], True
-                else:
-                    zone_offset, range_err, s = _parse_offset(s, "NumTZ" if kind == "ZTZ" else kind.removeprefix("Z"))
-            elif kind == "TZ":
-                if s[:3] == "UTC":
-                    s, utc = s[3:], True
-                else:
-                    n = _zone_abbr_len(s)
-                    if not n:
-                        raise _Bad
-                    zone_name, s = s[:n], s[n:]
-            elif kind == "Frac0":
-                n = len(text)
-                if len(s) < n:
-                    raise _Bad
-                nanos, range_err = _nanoseconds(s, n)
-                s = s[n:]
-            elif kind == "Frac9" and len(s) >= 2 and s[0] in ".," and "0" <= s[1] <= "9":
-                n = 1  # any number of digits (an omitted fraction is no error)
-                while n < len(s) and "0" <= s[n] <= "9":
-                    n += 1
-                nanos, range_err = _nanoseconds(s, n)
-                s = s[n:]
+            s, range_err = _ELEMENT_READERS[kind](e, kind, text, s)
+            if kind in _SECOND_KINDS and not range_err and _fraction_at(s):
+                # A fraction after the seconds is read unless the layout has one next.
+                nxt = next((k for k, _ in chunks[ci + 1:] if k), "")
+                if nxt not in ("Frac0", "Frac9"):
+                    s, range_err = _read_fraction_digits(e, s, 2)
         except _Bad:
             if range_err:
                 raise _failed(value, f": {range_err} out of range") from None
@@ -665,7 +580,131 @@ def _read_elements(layout: str, value: str) -> _Elements:
             raise _failed(value, f": {range_err} out of range")
     if s:
         raise _failed(value, f": extra text: {_qb(s)}")
-    return _Elements(year, month, day, yday, hour, minute, second, nanos, am, pm, utc, zone_offset, zone_name)
+    return e
+
+
+# Each element reader takes (elements, kind, layout text, value) from the element's start,
+# stores what it read in the elements and returns (the rest of the value, a range error name);
+# a value that does not fit the element raises _Bad.
+
+
+def _read_date_element(e: _Elements, kind: str, text: str, s: str) -> tuple[str, str]:
+    """A year, month, weekday, day of the month or day of the year."""
+    if kind == "Year2":
+        if len(s) < 2:
+            raise _Bad
+        year = _atoi(s[:2])
+        e.year = year + (1900 if year >= 69 else 2000)
+        return s[2:], ""
+    if kind == "Year":
+        if len(s) < 4 or not "0" <= s[0] <= "9":
+            raise _Bad
+        e.year = _atoi(s[:4])
+        return s[4:], ""
+    if kind in ("Month", "Mon3"):
+        i, s = _lookup(MONTHS if kind == "Month" else [m[:3] for m in MONTHS], s)
+        e.month = i + 1
+        return s, ""
+    if kind in ("NumMonth", "ZeroMonth"):
+        e.month, s = _getnum(s, kind == "ZeroMonth")
+        return s, "" if 1 <= e.month <= 12 else "month"
+    if kind in ("Weekday", "Wd3"):
+        _, s = _lookup(DAYS if kind == "Weekday" else [d[:3] for d in DAYS], s)
+        return s, ""
+    if kind in ("Day", "UnderDay", "ZeroDay"):
+        if kind == "UnderDay" and s[:1] == " ":
+            s = s[1:]
+        e.day, s = _getnum(s, kind == "ZeroDay")
+        return s, ""
+    # UnderYearDay, ZeroYearDay
+    if kind == "UnderYearDay":
+        s = s[2:] if s[:2] == "  " else s[1:] if s[:1] == " " else s
+    e.yday, s = _getnum3(s, kind == "ZeroYearDay")
+    return s, ""
+
+
+def _read_clock_element(e: _Elements, kind: str, text: str, s: str) -> tuple[str, str]:
+    """An hour (24- or 12-hour), minute, second or AM/PM mark."""
+    if kind == "Hour":
+        e.hour, s = _getnum(s, False)
+        return s, "hour" if e.hour >= 24 else ""
+    if kind in ("Hour12", "ZeroHour12"):
+        e.hour, s = _getnum(s, kind == "ZeroHour12")
+        return s, "hour" if e.hour > 12 else ""
+    if kind in ("Minute", "ZeroMinute"):
+        e.minute, s = _getnum(s, kind == "ZeroMinute")
+        return s, "minute" if e.minute >= 60 else ""
+    if kind in _SECOND_KINDS:
+        e.second, s = _getnum(s, kind == "ZeroSecond")
+        return s, "second" if e.second >= 60 else ""
+    # PM, pm
+    if len(s) < 2:
+        raise _Bad
+    p, s = s[:2], s[2:]
+    if p == ("PM" if kind == "PM" else "pm"):
+        e.pm = True
+    elif p == ("AM" if kind == "PM" else "am"):
+        e.am = True
+    else:
+        raise _Bad
+    return s, ""
+
+
+def _read_zone_element(e: _Elements, kind: str, text: str, s: str) -> tuple[str, str]:
+    """A zone: UTC or an abbreviation (MST), or a numeric offset (Z for UTC with a Z layout)."""
+    if kind == "TZ":
+        if s[:3] == "UTC":
+            e.utc = True
+            return s[3:], ""
+        n = _zone_abbr_len(s)
+        if not n:
+            raise _Bad
+        e.zone_name = s[:n]
+        return s[n:], ""
+    if kind.startswith("Z") and s[:1] == "Z":
+        e.utc = True
+        return s[1:], ""
+    e.zone_offset, range_err, s = _parse_offset(s, "NumTZ" if kind == "ZTZ" else kind.removeprefix("Z"))
+    return s, range_err
+
+
+def _read_fraction_element(e: _Elements, kind: str, text: str, s: str) -> tuple[str, str]:
+    """A fraction of a second: as many digits as the layout's (Frac0), or any number (Frac9,
+    which may also be absent)."""
+    if kind == "Frac0":
+        n = len(text)
+        if len(s) < n:
+            raise _Bad
+        e.nanos, range_err = _nanoseconds(s, n)
+        return s[n:], range_err
+    if _fraction_at(s):
+        return _read_fraction_digits(e, s, 1)
+    return s, ""  # an omitted fraction is no error
+
+
+def _fraction_at(s: str) -> bool:
+    """Whether ``s`` starts with a fraction: a separator and a digit."""
+    return len(s) >= 2 and s[0] in ".," and "0" <= s[1] <= "9"
+
+
+def _read_fraction_digits(e: _Elements, s: str, n: int) -> tuple[str, str]:
+    """The fraction at the start of ``s``, its digits from ``s[n]`` on (its separator and any
+    digit before ``n`` already seen), as nanoseconds."""
+    while n < len(s) and "0" <= s[n] <= "9":
+        n += 1
+    e.nanos, range_err = _nanoseconds(s, n)
+    return s[n:], range_err
+
+
+_SECOND_KINDS = ("Second", "ZeroSecond")
+_ELEMENT_READERS: dict[str, Callable[[_Elements, str, str, str], tuple[str, str]]] = {
+    **dict.fromkeys(("Year2", "Year", "Month", "Mon3", "NumMonth", "ZeroMonth", "Weekday", "Wd3", "Day",
+                     "UnderDay", "ZeroDay", "UnderYearDay", "ZeroYearDay"), _read_date_element),
+    **dict.fromkeys(("Hour", "Hour12", "ZeroHour12", "Minute", "ZeroMinute", *_SECOND_KINDS, "PM", "pm"),
+                    _read_clock_element),
+    **dict.fromkeys([k for _, k in _STD_WORDS if k.endswith("TZ")], _read_zone_element),
+    **dict.fromkeys(("Frac0", "Frac9"), _read_fraction_element),
+}
 
 
 def _from_year_day(value: str, year: int, yday: int, month: int, day: int) -> tuple[int, int]:

@@ -8,6 +8,7 @@ from urllib.parse import quote_plus
 from nfd.lang.gostd import go_bytes
 
 from . import funcs as K
+from .budget import _printed_size
 from .errors import FuncError
 from .fmt import sprint, sprintf, sprintln
 from .funcs import Func
@@ -93,8 +94,6 @@ _SHOWN_LIMIT = 4096
 def _shown(v: Any, fmt: Any) -> str:
     """An operand as Go prints it in an error, unless that is long (a value can be megabytes of
     node data, or a list sharing sub-lists that prints exponentially long): then its type and size."""
-    from .budget import _printed_size
-
     size, _ = _printed_size(v, _SHOWN_LIMIT)
     if size > _SHOWN_LIMIT:
         return f"<{type_name(v)} printing to more than {_SHOWN_LIMIT} characters>"

@@ -351,77 +351,27 @@ def sprintf(fmt: str, *args: Any) -> str:
     argn = 0
     nargs = len(args)
     reordered = False
-
-    def arg_index(i: int, argn: int) -> tuple[int, int, bool]:
-        """Parse an explicit [n] argument index at fmt[i]; returns (new i, new argn, ok)."""
-        if i < n and fmt[i] == "[":
-            j = fmt.find("]", i)
-            if j > i + 1 and fmt[i + 1 : j].isdigit():
-                k = int(fmt[i + 1 : j])
-                if 1 <= k <= nargs:
-                    return j + 1, k - 1, True
-            return (j + 1 if j > 0 else n), argn, False
-        return i, argn, True
-
     while i < n:
         j = fmt.find("%", i)
         if j < 0:
             out.append(fmt[i:])
             break
         out.append(fmt[i:j])
-        i = j + 1
         sp = _Spec()
-        while i < n and fmt[i] in "#0+- ":
-            c = fmt[i]
-            if c == "#":
-                sp.sharp = True
-            elif c == "0":
-                sp.zero = not sp.minus
-            elif c == "+":
-                sp.plus = True
-            elif c == "-":
-                sp.minus = True
-                sp.zero = False
-            else:
-                sp.space = True
-            i += 1
-        bad_width = bad_prec = False
-        i, argn, good_index = arg_index(i, argn)
+        i = _parse_flags(fmt, j + 1, sp)
+        i, argn, good_index = _arg_index(fmt, i, argn, nargs)
         reordered = reordered or fmt[i - 1 : i] == "]"
-        if i < n and fmt[i] == "*":
-            i += 1
-            if _int_arg(args, argn):
-                w = args[argn]
-                if w < 0:
-                    sp.minus, sp.zero, w = True, False, -w
-                sp.width = w
-            else:
-                bad_width = True
-            argn += 1
-        else:
-            num, i = _parse_num(fmt, i)
-            if num is not None:
-                sp.width = num
+        i, argn, bad_width = _parse_width(fmt, i, argn, args, sp)
+        bad_prec = False
         if i < n and fmt[i] == ".":
-            i += 1
-            i, argn, ok = arg_index(i, argn)
+            i, argn, ok, bad_prec = _parse_precision(fmt, i + 1, argn, args, sp)
             good_index = good_index and ok
-            if i < n and fmt[i] == "*":
-                i += 1
-                if _int_arg(args, argn):
-                    sp.prec = args[argn] if args[argn] >= 0 else None
-                else:
-                    bad_prec = True
-                argn += 1
-            else:
-                num, i = _parse_num(fmt, i)
-                sp.prec = num if num is not None else 0
         if bad_width:
             out.append("%!(BADWIDTH)")
         if bad_prec:
             out.append("%!(BADPREC)")
         if i < n and fmt[i] == "[":
-            i, argn, ok = arg_index(i, argn)
+            i, argn, ok = _arg_index(fmt, i, argn, nargs)
             good_index = good_index and ok
             reordered = True
         if i >= n:
@@ -444,8 +394,79 @@ def sprintf(fmt: str, *args: Any) -> str:
         out.append(format_verb(args[argn], sp))
         argn += 1
     if not reordered and argn < nargs:
-        extra = ", ".join(
-            "<nil>" if a is None else f"{type_name(a)}={format_value(a)}" for a in args[argn:]
-        )
-        out.append(f"%!(EXTRA {extra})")
+        out.append(_extra_args(args[argn:]))
     return "".join(out)
+
+
+# The parts of a directive before its verb, as fmt's doPrintf reads them: each takes the
+# format and the position to read from, and returns the position after what it read.
+
+
+def _parse_flags(fmt: str, i: int, sp: _Spec) -> int:
+    """The flags (``#0+- ``) at fmt[i:] into ``sp``."""
+    n = len(fmt)
+    while i < n and fmt[i] in "#0+- ":
+        c = fmt[i]
+        if c == "#":
+            sp.sharp = True
+        elif c == "0":
+            sp.zero = not sp.minus
+        elif c == "+":
+            sp.plus = True
+        elif c == "-":
+            sp.minus = True
+            sp.zero = False
+        else:
+            sp.space = True
+        i += 1
+    return i
+
+
+def _arg_index(fmt: str, i: int, argn: int, nargs: int) -> tuple[int, int, bool]:
+    """An explicit [n] argument index at fmt[i]; returns (new i, new argn, ok)."""
+    if i < len(fmt) and fmt[i] == "[":
+        j = fmt.find("]", i)
+        if j > i + 1 and fmt[i + 1 : j].isdigit():
+            k = int(fmt[i + 1 : j])
+            if 1 <= k <= nargs:
+                return j + 1, k - 1, True
+        return (j + 1 if j > 0 else len(fmt)), argn, False
+    return i, argn, True
+
+
+def _parse_width(fmt: str, i: int, argn: int, args: tuple[Any, ...], sp: _Spec) -> tuple[int, int, bool]:
+    """The width at fmt[i:] into ``sp``: digits, or ``*`` for args[argn] (negative: left-justify);
+    returns (new i, new argn, whether a ``*`` had no usable argument)."""
+    if i < len(fmt) and fmt[i] == "*":
+        if not _int_arg(args, argn):
+            return i + 1, argn + 1, True
+        w = args[argn]
+        if w < 0:
+            sp.minus, sp.zero, w = True, False, -w
+        sp.width = w
+        return i + 1, argn + 1, False
+    num, i = _parse_num(fmt, i)
+    if num is not None:
+        sp.width = num
+    return i, argn, False
+
+
+def _parse_precision(fmt: str, i: int, argn: int, args: tuple[Any, ...], sp: _Spec) -> tuple[int, int, bool, bool]:
+    """The precision after the ``.`` at fmt[i-1] into ``sp``: an optional [n] argument index,
+    then digits (none: 0) or ``*`` for args[argn] (negative: none); returns (new i, new argn,
+    whether the index was good, whether a ``*`` had no usable argument)."""
+    i, argn, good_index = _arg_index(fmt, i, argn, len(args))
+    if i < len(fmt) and fmt[i] == "*":
+        if not _int_arg(args, argn):
+            return i + 1, argn + 1, good_index, True
+        sp.prec = args[argn] if args[argn] >= 0 else None
+        return i + 1, argn + 1, good_index, False
+    num, i = _parse_num(fmt, i)
+    sp.prec = num if num is not None else 0
+    return i, argn, good_index, False
+
+
+def _extra_args(extra: tuple[Any, ...]) -> str:
+    """The %!(EXTRA ...) note for arguments no verb used."""
+    described = ", ".join("<nil>" if a is None else f"{type_name(a)}={format_value(a)}" for a in extra)
+    return f"%!(EXTRA {described})"

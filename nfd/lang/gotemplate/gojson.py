@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from decimal import Decimal
 from typing import Any
 
 from .errors import FuncError
@@ -20,7 +21,6 @@ def _float(f: float) -> str:
         r = repr(f)
         if "e" in r or "E" in r:
             # Python switches to exponent form at 1e16; expand to plain digits like Go's 'f'.
-            from decimal import Decimal
 
             r = format(Decimal(r), "f")
         if r.endswith(".0"):

@@ -227,50 +227,14 @@ def _lex_action(src: str, pos: int, emit: Callable[[Token], None]) -> int:
                 return -1
         elif c == "|":
             emit(Token(PIPE, "|", start))
-        elif c == '"' or c == "'":
-            kind, unterminated = (
-                (STRING, "unterminated quoted string") if c == '"' else (CHARCONST, "unterminated character constant")
-            )
-            pos = _end_of_quoted(src, pos, c)
-            if pos < 0:
-                emit(Token(ERROR, unterminated, start))
-                return -1
-            emit(Token(kind, src[start:pos], start))
-        elif c == "`":
-            y = src.find("`", pos)
-            if y < 0:
-                emit(Token(ERROR, "unterminated raw quoted string", start))
-                return -1
-            pos = y + 1
-            emit(Token(RAWSTRING, src[start:pos], start))
+        elif c == '"' or c == "'" or c == "`":
+            pos = _lex_quote(src, start, emit)
         elif c == "$" or (c == "." and pos < n and not "0" <= src[pos] <= "9"):
-            if _at_terminator(src, pos):
-                emit(Token(VARIABLE if c == "$" else DOT, c, start))
-                continue
-            while pos < n and _is_alnum(src[pos]):
-                pos += 1
-            if not _at_terminator(src, pos):
-                emit(Token(ERROR, f"bad character {_go_char_desc(src[pos])}", pos))
-                return -1
-            emit(Token(VARIABLE if c == "$" else FIELD, src[start:pos], start))
+            pos = _lex_variable_or_field(src, start, emit)
         elif c in "+-." or "0" <= c <= "9":
             pos = _lex_number(src, start, emit)
-            if pos < 0:
-                return -1
         elif _is_alnum(c):
-            while pos < n and _is_alnum(src[pos]):
-                pos += 1
-            word = src[start:pos]
-            if not _at_terminator(src, pos):
-                emit(Token(ERROR, f"bad character {_go_char_desc(src[pos])}", pos))
-                return -1
-            kw = KEYWORDS.get(word)
-            if kw is not None:
-                emit(Token(kw, word, start))
-            elif word in ("true", "false"):
-                emit(Token(BOOL, word, start))
-            else:
-                emit(Token(IDENT, word, start))
+            pos = _lex_word(src, start, emit)
         elif c == "(":
             paren += 1
             emit(Token(LPAREN, c, start))
@@ -285,6 +249,71 @@ def _lex_action(src: str, pos: int, emit: Callable[[Token], None]) -> int:
         else:
             emit(Token(ERROR, f"unrecognized character in action: {_go_char_desc(c)}", start))
             return -1
+        if pos < 0:
+            return -1
+
+
+# The lexers of the tokens of more than one character in an action: each takes the source,
+# where the token starts and ``emit``, and returns the position after it, or -1 after emitting
+# an ERROR token.
+
+
+def _lex_quote(src: str, start: int, emit: Callable[[Token], None]) -> int:
+    """A quoted string, a character constant or a raw (back-quoted) string."""
+    c = src[start]
+    if c == "`":
+        y = src.find("`", start + 1)
+        if y < 0:
+            emit(Token(ERROR, "unterminated raw quoted string", start))
+            return -1
+        emit(Token(RAWSTRING, src[start : y + 1], start))
+        return y + 1
+    kind, unterminated = (
+        (STRING, "unterminated quoted string") if c == '"' else (CHARCONST, "unterminated character constant")
+    )
+    pos = _end_of_quoted(src, start + 1, c)
+    if pos < 0:
+        emit(Token(ERROR, unterminated, start))
+        return -1
+    emit(Token(kind, src[start:pos], start))
+    return pos
+
+
+def _lex_variable_or_field(src: str, start: int, emit: Callable[[Token], None]) -> int:
+    """``$`` or ``$name`` (a VARIABLE), ``.`` (DOT) or ``.Name`` (a FIELD)."""
+    n = len(src)
+    c = src[start]
+    pos = start + 1
+    if _at_terminator(src, pos):
+        emit(Token(VARIABLE if c == "$" else DOT, c, start))
+        return pos
+    while pos < n and _is_alnum(src[pos]):
+        pos += 1
+    if not _at_terminator(src, pos):
+        emit(Token(ERROR, f"bad character {_go_char_desc(src[pos])}", pos))
+        return -1
+    emit(Token(VARIABLE if c == "$" else FIELD, src[start:pos], start))
+    return pos
+
+
+def _lex_word(src: str, start: int, emit: Callable[[Token], None]) -> int:
+    """A keyword, ``true``/``false`` or an identifier (a function's name)."""
+    n = len(src)
+    pos = start + 1
+    while pos < n and _is_alnum(src[pos]):
+        pos += 1
+    word = src[start:pos]
+    if not _at_terminator(src, pos):
+        emit(Token(ERROR, f"bad character {_go_char_desc(src[pos])}", pos))
+        return -1
+    kw = KEYWORDS.get(word)
+    if kw is not None:
+        emit(Token(kw, word, start))
+    elif word in ("true", "false"):
+        emit(Token(BOOL, word, start))
+    else:
+        emit(Token(IDENT, word, start))
+    return pos
 
 
 def _end_of_quoted(src: str, pos: int, quote: str) -> int:

@@ -7,7 +7,7 @@ from decimal import Decimal, DivisionByZero, InvalidOperation, localcontext
 from typing import Any
 
 from . import funcs as K
-from .conv import to_float64, to_int64, wrap64
+from .conv import strval, to_float64, to_int64, wrap64
 from .errors import FuncError
 from .funcs import Func
 from .values import Int64
@@ -140,8 +140,6 @@ def _decimal_op(a: Any, bs: tuple[Any, ...], op: str) -> float:
 
 
 def to_decimal(v: Any) -> int:
-    from .conv import strval
-
     s = strval(v)
     try:
         if not s or not all(c in "01234567" for c in s.lstrip("+-")) or not s.lstrip("+-"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import secrets
 import uuid
 from typing import Any
@@ -193,8 +194,6 @@ def rand_int(lo: int, hi: int) -> int:
 
 
 def rand_bytes(count: int) -> str:
-    import base64
-
     if count < 0:
         raise FuncError("runtime error: makeslice: len out of range")
     charge_string(count * 4 // 3)

@@ -6,6 +6,7 @@ from typing import Any
 
 from nfd.lang.goregex import GoRegexError, GoRegexp, find, find_all, replace_all, split
 from nfd.lang.goregex import compile_go as _shared_compile
+from nfd.lang.gostd.strconv import quote as go_quote
 
 from . import funcs as K
 from .budget import string_limit, string_too_long
@@ -77,8 +78,6 @@ def _panicking(fn: Any) -> Any:
 
 def _backquote(s: str) -> str:
     """regexp's quote(): backquoted when strconv.CanBackquote, else a Go string literal."""
-    from nfd.lang.gostd.strconv import quote as go_quote
-
     if "`" not in s and all(c == "\t" or (c.isprintable() and c != "\ufeff") for c in s):
         return "`" + s + "`"
     return go_quote(s)

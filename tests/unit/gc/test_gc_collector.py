@@ -6,7 +6,7 @@ import asyncio
 
 from gcfakeapi import NF, NODES, NRT, GcFakeApi
 
-from nfd.gc import policy
+from nfd.gc import orphans
 from nfd.gc.collector import GarbageCollector
 from nfd.k8s.fetching import FIRST_PAGE_ITEMS
 
@@ -43,15 +43,15 @@ def seeded() -> GcFakeApi:
     return api
 
 
-def test_policy_stale() -> None:
+def test_orphans_stale() -> None:
     ts = [
-        policy.Target(policy.NODEFEATURE, "a", "x", "n1"),
-        policy.Target(policy.NODEFEATURE, "a", "y", ""),
-        policy.Target(policy.NODERESOURCETOPOLOGY, "", "n2", "n2"),
+        orphans.Target(orphans.NODEFEATURE, "a", "x", "n1"),
+        orphans.Target(orphans.NODEFEATURE, "a", "y", ""),
+        orphans.Target(orphans.NODERESOURCETOPOLOGY, "", "n2", "n2"),
     ]
-    assert [t.name for t in policy.stale(ts, {"n1", "n2"})] == ["y"]
-    assert [t.name for t in policy.stale(ts, set())] == ["x", "y", "n2"]
-    nf = policy.nodefeature_target(
+    assert [t.name for t in orphans.stale(ts, {"n1", "n2"})] == ["y"]
+    assert [t.name for t in orphans.stale(ts, set())] == ["x", "y", "n2"]
+    nf = orphans.nodefeature_target(
         {"metadata": {"namespace": "a", "name": "b", "uid": "u", "resourceVersion": "3"}}
     )
     assert (nf.node, nf.uid, nf.resource_version, nf.ref) == ("", "u", "3", "a/b")

@@ -16,7 +16,7 @@ from nfd.common.goflags import GoFlagSet, add_klog_flags, parse_bool, parse_dura
 from nfd.topology_updater import kubeletconfig
 from nfd.topology_updater.config import ConfigError, load_config, parse_config
 from nfd.topology_updater.notifier import STATE_FILES, parse_events
-from nfd.topology_updater.policy import topology_policy
+from nfd.topology_updater.topologymanager import topology_policy
 
 
 def test_exclude_list_config(tmp_path) -> None:

@@ -11,7 +11,7 @@ from nvml_help import make_fake, snap_of
 
 from nfd.nvml_fake import PROFILE_DIR, available_profiles, load_profile
 from nfd.sources.nvml.collect import CollectError, collect
-from nfd.sources.nvml.features import snapshot_from_features, snapshot_to_features
+from nfd.sources.nvml.snapshotfeatures import snapshot_from_features, snapshot_to_features
 
 
 def run(fake):

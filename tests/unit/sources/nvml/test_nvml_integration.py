@@ -11,7 +11,7 @@ import yaml
 from nvml_help import snap_of
 
 from nfd.api.nodefeature import NodeFeature
-from nfd.sources.nvml.features import snapshot_to_features
+from nfd.sources.nvml.snapshotfeatures import snapshot_to_features
 
 
 def nfd(*args: str, profile: str | None = None) -> subprocess.CompletedProcess[str]:

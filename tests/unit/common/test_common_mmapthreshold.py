@@ -6,7 +6,7 @@ import ctypes.util
 
 import pytest
 
-from nfd.common.memory import pin_mmap_threshold
+from nfd.common.mmapthreshold import pin_mmap_threshold
 
 
 def test_pin_mmap_threshold_takes_effect_on_glibc() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 import uuid as uuidlib
 from collections import Counter
 from dataclasses import dataclass, field
@@ -579,7 +580,6 @@ class FakeNvml:
                         del self._events[i]
                         return SimpleNamespace(device=self.gpus[index], eventType=int(pynvml.nvmlEventTypeXidCriticalError),
                                                eventData=xid, gpuInstanceId=0xFFFFFFFF, computeInstanceId=0xFFFFFFFF)
-                import time
 
                 now = time.monotonic()
                 deadline = deadline if deadline is not None else now + timeout_ms / 1000
