@@ -193,10 +193,11 @@ def _api() -> dict[str, Any]:
             out = d.desired_state(merged, rule_sets, policy, node_name=node, how=d.Evaluation(budget=EvalBudget()))
             return out.desired, out.report
     except ImportError:  # before
+        from nfd.rules.policy import PolicyConfig  # type: ignore[no-redef]
+
         from nfd.master import nodeplan as p  # type: ignore[no-redef]
         from nfd.master import pipeline
         from nfd.rules import nodefeatures as nf  # type: ignore[no-redef]
-        from nfd.rules.policy import PolicyConfig  # type: ignore[no-redef]
 
         def desired(merged: Any, rule_sets: list[Any], policy: Any, node: str) -> tuple[Any, Any]:
             return run_to_end(pipeline.compute_desired_steps(  # type: ignore[no-any-return]

@@ -34,7 +34,7 @@ from nfd.k8s.resources import (
 )
 from nfd.k8s.watching import Informer
 from nfd.master.config import selector_matches
-from nfd.master.events import EventSink, Spawn
+from nfd.master.eventsink import EventSink, Spawn
 from nfd.master.options import LiveConfig, MasterOptions, spread_delay
 from nfd.master.workqueue import WorkQueue
 from nfd.nodestate.nodefeatures import (

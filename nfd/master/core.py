@@ -22,7 +22,7 @@ from nfd.k8s.client import ApiClient
 from nfd.master.access import allowed, dra_available
 from nfd.master.config import MasterConfig
 from nfd.master.controller import Controller
-from nfd.master.events import ApiEvents, EventSink, NoEvents
+from nfd.master.eventsink import ApiEvents, EventSink, NoEvents
 from nfd.master.evidence import Evidence
 from nfd.master.fairness import CostLedger
 from nfd.master.metrics import MasterMetrics

@@ -30,7 +30,7 @@ from nfd.k8s.watching import Informer
 
 if TYPE_CHECKING:
     from nfd.k8s.client import ApiClient
-    from nfd.master.events import Spawn
+    from nfd.master.eventsink import Spawn
     from nfd.master.metrics import MasterMetrics
 
 log = logging.getLogger("nfd.master")

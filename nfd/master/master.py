@@ -26,7 +26,7 @@ from nfd.k8s.resources import NODES
 from nfd.master.config import MasterConfig
 from nfd.master.core import MasterCore
 from nfd.master.crdcheck import CrdCheck
-from nfd.master.events import ApiEvents, NoEvents
+from nfd.master.eventsink import ApiEvents, NoEvents
 from nfd.master.groupstatus import process_group
 from nfd.master.leadership import elect_until
 from nfd.master.metrics import MasterMetrics

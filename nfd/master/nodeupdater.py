@@ -25,7 +25,7 @@ from nfd.k8s.resources import NODES
 from nfd.master.config import policy_config
 from nfd.master.controller import Controller
 from nfd.master.evalsched import EvalSlicer
-from nfd.master.events import EventSink
+from nfd.master.eventsink import EventSink
 from nfd.master.evidence import Evidence, skip_removal
 from nfd.master.metrics import MasterMetrics
 from nfd.master.options import LiveConfig, MasterOptions

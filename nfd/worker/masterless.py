@@ -22,7 +22,7 @@ from dataclasses import replace
 from nfd.k8s.client import ApiClient
 from nfd.master.config import ConfigError, FlagOverrides, MasterConfig, read_config
 from nfd.master.core import MasterCore
-from nfd.master.events import NoEvents
+from nfd.master.eventsink import NoEvents
 from nfd.master.options import MasterOptions
 
 log = logging.getLogger("nfd.worker")

@@ -19,13 +19,7 @@ MAX_FUNCTION_LINES = 100
 # Known offenders the refactoring of nfd/master, nfd/rules, nfd/cli and nfd/worker (issue 48)
 # removes: a function as "path:qualified name", a shared module name as "name.py". Each entry
 # must still offend (the test says when one no longer does): empty this list as they go.
-LEFT_TO_NODESTATE_REFACTOR = [
-    "nfd/cli/rules.py:cmd_dryrun",
-    "groups.py",  # nfd/master/groups.py, nfd/rules/groups.py
-    "nodefeatures.py",  # nfd/master/nodefeatures.py, nfd/rules/nodefeatures.py
-    "sharing.py",  # nfd/master/sharing.py (a pool of shared values), nfd/sources/nvml/sharing.py (GPU sharing)
-    "events.py",  # nfd/master/events.py (the pipeline's event sink), nfd/k8s/events.py (posting core/v1 Events)
-]
+LEFT_TO_NODESTATE_REFACTOR: list[str] = []
 
 # Module names that several modules share because they do the same job, each for its own part.
 SAME_JOB_NAMES = {
