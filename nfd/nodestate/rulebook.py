@@ -8,7 +8,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from nfd.api.nodefeaturerule import unknown_field_message, unknown_fields
+from nfd.api.nodefeaturerule import unknown_field_message, unknown_field_problems
 from nfd.common.jsoncodec import canonical
 from nfd.rules.engine import compile_nodefeaturerule
 
@@ -100,15 +100,18 @@ MAX_LOGGED_FIELDS = 10
 def _warn_unknown_fields(obj: dict[str, Any], name: str) -> None:
     """Name the fields of a new revision that the rule engine ignores (a typo such as
     ``matchFeature:`` makes a rule match every node); the API server prunes them from objects it
-    validates against the CRD schema, so this shows only where that schema is not enforced."""
+    validates against the CRD schema, so this shows only where that schema is not enforced.
+    Each field in kubectl's words, then the nearest valid name (as ``nfd rules validate``)."""
     try:
-        paths = unknown_fields(obj, kind="NodeFeatureRule")
+        problems = unknown_field_problems(obj, kind="NodeFeatureRule")
     except Exception:  # a malformed object is reported by the compile that follows
         return
-    if not paths:
+    if not problems:
         return
-    shown = ", ".join(unknown_field_message(p) for p in paths[:MAX_LOGGED_FIELDS])
-    more = f" (and {len(paths) - MAX_LOGGED_FIELDS} more)" if len(paths) > MAX_LOGGED_FIELDS else ""
+    # the problem's text opens "unknown field"; kubectl's wording puts the path there
+    shown = ", ".join(unknown_field_message(path) + msg.removeprefix("unknown field")
+                      for path, msg in problems[:MAX_LOGGED_FIELDS])
+    more = f" (and {len(problems) - MAX_LOGGED_FIELDS} more)" if len(problems) > MAX_LOGGED_FIELDS else ""
     rv = (obj.get("metadata") or {}).get("resourceVersion") or ""
     log.warning("NodeFeatureRule %s%s: %s%s; ignored", name, f" (resourceVersion {rv})" if rv else "", shown, more)
 

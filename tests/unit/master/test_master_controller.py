@@ -572,7 +572,8 @@ async def test_unknown_rule_fields_are_logged_once_per_revision(api: FakeApi, ca
     m = await start(api)
     assert len(warned()) == 1
     assert warned()[0].startswith('NodeFeatureRule r2 (resourceVersion ')
-    assert 'unknown field "spec.rules[0].matchFeature"' in warned()[0]
+    assert 'unknown field "spec.rules[0].matchFeature"; did you mean matchFeatures? (as written, the rule has no ' \
+           'match term and matches every node)' in warned()[0]
     assert api.obj("nodes", "n2")["metadata"]["labels"][f"{NS}/typo"] == "1"  # type: ignore[index]
     # node passes and an unchanged re-delivery of the object: no new line
     m.update_all_nodes("test")
