@@ -8,6 +8,7 @@ import gc
 import logging
 import sys
 
+from nfd import __version__
 from nfd.common.goflags import (
     FEATURE_GATES_USAGE,
     FlagValues,
@@ -19,6 +20,8 @@ from nfd.common.goflags import (
     verbosity,
 )
 from nfd.common.logsetup import setup_logging
+from nfd.common.mmapthreshold import pin_mmap_threshold
+from nfd.k8s.config import ConfigError as KubeconfigError
 from nfd.master.config import (
     DEFAULT_CONFIG_PATH,
     INSTANCE_RE,
@@ -98,8 +101,6 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as e:  # -h (0) or a refused flag (2), already reported as Go's flag package does
         return int(e.code or 0)
     if args.version:
-        from nfd import __version__
-
         print(f"nfd-master {__version__}")
         return 0
     if args.instance and not INSTANCE_RE.match(args.instance):
@@ -121,15 +122,12 @@ def main(argv: list[str] | None = None) -> int:
     # threshold (700) the collector ran ~6,000 times in a 5,000-node first pass (2.3 s of CPU).
     gc.set_threshold(20_000, 20, 50)
     # big values (a hostile NodeFeature's) go back to the system when freed (nfd/common/mmapthreshold.py)
-    from nfd.common.mmapthreshold import pin_mmap_threshold
-
     pin_mmap_threshold()
     for w in warnings:
         log.warning("config: %s", w)
     log_config(args.config, text, cfg)
     if args.metrics is not None:
         log.warning("-metrics is deprecated; /metrics is served on -port")
-    from nfd.k8s.config import ConfigError as KubeconfigError
 
     try:
         return asyncio.run(serve(args, cfg, gates, text, overrides))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import importlib
 import time
 from collections.abc import Callable, Collection, Generator, Iterable, Mapping, Sequence
 from contextvars import ContextVar
@@ -110,8 +111,6 @@ class BrokenRule:
 
 def _gotemplate() -> Any:
     """The Go template engine, imported only when a rule has a template."""
-    import importlib
-
     return importlib.import_module("nfd.lang.gotemplate")
 
 
@@ -236,6 +235,8 @@ class CompiledRule:
         ]
         self.cel: Any = None
         if rule.match_cel:
+            # here, not at the top: the CEL compiler (~106 ms after this module, python -X
+            # importtime) only for a rule with matchCEL
             from nfd.rules.cel import compile_expressions
 
             self.cel = compile_expressions(list(rule.match_cel), path=f"{path}.matchCEL")
@@ -334,7 +335,8 @@ class CompiledRule:
 
 @functools.cache
 def _go_types() -> tuple[type, type, type, type, Any, Any]:
-    """Upstream's template data types, built once (the template engine is imported lazily)."""
+    """Upstream's template data types, built once (the template engine is imported lazily: ~168 ms
+    after this module, python -X importtime, only for a rule with a template)."""
     from nfd.lang.gotemplate import TypedList, TypedMap
 
     elem_t = "nodefeaturerule.MatchedElement"

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 import sys
+
+from nfd import __version__
+from nfd.common.goflags import klog_header_options
+from nfd.common.logsetup import setup_logging
+from nfd.worker.daemon import Worker
+from nfd.worker.flags import parse_flags
 
 
 def main(argv: list[str] | None = None) -> int:
-    from nfd.worker.flags import parse_flags
-
     args = sys.argv[1:] if argv is None else argv
     try:
         flags = parse_flags(args)
@@ -17,16 +22,9 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         return int(e.code or 0)
     if flags.version:
-        from nfd import __version__
-
         print(f"nfd-worker {__version__}")
         return 0
-    from nfd.common.goflags import klog_header_options
-    from nfd.common.logsetup import setup_logging
-
     setup_logging(flags.verbosity or 0, debug_from=3, **klog_header_options(flags))
-    from nfd.worker.daemon import Worker
-
     try:
         worker = Worker(flags)
     except ValueError as e:
@@ -35,8 +33,10 @@ def main(argv: list[str] | None = None) -> int:
     done = worker.run_offline_once()
     if done is not None:
         return done
-    import asyncio  # the daemon and an API-publishing one-shot run on an event loop
-    import logging
+    # here, not at the top: the event loop the daemon and an API-publishing one-shot run on
+    # (asyncio, ssl: ~26 ms and 58 modules after a one-shot run, python -X importtime) is what
+    # `nfd-worker -oneshot -no-publish` does without (tests/unit/worker/test_worker_imports.py)
+    import asyncio
 
     from nfd.common.httpserver import ListenError
 

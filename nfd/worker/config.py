@@ -9,12 +9,15 @@ labelWhiteList, noPublish, noPublishFeatures, ownerRefs, noOwnerRefs, klog}`` an
 from __future__ import annotations
 
 import logging
+import os
 from typing import TYPE_CHECKING, Any
 
 from nfd.api.errors import ValidationError
-from nfd.common.goduration import parse_go_duration
+from nfd.common.fileargs import os_reason
+from nfd.common.goduration import format_go_duration, parse_go_duration
 from nfd.common.gokeys import canonical_keys
 from nfd.common.valuerecord import Record
+from nfd.sources.discovery import parse_source_configs
 
 if TYPE_CHECKING:
     from nfd.lang.goregex import GoRegexp
@@ -135,8 +138,6 @@ NODE_UPDATE_SPREAD_MAX = 3600.0  # seconds: a rule change must still reach every
 
 
 def _build(doc: Any) -> WorkerConfig:
-    from nfd.sources.discovery import parse_source_configs
-
     cfg = WorkerConfig()
     if doc is None:
         doc = {}
@@ -164,7 +165,9 @@ def _build(doc: Any) -> WorkerConfig:
     if wl not in (None, ""):
         if not isinstance(wl, str):
             raise ValidationError("core.labelWhiteList", "must be a string")
-        from nfd.lang.goregex import GoRegexError, compile_go  # RE2 only when there is a regexp
+        # here, not at the top: RE2 (and libstdc++ with it; ~17 ms and ~4 MiB after a one-shot
+        # run) only when there is a regexp
+        from nfd.lang.goregex import GoRegexError, compile_go
 
         try:
             cfg.label_whitelist = compile_go(wl)
@@ -200,10 +203,11 @@ def _build(doc: Any) -> WorkerConfig:
 
 def read_doc(path: str) -> Any:
     """Parse a YAML/JSON file. Raises OSError/ValueError naming the file."""
+    # here, not at the top: PyYAML (~18 ms after a one-shot run, python -X importtime) only for
+    # a config file or -options; a one-shot run without them reads none
     import yaml
 
     from nfd.common import safeyaml
-    from nfd.common.fileargs import os_reason
 
     try:
         with open(path, encoding="utf-8") as f:
@@ -225,8 +229,6 @@ def load_config_file(path: str, options: str | None = None) -> WorkerConfig:
 
     A missing file other than the default path was named on the command line (``-config``,
     ``--config``): that is said once, as a warning, since defaults are then used in silence."""
-    import os
-
     doc: Any = {}
     if path and not os.path.exists(path) and path != DEFAULT_CONFIG_PATH and path not in _missing_reported:
         _missing_reported.add(path)
@@ -236,7 +238,7 @@ def load_config_file(path: str, options: str | None = None) -> WorkerConfig:
         if not isinstance(doc, dict):
             raise ValueError(f"{path}: config must be an object")
     if options:
-        import yaml  # here: without a file or -options there is nothing to parse
+        import yaml  # here: see read_doc
 
         from nfd.common import safeyaml
 
@@ -266,8 +268,6 @@ def strip_features(features: Any, patterns: list[str]) -> Any:
 def config_dump(cfg: WorkerConfig) -> dict[str, Any]:
     """The effective config in the config file's own keys, for the "configuration successfully
     updated" log line (upstream logs its Go struct as JSON; docs/compatibility.md)."""
-    from nfd.common.goduration import format_go_duration
-
     core: dict[str, Any] = {
         "featureSources": cfg.feature_sources,
         "klog": cfg.klog,

@@ -15,17 +15,23 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import time
 from typing import Any
 
+from nfd import __version__
 from nfd.api.features import Features
-from nfd.common.logsetup import Dump, GoDuration, klogger
+from nfd.common.goflags import klog_header_options
+from nfd.common.logsetup import Dump, GoDuration, klogger, setup_logging
+from nfd.common.masterflags import INSTANCE_RE
+from nfd.common.podenv import pod_namespace
 from nfd.hostpaths import HostPaths
 from nfd.sources import registry
 from nfd.sources.base import DiscoveryContext
 from nfd.sources.discovery import compute_labels, discover
 from nfd.worker.config import (
     WorkerConfig,
+    check_spread,
     config_dump,
     load_config_file,
     normalize_owner_refs,
@@ -65,8 +71,6 @@ def _dir_signature(path: str) -> tuple[Any, ...] | None:
 
 
 def _instance_ok(name: str) -> bool:
-    from nfd.common.masterflags import INSTANCE_RE  # only when -instance is given
-
     return INSTANCE_RE.match(name) is not None
 
 
@@ -142,8 +146,6 @@ class Worker:
             raise ValueError(f"invalid -instance {f.instance!r}: instance name must start and end with an "
                              "alphanumeric character and may only contain alphanumerics, `-`, `_` or `.`")
         if f.node_update_spread is not None:
-            from nfd.worker.config import check_spread
-
             check_spread(f.node_update_spread, path="-node-update-spread")
 
     async def sync_node_updater(self) -> None:
@@ -160,6 +162,9 @@ class Worker:
             self.node_updater.spread_s = self.cfg.node_update_spread
             self.node_updater.reload_config()
             return
+        # here, not at the top: masterless mode composes nfd-master's node pipeline (~300 ms and
+        # ~250 modules after a one-shot run, python -X importtime), which no other mode loads
+        # (tests/unit/worker/test_worker_imports.py)
         from nfd.worker.masterless import MasterlessNode, NodeUpdateConfigError
 
         try:
@@ -214,9 +219,6 @@ class Worker:
     def _apply_klog(self) -> None:
         """core.klog: v, skip_headers, add_dir_header, where the command line did not set them
         (upstream: flags take precedence)."""
-        from nfd.common.goflags import klog_header_options
-        from nfd.common.logsetup import setup_logging
-
         conf = {str(k): v for k, v in (self.cfg.klog or {}).items()}
         v = self.flags.verbosity
         if v is None:
@@ -273,6 +275,9 @@ class Worker:
 
     # -- publishing -----------------------------------------------------------------------
     def desired(self) -> dict[str, Any]:
+        # here and below, not at the top: the publish path and the API client (nfd.k8s, asyncio,
+        # ssl, yaml, h2: ~110 ms and 134 modules after a one-shot run, python -X importtime) are
+        # what a run that does not publish goes without (tests/unit/worker/test_worker_imports.py)
         from nfd.worker.publish import desired_object
 
         return desired_object(
@@ -285,11 +290,10 @@ class Worker:
         )
 
     async def _ensure_publisher(self) -> None:
-        from nfd.common.podenv import pod_namespace
-        from nfd.worker.publish import Publisher
+        from nfd.worker.publish import Publisher  # here: see desired
 
         if self.api is None:
-            from nfd.k8s.client import ApiClient
+            from nfd.k8s.client import ApiClient  # here: see desired
 
             # HTTP/2: its watches (masterless mode) and writes share one connection
             self.api = await ApiClient.from_kubeconfig(self.flags.kubeconfig, user_agent="nfd-worker", http2=True)
@@ -329,7 +333,7 @@ class Worker:
         if self.cfg.no_publish:
             self._dirty = False
             return True
-        from nfd.worker.publish import owner_references
+        from nfd.worker.publish import owner_references  # here: see desired
 
         try:
             await self._ensure_publisher()
@@ -350,7 +354,7 @@ class Worker:
     def _on_own_change(self, obj: dict[str, Any] | None) -> None:
         """Our NodeFeature as the server now has it (None: deleted). The echo of our own write
         holds what we wrote; anything else is someone else's doing: write it again."""
-        from nfd.worker.publish import same_content
+        from nfd.worker.publish import same_content  # here: see desired
 
         if self.publisher is None or self.cfg.no_publish or self.owner_refs is None:
             return
@@ -364,7 +368,7 @@ class Worker:
     async def _watch_own(self) -> None:
         if self.own is not None or self.cfg.no_publish or self.publisher is None:
             return
-        from nfd.k8s.ownwatch import OwnObjectWatch
+        from nfd.k8s.ownwatch import OwnObjectWatch  # here: see desired
         from nfd.k8s.resources import NODEFEATURES
 
         self.own = OwnObjectWatch(self.api, NODEFEATURES, name=self.node_name,
@@ -381,9 +385,6 @@ class Worker:
         if self._banner_logged:
             return
         self._banner_logged = True
-        from nfd import __version__
-        from nfd.common.podenv import pod_namespace
-
         klog.info_s("Node Feature Discovery Worker", version=__version__, nodeName=self.node_name,
                     namespace=pod_namespace(self.env))
 
@@ -400,8 +401,9 @@ class Worker:
         return 0
 
     async def run(self) -> int:
+        # here, not at the top: the event loop (asyncio, ssl: ~26 ms and 58 modules after a
+        # one-shot run, python -X importtime), which run_offline_once goes without
         import asyncio
-        import signal
 
         # a daemon takes SIGTERM from the start: one during the first discovery or publish ends
         # the run after it (exit 0), not the process at once (a one-shot run keeps the default)
@@ -473,7 +475,7 @@ class Worker:
 
     async def _update_node_once(self, timeout_s: float = 120.0) -> bool:
         """-oneshot in masterless mode: one pass over the node, then exit."""
-        import asyncio
+        import asyncio  # here: see run
 
         await self.sync_node_updater()
         if self.node_updater is None:

@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from nfd.common.goflags import FEATURE_GATES_USAGE, GoFlagSet, add_klog_flags, parse_feature_gates
 from nfd.common.valuerecord import Record
-
-if TYPE_CHECKING:
-    from nfd.common.goflags import GoFlagSet
+from nfd.worker.config import DEFAULT_CONFIG_PATH
 
 
 class Flags(Record):
@@ -82,9 +81,6 @@ def _list(v: str | None) -> list[str] | None:
 
 def build_parser() -> GoFlagSet:
     """Upstream's flags with upstream's help texts, then ours (masterless mode, -host-root)."""
-    from nfd.common.goflags import FEATURE_GATES_USAGE, GoFlagSet, add_klog_flags, parse_feature_gates
-    from nfd.worker.config import DEFAULT_CONFIG_PATH
-
     p = GoFlagSet("nfd-worker", description="Node Feature Discovery worker: discovers this node's features "
                   "and labels and publishes them as its NodeFeature object.")
     p.bool("version", False, "Print version and exit.")

@@ -19,6 +19,11 @@ from nfd import __version__
 from nfd.api import API_VERSION, NODE_NAME_LABEL, WORKER_POD_UID_ANNOTATION, WORKER_VERSION_ANNOTATION
 from nfd.api.features import Features
 from nfd.common.logsetup import Dump, klogger, kobj
+from nfd.k8s.creating import create
+from nfd.k8s.errors import AlreadyExists, Conflict, NotFound
+from nfd.k8s.fetching import get
+from nfd.k8s.resources import NODEFEATURES, NODES, PODS
+from nfd.k8s.updating import replace
 
 log = logging.getLogger("nfd.worker")
 klog = klogger("nfd.worker")
@@ -87,18 +92,10 @@ class Publisher:
         self.writes = 0
 
     async def _read(self) -> dict[str, Any] | None:
-        from nfd.k8s.fetching import get
-        from nfd.k8s.resources import NODEFEATURES
-
         return await get(self.api, NODEFEATURES, name=self.node_name, namespace=self.namespace)
 
     async def publish(self, desired: dict[str, Any]) -> bool:
         """Make the server object match ``desired``. Returns True if a write happened."""
-        from nfd.k8s.creating import create
-        from nfd.k8s.errors import AlreadyExists, Conflict, NotFound
-        from nfd.k8s.resources import NODEFEATURES
-        from nfd.k8s.updating import replace
-
         if self.current is None:
             self.current = await self._read()
         for _attempt in range(5):
@@ -146,9 +143,6 @@ async def owner_references(
     api: Any, kinds: list[str], *, node_name: str, namespace: str, env: dict[str, str] | None = None
 ) -> list[dict[str, Any]]:
     """Owner references for kinds in (node, pod, ds), upstream's way; errors raise."""
-    from nfd.k8s.fetching import get
-    from nfd.k8s.resources import NODES, PODS
-
     env = dict(os.environ) if env is None else env
     refs: list[dict[str, Any]] = []
     if "node" in kinds:
