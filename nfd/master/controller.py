@@ -290,7 +290,7 @@ class Controller:
 
     def on_nfg_event(self, etype: str, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
         # here, not at the top: only nfd-master caches groups, and masterless mode loads nothing
-        # of the group pass (~2.8 ms; tests/unit/worker/test_worker_imports.py)
+        # of the group pass (~2.6 ms; tests/unit/worker/test_worker_imports.py)
         from nfd.master.groupstatus import (
             forget,
             group_key,

@@ -137,7 +137,7 @@ def _every_bad_regexp(rule: Rule, path: str) -> list[tuple[str, str]]:
 
 def _every_bad_cel(exprs: list[str], path: str) -> list[tuple[str, str]]:
     """Each bad ``matchCEL`` expression (compiling stops at the first, which breaks the rule)."""
-    # here, not at the top: the CEL compiler's imports take ~46 ms (python -X importtime after
+    # here, not at the top: the CEL compiler's imports take ~51 ms (python -X importtime after
     # nfd.cli.rules), spent only when a rule has matchCEL
     from nfd.rules.cel import compile_expressions
 

@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     if done is not None:
         return done
     # here, not at the top: the event loop the daemon and an API-publishing one-shot run on
-    # (asyncio, ssl: ~26 ms and 58 modules after a one-shot run, python -X importtime) is what
+    # (asyncio, ssl: ~25 ms and 58 modules after a one-shot run, python -X importtime) is what
     # `nfd-worker -oneshot -no-publish` does without (tests/unit/worker/test_worker_imports.py)
     import asyncio
 

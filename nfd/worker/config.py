@@ -165,7 +165,7 @@ def _build(doc: Any) -> WorkerConfig:
     if wl not in (None, ""):
         if not isinstance(wl, str):
             raise ValidationError("core.labelWhiteList", "must be a string")
-        # here, not at the top: RE2 (and libstdc++ with it; ~17 ms and ~4 MiB after a one-shot
+        # here, not at the top: RE2 (and libstdc++ with it; ~15 ms and ~4 MiB after a one-shot
         # run) only when there is a regexp
         from nfd.lang.goregex import GoRegexError, compile_go
 
@@ -203,7 +203,7 @@ def _build(doc: Any) -> WorkerConfig:
 
 def read_doc(path: str) -> Any:
     """Parse a YAML/JSON file. Raises OSError/ValueError naming the file."""
-    # here, not at the top: PyYAML (~18 ms after a one-shot run, python -X importtime) only for
+    # here, not at the top: PyYAML (~14 ms after a one-shot run, python -X importtime) only for
     # a config file or -options; a one-shot run without them reads none
     import yaml
 

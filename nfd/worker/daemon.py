@@ -162,8 +162,8 @@ class Worker:
             self.node_updater.spread_s = self.cfg.node_update_spread
             self.node_updater.reload_config()
             return
-        # here, not at the top: masterless mode composes nfd-master's node pipeline (~300 ms and
-        # ~250 modules after a one-shot run, python -X importtime), which no other mode loads
+        # here, not at the top: masterless mode composes nfd-master's node pipeline (~234 ms and
+        # ~246 modules after a one-shot run, python -X importtime), which no other mode loads
         # (tests/unit/worker/test_worker_imports.py)
         from nfd.worker.masterless import MasterlessNode, NodeUpdateConfigError
 
@@ -276,7 +276,7 @@ class Worker:
     # -- publishing -----------------------------------------------------------------------
     def desired(self) -> dict[str, Any]:
         # here and below, not at the top: the publish path and the API client (nfd.k8s, asyncio,
-        # ssl, yaml, h2: ~110 ms and 134 modules after a one-shot run, python -X importtime) are
+        # ssl, yaml, h2: ~79 ms and 134 modules after a one-shot run, python -X importtime) are
         # what a run that does not publish goes without (tests/unit/worker/test_worker_imports.py)
         from nfd.worker.publish import desired_object
 
@@ -401,7 +401,7 @@ class Worker:
         return 0
 
     async def run(self) -> int:
-        # here, not at the top: the event loop (asyncio, ssl: ~26 ms and 58 modules after a
+        # here, not at the top: the event loop (asyncio, ssl: ~25 ms and 58 modules after a
         # one-shot run, python -X importtime), which run_offline_once goes without
         import asyncio
 

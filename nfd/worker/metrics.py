@@ -103,7 +103,7 @@ async def serve_http(port: int, render: Callable[[], str], *, host: str = "0.0.0
     """GET /metrics and /healthz (also /readyz, /livez) on one port, answered from a thread of
     their own (nfd.common.probes): a masterless worker evaluating a costly rule still answers
     at once, and fails them once its event loop has stopped beating."""
-    # here, not at the top: the server's asyncio and ssl (~26 ms and 58 modules after a one-shot
+    # here, not at the top: the server's asyncio and ssl (~25 ms and 58 modules after a one-shot
     # run, python -X importtime), which a one-shot run serves nothing with
     from nfd.common.httpserver import text_route
     from nfd.common.probes import Heartbeat, ProbeServer, liveness_route

@@ -40,10 +40,10 @@ SAME_JOB_NAMES = {
 # (the min of 9 fresh processes on the development machine), or to the start of the program or
 # command named; a deferral is kept from 1 ms. The import site says it again in a comment.
 _NVML_GPU = "loaded only where used (a GPU node, an nvml config)"
-_WORKER_LOOP = "asyncio, ssl: 26 ms, 58 modules; a one-shot run without publishing has no event loop"
-_WORKER_API = ("the publish path, nfd.k8s, asyncio, ssl, yaml, h2: 110 ms, 134 modules; only for a run that "
+_WORKER_LOOP = "asyncio, ssl: 25 ms, 58 modules; a one-shot run without publishing has no event loop"
+_WORKER_API = ("the publish path, nfd.k8s, asyncio, ssl, yaml, h2: 79 ms, 134 modules; only for a run that "
                "publishes (test_worker_imports)")
-_KUBECTL_API = "asyncio, ssl, nfd.k8s: 58 ms of `kubectl nfd`; only for the commands that read the cluster"
+_KUBECTL_API = "asyncio, ssl, nfd.k8s: 51 ms of `kubectl nfd`; only for the commands that read the cluster"
 DEFERRED_IMPORTS = {
     ("nfd.api.validation", "nfd.api.quantity"): "7.6 ms (decimal, fractions); only for an extended resource",
     ("nfd.common.goflags", "argparse"): "1.5 ms with gettext; only for a bad flag value (FlagValues)",
@@ -77,29 +77,29 @@ DEFERRED_IMPORTS = {
     ("nfd.worker.daemon", "nfd.k8s.ownwatch"): _WORKER_API,
     ("nfd.worker.daemon", "nfd.k8s.resources"): _WORKER_API,
     ("nfd.worker.daemon", "nfd.worker.masterless"):
-        "nfd-master's node pipeline: 300 ms, 250 modules; only in masterless mode (test_worker_imports)",
-    ("nfd.worker.config", "nfd.lang.goregex"): "17 ms and ~4 MiB (RE2, libstdc++); only for core.labelWhiteList",
-    ("nfd.worker.config", "yaml"): "18 ms; only for a config file or -options",
-    ("nfd.worker.config", "nfd.common"): "safeyaml, with yaml: 18 ms; only for a config file or -options",
+        "nfd-master's node pipeline: 234 ms, 246 modules; only in masterless mode (test_worker_imports)",
+    ("nfd.worker.config", "nfd.lang.goregex"): "15 ms and ~4 MiB (RE2, libstdc++); only for core.labelWhiteList",
+    ("nfd.worker.config", "yaml"): "14 ms; only for a config file or -options",
+    ("nfd.worker.config", "nfd.common"): "safeyaml, with yaml: 14 ms; only for a config file or -options",
     ("nfd.cli.export", "nfd.worker.config"): "4 ms of `nfd export labels`; only for --config",
-    ("nfd.cli.export", "yaml"): "13 ms of `nfd export labels`; only for --config or -o yaml",
+    ("nfd.cli.export", "yaml"): "12.6 ms of `nfd export labels`; only for --config or -o yaml",
     ("nfd.cli.kubectl_nfd", "asyncio"): _KUBECTL_API,
     ("nfd.cli.kubectl_nfd", "nfd.k8s.client"): _KUBECTL_API,
     ("nfd.cli.kubectl_nfd", "nfd.k8s.config"): _KUBECTL_API,
     ("nfd.cli.kubectl_nfd", "nfd.k8s.errors"): _KUBECTL_API,
     ("nfd.cli.kubectl_nfd", "nfd.k8s.fetching"): _KUBECTL_API,
     ("nfd.cli.kubectl_nfd", "nfd.k8s.resources"): _KUBECTL_API,
-    ("nfd.cli.kubectl_nfd", "nfd.cli"): "nfd.cli.fleet, with the API client: 69 ms; only for `test -A|-l`",
+    ("nfd.cli.kubectl_nfd", "nfd.cli"): "nfd.cli.fleet, with the API client: 65 ms; only for `test -A|-l`",
     ("nfd.master.controller", "nfd.master.groupstatus"):
-        "2.8 ms of masterless mode, which loads nothing of the group pass (test_worker_imports)",
+        "2.6 ms of masterless mode, which loads nothing of the group pass (test_worker_imports)",
     ("nfd.master.eventsink", "nfd.k8s.events"):
         "2.3 ms of masterless mode, which posts no Events (NoEvents)",
-    ("nfd.rules.engine", "nfd.rules.cel"): "the CEL compiler: 106 ms after the engine; only for matchCEL",
-    ("nfd.rules.engine", "nfd.lang.gotemplate"): "the Go templates: 168 ms after the engine; only for a template",
+    ("nfd.rules.engine", "nfd.rules.cel"): "the CEL compiler: 68 ms after the engine; only for matchCEL",
+    ("nfd.rules.engine", "nfd.lang.gotemplate"): "the Go templates: 102 ms after the engine; only for a template",
     ("nfd.rules.expression", "nfd.lang.goregex"):
-        "17 ms and ~4 MiB (RE2, libstdc++) of a one-shot run; only for a regexp (InRegexp)",
-    ("nfd.rules.expression", "nfd.lang.semver"): "1.3 ms; only for a version comparison (type: version)",
-    ("nfd.rules.lint", "nfd.rules.cel"): "the CEL compiler: 56 ms of `nfd rules validate`; only for matchCEL",
+        "15 ms and ~4 MiB (RE2, libstdc++) of a one-shot run; only for a regexp (InRegexp)",
+    ("nfd.rules.expression", "nfd.lang.semver"): "1.2 ms; only for a version comparison (type: version)",
+    ("nfd.rules.lint", "nfd.rules.cel"): "the CEL compiler: 51 ms of `nfd rules validate`; only for matchCEL",
 }
 
 
