@@ -121,6 +121,7 @@ class Env:
     pods: list[str] = field(default_factory=list)
     latencies: dict[str, float] = field(default_factory=dict)
     restarts: int = 0
+    say: Callable[[str], None] = print  # past pytest's capture: the latencies belong in CI's log
 
     @property
     def kube(self) -> Any:
@@ -171,16 +172,17 @@ class Env:
         return "\n".join(f"--- {n}:\n{p.logs()[-3000:]}" for n, p in self.processes.items())
 
     def wait(self, what: str, cond: Callable[[], bool], within: float, *, began: float,
-             always: Callable[[], None] | None = None) -> float:
+             always: Callable[[], None] | None = None, quiet: bool = False) -> float:
         """Poll until cond() (calling always() on each poll: what must hold meanwhile); the
-        seconds since `began`, printed; AssertionError past `within`."""
+        seconds since `began`, recorded and (unless quiet) printed; AssertionError past `within`."""
         while True:
             if always is not None:
                 always()
             if cond():
                 took = time.monotonic() - began
-                self.latencies[what] = took
-                print(f"gpu health e2e: {what}: {took:.2f}s", file=sys.__stderr__)
+                if not quiet:
+                    self.latencies[what] = took
+                    self.say(f"{what}: {took:.2f}s")
                 return took
             if time.monotonic() - began > within:
                 summary, _ = self.health()
@@ -191,10 +193,10 @@ class Env:
             time.sleep(0.1)
 
     def wait_node(self, what: str, *, reason: str | None, healthy: int, within: float = SET_WITHIN_S,
-                  began: float) -> float:
+                  began: float, quiet: bool = False) -> float:
         taints = [] if reason is None else [{"key": TAINT_KEY, "value": reason, "effect": "NoSchedule"}]
         labels = {HEALTHY: str(healthy), UNHEALTHY: str(GPUS - healthy)}
-        return self.wait(what, lambda: self.view() == (taints, labels), within, began=began)
+        return self.wait(what, lambda: self.view() == (taints, labels), within, began=began, quiet=quiet)
 
     def assert_healthy_node(self) -> None:
         assert self.view() == ([], {HEALTHY: str(GPUS), UNHEALTHY: "0"}), self.view()
@@ -217,7 +219,7 @@ def untaint(node: RealNode) -> None:
 
 
 @pytest.fixture(scope="module")
-def env(real_node: RealNode, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
+def env(real_node: RealNode, tmp_path_factory: pytest.TempPathFactory, pytestconfig: pytest.Config) -> Iterator[Env]:
     try:
         lib_dir = mocknvml.build()
     except (BuildError, mocknvml.MockNvmlUnavailable) as err:
@@ -243,6 +245,14 @@ def env(real_node: RealNode, tmp_path_factory: pytest.TempPathFactory) -> Iterat
             worker_env=dict(common, NODE_NAME=real_node.name,
                             **{k: mock_env[k] for k in ("LD_LIBRARY_PATH", mocknvml.DATA_ENV, "NFD_HOST_ROOT")}),
             worker_kubeconfig=kube.serviceaccount_kubeconfig(NS, "nfd-worker"))
+    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
+
+    def say(msg: str) -> None:
+        ctx = capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext()
+        with ctx:
+            print(f"gpu health e2e: {msg}", file=sys.stderr, flush=True)
+
+    e.say = say
     rule = yaml.safe_load(RULE_FILE.read_text())
     try:
         e.processes["master"] = kube.start_process(
@@ -272,8 +282,7 @@ def env(real_node: RealNode, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         with contextlib.suppress(HttpError):
             kube.request("DELETE", f"{NFD_API}/namespaces/{NS}/nodefeatures/{real_node.name}")
         untaint(real_node)
-        print(f"gpu health e2e: latencies (s) {({k: round(v, 2) for k, v in e.latencies.items()})}, "
-              f"worker restarts {e.restarts}", file=sys.__stderr__)
+        e.say(f"latencies (s) {({k: round(v, 2) for k, v in e.latencies.items()})}, worker restarts {e.restarts}")
         left = real_node.node()
         assert not [t for t in left["spec"].get("taints") or [] if t["key"] == TAINT_KEY], left["spec"]
         assert not [k for k in left["metadata"].get("labels") or {} if k.startswith("nvidia.com/")], left["metadata"]
@@ -288,7 +297,8 @@ def healthy_after(env: Env) -> Iterator[None]:
     env.clear()
     began = time.monotonic()
     try:
-        env.wait_node("settled", reason=None, healthy=GPUS, within=XID_WINDOW_S + SET_WITHIN_S, began=began)
+        env.wait_node("settled", reason=None, healthy=GPUS, within=XID_WINDOW_S + SET_WITHIN_S, began=began,
+                      quiet=True)
     except AssertionError:
         env.restart_worker()
         env.wait_node("settled after a worker restart", reason=None, healthy=GPUS, within=120, began=time.monotonic())
@@ -423,7 +433,7 @@ def test_a_pod_without_the_toleration_waits_while_tainted_then_schedules(env: En
     except TimeoutError:
         raise AssertionError(f"{pod_state(env.node, APPS_NS)}\n{env.node.describe()}") from None
     env.latencies["pod: running after the clear"] = took = time.monotonic() - began
-    print(f"gpu health e2e: pod: running {took:.2f}s after the clear", file=sys.__stderr__)
+    env.say(f"pod: running {took:.2f}s after the clear")
     for name in (waiting, tolerating):
         delete_pod(env.node, name)
         env.pods.remove(name)
