@@ -12,7 +12,9 @@ profile, faults included; :func:`host_root` writes the host facts the profile st
 PCI class, vGPU capability, ``/proc/driver/nvidia``) as a host root, so the worker reads them
 through its own sysfs code. :func:`environment` puts the two together: with it, a process's
 ``pynvml`` loads the mock through its ordinary ``CDLL("libnvidia-ml.so.1")``
-(``LD_LIBRARY_PATH``), and Go programs through go-nvml's ``dlopen``.
+(``LD_LIBRARY_PATH``), and Go programs through go-nvml's ``dlopen``. Faults that come and go
+while a process runs: XID events through the event control file (:func:`inject_event`), health
+readings, fabric state and lost GPUs through the runtime state file (:func:`set_state`).
 
 From a checkout, without a GPU::
 
@@ -180,10 +182,11 @@ def _fake(doc: dict[str, Any], faults: str = "") -> Any:
     return fake
 
 
-def data_text(doc: dict[str, Any], faults: str = "", events: Path | None = None) -> str:
+def data_text(doc: dict[str, Any], faults: str = "", events: Path | None = None, state: Path | None = None) -> str:
     """The mock library's data file for profile ``doc`` (and ``NFD_NVML_FAULTS``-style faults):
     every value as the Python fake answers it, so the two fakes cannot drift apart. ``events``:
-    the event control file (:func:`inject_event`)."""
+    the event control file (:func:`inject_event`); ``state``: the runtime state file
+    (:func:`set_state`)."""
     import pynvml
 
     from nfd.nvml_fake.fakenvml import ci_profile_table
@@ -223,14 +226,9 @@ def data_text(doc: dict[str, Any], faults: str = "", events: Path | None = None)
             na if cc is None else cc[0], na if cc is None else cc[1],
             pci.busId, pci.pciDeviceId & 0xFFFFFFFF, na if numa is None else numa,
             int(mig is not None), mig[0] if mig else 0, mig[1] if mig else 0, max_mig or 0)))
-        fabric = g.spec.get("fabric", g.model.get("fabric"))
+        fabric = _fabric_fields(g)
         if fabric is not None:
-            import uuid as uuidlib
-
-            raw = uuidlib.UUID(str(fabric.get("clusterUuid", "00000000-0000-0000-0000-000000000000"))).bytes
-            lines.append("\t".join(["fabric", str(int(fabric.get("state", 3))), str(int(fabric.get("status", 0))),
-                                    str(int(fabric.get("cliqueId", 0))), raw.hex(),
-                                    str(int(fabric.get("healthMask", 0)))]))
+            lines.append("\t".join(["fabric", *fabric]))
         lines.append(_health_record(ask, g))
         for p in g.model.get("giProfiles") or []:
             lines.append("\t".join(_field(v) for v in (
@@ -254,11 +252,26 @@ def data_text(doc: dict[str, Any], faults: str = "", events: Path | None = None)
                 a["computeInstanceSliceCount"], a["memorySizeMB"], answers.nvmlDeviceGetName(m))))
     if events is not None:
         lines.append("\t".join(["events", _field(events)]))
+    if state is not None:
+        lines.append("\t".join(["state", _field(state)]))
     for f in fake.faults:
         lines.append("\t".join(_field(v) for v in (
             "error", f.call, -1 if f.device is None else f.device, f.code, -1 if f.times is None else f.times,
             f.after)))
     return "\n".join(lines) + "\n"
+
+
+def _fabric_fields(g: Any) -> list[str] | None:
+    """The GPU's ``fabric`` record's fields (STATE STATUS CLIQUE UUIDHEX32 HEALTHMASK), or None:
+    NOT_SUPPORTED."""
+    import uuid as uuidlib
+
+    fabric = g.spec.get("fabric", g.model.get("fabric"))
+    if fabric is None:
+        return None
+    raw = uuidlib.UUID(str(fabric.get("clusterUuid", "00000000-0000-0000-0000-000000000000"))).bytes
+    return [str(int(fabric.get("state", 3))), str(int(fabric.get("status", 0))), str(int(fabric.get("cliqueId", 0))),
+            raw.hex(), str(int(fabric.get("healthMask", 0)))]
 
 
 def _health_record(ask: Callable[..., Any], g: Any) -> str:
@@ -387,18 +400,91 @@ def inject_event(events: Path, device: int | str, data: int = 0, *, kind: str = 
         f.write(" ".join(fields) + "\n")
 
 
+STATE_FILE = "nvml.state"
+
+
+def state_text(doc: dict[str, Any]) -> str:
+    """The runtime state file (tests/tools/mocknvml/state.c) that makes the mock answer as profile
+    ``doc`` for what can change while a process keeps NVML initialised: every GPU's health
+    readings and fabric record, and which GPUs are lost (``health: {lost: true}``), as the Python
+    fake answers them. The other answers (names, memory, MIG, ...) stay the data file's; ``doc``
+    must have the data file's GPUs, in its order."""
+    fake = _fake(doc)
+    fake.clear_faults()  # the values themselves; a lost GPU is a "lost" record
+    fake.nvmlInit()
+
+    def ask(call: str, *args: Any) -> Any:
+        import pynvml
+
+        try:
+            return getattr(fake, call)(*args)
+        except pynvml.NVMLError as e:
+            if e.value != pynvml.NVML_ERROR_NOT_SUPPORTED:
+                raise
+            return None
+
+    lines = ["# nfd mock NVML state: written by tests/support/mocknvml.py from profile " + _field(doc.get("name", "?"))]
+    for g in fake.gpus:
+        index = str(g.index)
+        lines.append(_health_record(ask, g).replace("health\t", f"health\t{index}\t", 1))
+        fabric = _fabric_fields(g)
+        lines.append("\t".join(["fabric", index, *(fabric if fabric is not None else ["!"])]))
+        if g.health("lost"):
+            lines.append(f"lost\t{index}")
+    return "\n".join(lines) + "\n"
+
+
+def set_state(state: Path, doc: dict[str, Any] | None) -> None:
+    """Make the mock answer as profile ``doc`` from now on (:func:`state_text`), in every process
+    running under it: the file ``state`` (for a workdir of :func:`prepare`, ``workdir /
+    STATE_FILE``) replaced whole, in one rename. None: remove it, back to the data file's answers.
+    A process sees the change at its next nvmlDeviceGetCount or nvmlDeviceGetHandleBy* call."""
+    if doc is None:
+        state.unlink(missing_ok=True)
+        return
+    tmp = state.with_name(f".{state.name}.{os.getpid()}.tmp")
+    tmp.write_text(state_text(doc))
+    os.replace(tmp, state)
+
+
+def with_health(doc: dict[str, Any], index: int, **values: Any) -> dict[str, Any]:
+    """A copy of profile ``doc`` with GPU ``index``'s ``health:`` readings changed (the profile
+    keys of nfd.nvml_fake: eccUncorrectedVolatile, retiredPagesPending, remappedRows,
+    clocksEventReasons, pcie, nvlinks, lost), or its ``fabric`` with ``fabric=``."""
+    out = copy.deepcopy(doc)
+    gpu = out["gpus"][index]
+    if "fabric" in values:
+        gpu["fabric"] = values.pop("fabric")
+    if values:
+        gpu["health"] = {**(gpu.get("health") or {}), **values}
+    return out
+
+
+def healthy_nvlink_profile() -> dict[str, Any]:
+    """h100x8-unhealthy without its faults: eight healthy H100s, each with 18 NVLinks up (h100x8's
+    GPUs answer no NVLink state), the profile the runtime faults of set_state start from."""
+    from nfd.nvml_fake import load_profile
+
+    doc = load_profile("h100x8-unhealthy")
+    doc["name"] = "h100x8-nvlink"
+    for g in doc["gpus"]:
+        g.pop("health", None)
+    return doc
+
+
 def prepare(profile: str | dict[str, Any], workdir: Path, *, faults: str = "", lib_dir: Path | None = None,
             with_host: bool = True) -> dict[str, str]:
     """Build (if needed), write the profile's data file and host root under ``workdir``, and
     return the environment to run a process under the mock. Its event control file is
-    ``workdir / EVENTS_FILE`` (:func:`inject_event`)."""
+    ``workdir / EVENTS_FILE`` (:func:`inject_event`), its runtime state file ``workdir /
+    STATE_FILE`` (:func:`set_state`; none at first)."""
     from nfd.nvml_fake import load_profile
 
     doc = load_profile(profile) if isinstance(profile, str) else profile
     lib_dir = lib_dir or build()
     workdir.mkdir(parents=True, exist_ok=True)
     data = workdir / "nvml.data"
-    data.write_text(data_text(doc, faults, events=workdir / EVENTS_FILE))
+    data.write_text(data_text(doc, faults, events=workdir / EVENTS_FILE, state=workdir / STATE_FILE))
     root = host_root(doc, workdir / "host") if with_host else None
     return environment(lib_dir, data, root)
 

@@ -9,7 +9,9 @@
  * "!" answers NVML_ERROR_NOT_SUPPORTED (for the four remap fields: REMAPPENDING); NVLINKS is a
  * string of 0/1, one character a link (link N past it: INVALID_ARGUMENT, as NVML answers for a
  * link the GPU lacks), or "!" for a GPU without NVLink. A GPU without a record answers as a
- * healthy GPU with ECC and PCIe Gen5 x16 and no NVLink.
+ * healthy GPU with ECC and PCIe Gen5 x16 and no NVLink. The runtime state file (state.c) replaces
+ * a GPU's record while a process runs ("health INDEX ..."), and the data file's comes back when
+ * the state file no longer says so.
  */
 #define NVML_NO_UNVERSIONED_FUNC_DEFS 1
 #include "mocknvml.h"
@@ -29,13 +31,17 @@ typedef struct {
 } health_t;
 
 static health_t H[MAX_GPUS];
+static health_t BASE[MAX_GPUS]; /* the data file's records: what the state file's changes go back to */
 
 static long long field(const char *s) { return strcmp(s, "!") == 0 ? NA : (long long)strtoull(s, NULL, 0); }
 
 void mock_health_reset(void) { memset(H, 0, sizeof H); }
+void mock_health_snapshot(void) { memcpy(BASE, H, sizeof H); }
+void mock_health_restore(void) { memcpy(H, BASE, sizeof H); }
 
 int mock_health_record(int index, char **f, int n) {
     if (index < 0 || index >= MAX_GPUS || n < 13) return -1;
+    if (strcmp(f[12], "!") != 0 && strlen(f[12]) > NVML_NVLINK_MAX_LINKS) return -1; /* nothing changed */
     health_t *h = &H[index];
     h->present = 1;
     h->ecc = field(f[1]);
@@ -50,16 +56,19 @@ int mock_health_record(int index, char **f, int n) {
     h->pg = field(f[10]);
     h->pgmax = field(f[11]);
     h->has_nvlink = strcmp(f[12], "!") != 0;
-    if (h->has_nvlink) {
-        if (strlen(f[12]) > NVML_NVLINK_MAX_LINKS) return -1;
-        strcpy(h->nvlinks, f[12]);
-    }
+    if (h->has_nvlink) strcpy(h->nvlinks, f[12]);
     return 0;
 }
 
 static const health_t DEFAULT = {1, 0, 0, 0, 0, 0, 0, 0, 16, 16, 5, 5, "", 0};
 
-static const health_t *of(int index) { return H[index].present ? &H[index] : &DEFAULT; }
+/* GPU INDEX's health as of now: a copy, taken under the state lock (state.c may change H) */
+static health_t of(int index) {
+    mock_state_lock();
+    health_t h = H[index].present ? H[index] : DEFAULT;
+    mock_state_unlock();
+    return h;
+}
 
 /* the prologue of every read here: a full GPU's health, or the error to answer */
 #define GPU_HEALTH(call, device, out, var)                    \
@@ -67,7 +76,8 @@ static const health_t *of(int index) { return H[index].present ? &H[index] : &DE
     nvmlReturn_t r_ = mock_full_gpu(call, device, &idx_);     \
     if (r_ != NVML_SUCCESS) return r_;                        \
     if (!(out)) return NVML_ERROR_INVALID_ARGUMENT;           \
-    const health_t *var = of(idx_)
+    const health_t var##_copy = of(idx_);                     \
+    const health_t *var = &var##_copy
 
 static nvmlReturn_t value(long long v, unsigned int *out) {
     if (v == NA) return NVML_ERROR_NOT_SUPPORTED;

@@ -20,6 +20,7 @@
  *   error   CALL  DEVICE(-1 any)  CODE  TIMES(-1 forever)  AFTER    (CALL "*": every call on DEVICE)
  *   health  ...                                       (of the last gpu; health.c reads it)
  *   events  PATH                                     (the event control file: events.c)
+ *   state   PATH                                     (the runtime state file: state.c)
  *
  * Behaviour copied from the real library: reference-counted init, UNINITIALIZED before it,
  * INVALID_ARGUMENT for NULL outputs and unknown handles, INSUFFICIENT_SIZE for short string
@@ -138,16 +139,8 @@ static nvmlReturn_t load(void) {
             g->mig_current = num(f[12]);
             g->mig_pending = num(f[13]);
             g->max_mig = num(f[14]);
-        } else if (!strcmp(f[0], "fabric") && g && n >= 5 && strlen(f[4]) == 32) {
-            g->has_fabric = 1;
-            g->fabric_state = num(f[1]);
-            g->fabric_status = num(f[2]);
-            g->fabric_clique = num(f[3]);
-            for (int i = 0; i < NVML_GPU_FABRIC_UUID_LEN; i++) {
-                char hex[3] = {f[4][2 * i], f[4][2 * i + 1], 0};
-                g->fabric_uuid[i] = (unsigned char)strtoul(hex, NULL, 16);
-            }
-            if (n >= 6) g->fabric_health_mask = num(f[5]);
+        } else if (!strcmp(f[0], "fabric") && g) {
+            bad = mock_fabric_record(g, f, n);
         } else if (!strcmp(f[0], "health") && g) {
             bad = mock_health_record(g->index, f, n);
         } else if (!strcmp(f[0], "gip") && g && g->ngip < MAX_PROFILES) {
@@ -186,6 +179,8 @@ static nvmlReturn_t load(void) {
             g->migs[g->nmigs++] = m;
         } else if (!strcmp(f[0], "events") && n >= 2) {
             put(S.events, sizeof S.events, f[1]);
+        } else if (!strcmp(f[0], "state") && n >= 2) {
+            put(S.state, sizeof S.state, f[1]);
         } else if (!strcmp(f[0], "error") && n >= 6 && S.nfaults < MAX_ERRORS) {
             fault_t *e = &S.faults[S.nfaults++];
             copy(e->call, f[1]);
@@ -204,12 +199,29 @@ static nvmlReturn_t load(void) {
         }
     }
     fclose(fp);
+    mock_state_loaded();
     return NVML_SUCCESS;
+}
+
+/* a "fabric" record: FIELDS[1..] STATE STATUS CLIQUE UUIDHEX32 [HEALTHMASK] (also state.c's) */
+int mock_fabric_record(struct nvmlDevice_st *g, char **f, int n) {
+    if (n < 5 || strlen(f[4]) != 2 * NVML_GPU_FABRIC_UUID_LEN) return -1;
+    g->has_fabric = 1;
+    g->fabric_state = num(f[1]);
+    g->fabric_status = num(f[2]);
+    g->fabric_clique = num(f[3]);
+    for (int i = 0; i < NVML_GPU_FABRIC_UUID_LEN; i++) {
+        char hex[3] = {f[4][2 * i], f[4][2 * i + 1], 0};
+        g->fabric_uuid[i] = (unsigned char)strtoul(hex, NULL, 16);
+    }
+    g->fabric_health_mask = n >= 6 ? num(f[5]) : 0;
+    return 0;
 }
 
 /* ---- checks every entry point makes ------------------------------------------------------- */
 
 nvmlReturn_t fault(const char *call, int device) {
+    if (mock_state_lost(device)) return NVML_ERROR_GPU_IS_LOST; /* the state file's "lost" (state.c) */
     for (int i = 0; i < S.nfaults; i++) {
         fault_t *e = &S.faults[i];
         int any = e->call[0] == '*' && e->call[1] == '\0' && e->device >= 0;
@@ -358,6 +370,7 @@ EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *v) { return cuda_vers
 static nvmlReturn_t count(unsigned int *n) {
     ENTER();
     NOT_NULL(n);
+    mock_state_refresh();
     nvmlReturn_t r = fault("nvmlDeviceGetCount", -1);
     if (r != NVML_SUCCESS) return r;
     *n = (unsigned int)S.ngpus;
@@ -368,6 +381,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetCount(unsigned int *n) { return count(n); }
 
 static nvmlReturn_t by_index(unsigned int index, nvmlDevice_t *device) {
     ENTER();
+    mock_state_refresh();
     NOT_NULL(device);
     if (index >= (unsigned int)S.ngpus) return NVML_ERROR_INVALID_ARGUMENT;
     nvmlReturn_t r = fault("nvmlDeviceGetHandleByIndex", (int)index);
@@ -380,6 +394,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int i, nvmlDevice_t *d) 
 
 EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device) {
     ENTER();
+    mock_state_refresh();
     NOT_NULL(uuid);
     NOT_NULL(device);
     for (int i = 0; i < S.ngpus; i++)
@@ -401,6 +416,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *de
 
 static nvmlReturn_t by_bus_id(const char *bus_id, nvmlDevice_t *device) {
     ENTER();
+    mock_state_refresh();
     NOT_NULL(bus_id);
     NOT_NULL(device);
     for (int i = 0; i < S.ngpus; i++)
@@ -536,13 +552,16 @@ static nvmlReturn_t fabric_common(struct nvmlDevice_st *d) {
 EXPORT nvmlReturn_t nvmlDeviceGetGpuFabricInfo(nvmlDevice_t device, nvmlGpuFabricInfo_t *info) {
     DEVICE("nvmlDeviceGetGpuFabricInfo", device, d);
     NOT_NULL(info);
+    mock_state_lock();
     nvmlReturn_t r = fabric_common(d);
-    if (r != NVML_SUCCESS) return r;
-    memcpy(info->clusterUuid, d->fabric_uuid, sizeof info->clusterUuid);
-    info->status = (nvmlReturn_t)d->fabric_status;
-    info->cliqueId = d->fabric_clique;
-    info->state = (nvmlGpuFabricState_t)d->fabric_state;
-    return NVML_SUCCESS;
+    if (r == NVML_SUCCESS) {
+        memcpy(info->clusterUuid, d->fabric_uuid, sizeof info->clusterUuid);
+        info->status = (nvmlReturn_t)d->fabric_status;
+        info->cliqueId = d->fabric_clique;
+        info->state = (nvmlGpuFabricState_t)d->fabric_state;
+    }
+    mock_state_unlock();
+    return r;
 }
 
 EXPORT nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device, nvmlGpuFabricInfoV_t *info) {
@@ -551,15 +570,18 @@ EXPORT nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device, nvmlGpuFabr
     /* v2 and v3 share their layout up to healthMask; v3 adds healthSummary */
     if (info->version != nvmlGpuFabricInfo_v2 && info->version != nvmlGpuFabricInfo_v3)
         return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    mock_state_lock();
     nvmlReturn_t r = fabric_common(d);
-    if (r != NVML_SUCCESS) return r;
-    memcpy(info->clusterUuid, d->fabric_uuid, sizeof info->clusterUuid);
-    info->status = (nvmlReturn_t)d->fabric_status;
-    info->cliqueId = d->fabric_clique;
-    info->state = (nvmlGpuFabricState_t)d->fabric_state;
-    info->healthMask = d->fabric_health_mask;
-    if (info->version == nvmlGpuFabricInfo_v3) info->healthSummary = 0;
-    return NVML_SUCCESS;
+    if (r == NVML_SUCCESS) {
+        memcpy(info->clusterUuid, d->fabric_uuid, sizeof info->clusterUuid);
+        info->status = (nvmlReturn_t)d->fabric_status;
+        info->cliqueId = d->fabric_clique;
+        info->state = (nvmlGpuFabricState_t)d->fabric_state;
+        info->healthMask = d->fabric_health_mask;
+        if (info->version == nvmlGpuFabricInfo_v3) info->healthSummary = 0;
+    }
+    mock_state_unlock();
+    return r;
 }
 
 /* ---- MIG ---------------------------------------------------------------------------------- */

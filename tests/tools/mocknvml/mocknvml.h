@@ -1,8 +1,8 @@
 /*
  * The mock libnvidia-ml.so.1's internals, shared by its source files (mocknvml.c: the data file
  * and the device queries; events.c: NVML events; topology.c: GPU topology; health.c: the health
- * reads). Every *.c in this directory is compiled into
- * the one library (tests/support/mocknvml.py).
+ * reads; state.c: faults that change while NVML stays initialised). Every *.c in this directory
+ * is compiled into the one library (tests/support/mocknvml.py).
  */
 #ifndef NFD_MOCKNVML_H
 #define NFD_MOCKNVML_H
@@ -99,6 +99,7 @@ typedef struct {
     fault_t faults[MAX_ERRORS];
     int nfaults;
     char events[4096]; /* the event control file: "events" record, else $NFD_MOCK_NVML_EVENTS */
+    char state[4096];  /* the runtime state file: "state" record, else $NFD_MOCK_NVML_STATE */
 } mock_state_t;
 
 /* the library's state: the data file's answers, loaded at the first nvmlInit */
@@ -118,6 +119,19 @@ nvmlReturn_t mock_full_gpu(const char *call, nvmlDevice_t handle, int *index);
  * reset before the data file is read again */
 int mock_health_record(int index, char **fields, int n);
 void mock_health_reset(void);
+/* health.c: the data file's health records kept aside (after a load) and put back (state.c) */
+void mock_health_snapshot(void);
+void mock_health_restore(void);
+/* a "fabric" record (FIELDS[0] the record's name) for GPU G: 0, or -1 if malformed */
+int mock_fabric_record(struct nvmlDevice_st *g, char **fields, int n);
+/* state.c: the runtime state file. _loaded after the data file is read, _refresh where a caller
+ * starts with GPUs, _lost(INDEX) for every device call; the lock guards what the file changes
+ * (health readings, fabric fields) against a refresh in another thread */
+void mock_state_loaded(void);
+void mock_state_refresh(void);
+int mock_state_lost(int index);
+void mock_state_lock(void);
+void mock_state_unlock(void);
 
 /* the prologue of a call: initialised; of a device call also a known handle, no injected error */
 #define ENTER() \
