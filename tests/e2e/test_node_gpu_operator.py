@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -115,10 +116,27 @@ FEATURE_LABELS_ANNOTATION = "nfd.node.kubernetes.io/feature-labels"
 NFD_LABEL_PREFIXES = ("feature.node.kubernetes.io/", "profile.node.kubernetes.io/", "nvidia.com/")
 NFD_ANNOTATION_PREFIX = "nfd.node.kubernetes.io/"
 POLL_S = 0.5
+#: labels nfd gives that upstream's v0.17.3 does not (later upstream releases do): the x86-64
+#: micro-architecture levels and the hypervisor
+NEWER_CPUID = re.compile(r"feature\.node\.kubernetes\.io/cpu-cpuid\.X86_64_V[1-4]")
+NEWER_LABELS = {"feature.node.kubernetes.io/cpu-model.hypervisor"}
+
+
+_capture: Any = None  # pytest's capture manager: the step times are shown as they happen
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _show_log(pytestconfig: pytest.Config) -> Iterator[None]:
+    global _capture
+    _capture = pytestconfig.pluginmanager.getplugin("capturemanager")
+    yield
+    _capture = None
 
 
 def _log(msg: str) -> None:
-    print(f"nfd e2e: {msg}", file=sys.__stderr__, flush=True)
+    ctx = _capture.global_and_fixture_disabled() if _capture is not None else contextlib.nullcontext()
+    with ctx:
+        print(f"nfd e2e: {msg}", file=sys.stderr, flush=True)
 
 
 def expected_operator_labels() -> dict[str, str | None]:
@@ -300,6 +318,13 @@ def _restore(stage: Stage, found: Found) -> None:
     attempt("restore the Node", lambda: kube.request("PATCH", f"/api/v1/nodes/{stage.node.name}",
                                                       content_type="application/merge-patch+json", body=patch))
     assert not errors, "the node could not be restored:\n" + "\n".join(errors)
+    now = _snapshot(stage.node)
+    names = {kind: sorted((o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in items)
+             for kind, items in found.objects.items()}
+    now_names = {kind: sorted((o["metadata"].get("namespace", ""), o["metadata"]["name"]) for o in items)
+                 for kind, items in now.objects.items()}
+    assert (now.labels, now.annotations, now.taints, now.crds, now.namespaces, now_names) == \
+        (found.labels, found.annotations, found.taints, found.crds, found.namespaces, names), "the node not as found"
 
 
 @pytest.fixture(scope="module")
@@ -489,20 +514,27 @@ def test_migration_from_the_operators_nfd_keeps_the_labels_it_reads(stage: Stage
     final = nfd_labels(after["labels"])
     owned = set(after["annotations"][FEATURE_LABELS_ANNOTATION].split(","))
     assert owned == {k.removeprefix("feature.node.kubernetes.io/") for k in final}, (owned, sorted(final))
-    changed = {k: (baseline.get(k), final.get(k)) for k in set(baseline) | set(final)
-               if k != RULE_LABEL and baseline.get(k) != final.get(k)}
-    assert not changed, f"nfd labels (upstream's, ours) differ: {changed}"
-    # the operator's NFD objects are gone; the operator's own remain
+    # every label of upstream's is ours, with its value; ours adds only what v0.17.3 lacks and the
+    # upstream release nfd follows has (docs/compatibility.md)
+    changed = {k: (v, final.get(k)) for k, v in baseline.items() if k != RULE_LABEL and final.get(k) != v}
+    assert not changed, f"labels of upstream's NFD changed (upstream's, ours): {changed}"
+    added = {k: v for k, v in final.items() if k not in baseline}
+    assert all(k in NEWER_LABELS or NEWER_CPUID.fullmatch(k) for k in added), added
+    # the operator's NFD objects are gone (its subchart's names: <release>-node-feature-discovery...,
+    # the shared ServiceAccount node-feature-discovery); the operator's own remain
     left = []
     for path in (f"/apis/apps/v1/namespaces/{OPERATOR_NS}/deployments", f"/apis/apps/v1/namespaces/{OPERATOR_NS}/daemonsets",
                  f"/api/v1/namespaces/{OPERATOR_NS}/configmaps", f"/api/v1/namespaces/{OPERATOR_NS}/serviceaccounts",
                  f"/apis/rbac.authorization.k8s.io/v1/namespaces/{OPERATOR_NS}/roles",
-                 "/apis/rbac.authorization.k8s.io/v1/clusterroles", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
-                 f"{NFD_API}/namespaces/{OPERATOR_NS}/nodefeatures"):
+                 f"/apis/rbac.authorization.k8s.io/v1/namespaces/{OPERATOR_NS}/rolebindings",
+                 "/apis/rbac.authorization.k8s.io/v1/clusterroles", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"):
         left += [f"{path.rsplit('/', 1)[1]}/{o['metadata']['name']}" for o in kube.get(path)["items"]
-                 if "node-feature-discovery" in o["metadata"]["name"] or path.endswith("nodefeatures")]
+                 if o["metadata"]["name"].startswith((f"{OPERATOR_RELEASE}-node-feature-discovery",
+                                                      "node-feature-discovery"))]
+    left += [f"nodefeatures/{o['metadata']['name']}"
+             for o in kube.get(f"{NFD_API}/namespaces/{OPERATOR_NS}/nodefeatures")["items"]]
     assert not left, f"the operator's NFD left {left}"
     assert kube.get_or_none(f"/apis/apps/v1/namespaces/{OPERATOR_NS}/deployments/gpu-operator") is not None
     assert kube.get_or_none("/apis/nvidia.com/v1/clusterpolicies/cluster-policy") is not None
     _log("gpu-operator migration: " + ", ".join(f"{name} {t:.1f}s" for name, t in stage.steps)
-         + f"; {len(poller.reads)} reads, {len(watch.events)} watched versions of the Node")
+         + f"; {len(poller.reads)} reads, {len(watch.events)} watched versions of the Node; nfd added {sorted(added)}")
