@@ -415,7 +415,7 @@ def test_the_operators_nodefeaturerule_needs_nfds_crds_first(stage: Stage) -> No
     assert 'no matches for kind "NodeFeatureRule"' in out and "ensure CRDs are installed first" in out, out
     assert stage.kube.get_or_none(f"/apis/apps/v1/namespaces/{OPERATOR_NS}/deployments/gpu-operator") is None
     assert stage.helm("status", OPERATOR_RELEASE, "-n", OPERATOR_NS, check=False).returncode != 0  # no release
-    stage.kubectl("apply", "--server-side", "--force-conflicts", "-k", "crds/")
+    stage.kubectl("apply", "--server-side", "-k", "crds/")
     stage.install_operator(*rules)
     rule = stage.kube.get(f"{NFD_API}/nodefeaturerules/nvidia-nfd-nodefeaturerules")
     assert rule["metadata"]["annotations"]["meta.helm.sh/release-name"] == OPERATOR_RELEASE
