@@ -33,15 +33,19 @@ upgrade ... --reuse-values --set nfd.enabled=false`), its pods and NodeFeatures 
 (`kubectl wait --for=delete`), nfd installed with the preset. From before the CRDs until nfd has
 reconciled, the Node is read every 0.5 s and watched (every version the API server sends): the
 labels the operator reads (tests/e2e/test_deploy_gpu_operator.py OPERATOR_READS, checked there
-against the operator's code) never disappear or change. At the end nfd's master owns the labels
-(a label upstream's master added from a NodeFeatureRule, listed in its bookkeeping annotation,
-is removed by ours when the rule goes) and none of the operator's NFD objects is left.
+against the operator's code) never disappear or change. At the end every label of upstream's
+is ours with its value (ours adds only what v0.17.3 lacks: cpu-cpuid.X86_64_V*,
+cpu-model.hypervisor), nfd's master owns the labels (a label upstream's master added from a
+NodeFeatureRule, listed in its bookkeeping annotation, is removed by ours when the rule goes) and
+none of the operator's NFD objects is left.
 
 The order check: with NFD's CRDs absent, `helm install` of the operator with its NFD off and
 its NodeFeatureRule on fails (the chart renders a NodeFeatureRule, nothing installs its CRD);
 with our CRDs applied first, the same install succeeds.
 
-The node is left as found, also when a test fails: both releases uninstalled without hooks,
+The session's cluster has NFD's CRDs from its start (tests/e2e/harness.py installs crds/): each
+test deletes them first, as on a cluster that never had NFD. The node is left as found, also
+when a test fails (checked after each test): both releases uninstalled without hooks,
 their namespaces and the operator's CRDs deleted, NFD's CRDs (and any NFD object there was)
 as the session's cluster had them, the node's nfd labels and annotations as before.
 """
