@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("nfd.master")
 
 KINDS = {"nodefeaturerules.nfd.k8s-sigs.io": "NodeFeatureRule", "nodefeaturegroups.nfd.k8s-sigs.io": "NodeFeatureGroup"}
-UPGRADE = "upgrade the CRDs: kubectl apply --server-side --force-conflicts -f crds/ (docs/install.md)"
+UPGRADE = "upgrade the CRDs: kubectl apply --server-side --force-conflicts -k crds/ (docs/install.md)"
 REASON = "OutdatedCRD"
 
 

@@ -277,7 +277,7 @@ def _unpublished_features(obj: dict[str, Any], kind: str, published: Collection[
     return out
 
 
-UPGRADE_CRDS = "upgrade the CRDs: kubectl apply --server-side --force-conflicts -f crds/"
+UPGRADE_CRDS = "upgrade the CRDs: kubectl apply --server-side --force-conflicts -k crds/"
 
 
 @dataclass(frozen=True, slots=True)

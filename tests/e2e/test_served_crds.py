@@ -127,7 +127,7 @@ def test_older_crds_prune_match_cel_and_validate_says_so(kube: KubeCluster, olde
     assert cap.out.splitlines()[-1] == f"NodeFeatureRule {path} is not valid"
     assert cap.err.splitlines() == [
         "spec.rules[0].matchCEL: not in the schema of the cluster's CRDs: the API server prunes this field, so "
-        "nfd-master never sees it; upgrade the CRDs: kubectl apply --server-side --force-conflicts -f crds/",
+        "nfd-master never sees it; upgrade the CRDs: kubectl apply --server-side --force-conflicts -k crds/",
         "spec.rules[0]: with matchCEL pruned by the cluster's CRDs, the rule has no match term left and matches "
         "every node",
     ]
@@ -159,7 +159,7 @@ def test_master_says_once_what_the_served_crds_lack(kube: KubeCluster, older_crd
                                "spec.rules[].matchCEL;", timeout=60)
         assert "the served CRD nodefeaturegroups.nfd.k8s-sigs.io lacks fields this nfd-master evaluates: " \
                "spec.featureGroupRules[].matchCEL;" in master.wait_log("nodefeaturegroups.nfd.k8s-sigs.io lacks")
-        assert "upgrade the CRDs: kubectl apply --server-side --force-conflicts -f crds/" in text
+        assert "upgrade the CRDs: kubectl apply --server-side --force-conflicts -k crds/" in text
         assert "cannot read the CustomResourceDefinition" not in text  # the RBAC of deploy/ allows it
         kube.wait_until(lambda: _metric(port, rules_crd) == 1.0, timeout=30, message="gauge set")
 

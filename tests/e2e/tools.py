@@ -30,8 +30,16 @@ hash of the module's files and the Go version:
 - tests/tools/nvdp: NVIDIA's nvidia-device-plugin of the same release, the real node's device
   plugin over the mock NVML library in tests/e2e/test_node_nvidia_device_plugin.py.
 
-`python -m tests.e2e.tools [--if-go]` builds everything missing (but "upstream-nfd-image", built
-when `--upstream-image` first asks for it) and prints the paths and build times. Tests get the binaries from the fixtures below; they skip only when Go is missing.
+Not built, downloaded: the NVIDIA GPU Operator's repository, which the Go module proxy serves as
+a module at a pseudo-version (GPU_OPERATOR_VERSION, its go.sum hash checked), into Go's module
+cache with `go mod download`: its `deployments/gpu-operator` is the operator's Helm chart, with
+upstream NFD's chart vendored as its `node-feature-discovery` subchart (tests/e2e/test_deploy_gpu_operator.py
+reads its values, tests/e2e/test_node_gpu_operator.py installs it on the real node).
+
+`python -m tests.e2e.tools [--if-go]` builds everything missing (but "upstream-nfd-image-arm64",
+built when tests/e2e/test_arm64.py or `python -m tests.e2e.arm64` first asks for it), downloads the
+operator's chart and prints the paths and times. Tests get the binaries from the fixtures below;
+they skip only when Go is missing.
 """
 
 from __future__ import annotations
@@ -126,9 +134,10 @@ MODULES = (
                             "upstream-nfd-worker": "sigs.k8s.io/node-feature-discovery/cmd/nfd-worker"}),
     # the same release built as upstream's image ships it (tests/e2e/upstream_image.py): the
     # binaries the e2e suite's pods run, and kubectl-nfd (`nfd` is left out: its compat client
-    # needs modules the pinned go.sum does not hold)
+    # needs modules the pinned go.sum does not hold). Built with the rest: the GPU Operator's
+    # NFD runs it on the real node (tests/e2e/test_node_gpu_operator.py)
     Module("upstream-nfd-image", {f"{b}": f"sigs.k8s.io/node-feature-discovery/cmd/{b}" for b in UPSTREAM_IMAGE_BINARIES},
-           src="upstream-nfd", static=True, on_demand=True),
+           src="upstream-nfd", static=True),
     # NVIDIA's gpu-feature-discovery (k8s-device-plugin v0.17.4, cgo: go-nvml dlopens
     # libnvidia-ml.so.1), run over tests/tools/mocknvml by tests/unit/sources/nvml/test_nvml_gfd_mock.py
     Module("gfd", {"gpu-feature-discovery": "github.com/NVIDIA/k8s-device-plugin/cmd/gpu-feature-discovery"},
@@ -268,6 +277,51 @@ def ensure_tool(tool: str, *, log: Callable[[str], None] = print) -> Path:
     return build_module(TOOL_MODULE[tool], log=log)[tool]
 
 
+# ---- the NVIDIA GPU Operator's chart, from the Go module proxy -----------------------------------
+
+#: the GPU Operator's repository as the Go module proxy serves it: its release tags (v25.x) are not
+#: Go module versions, so a pseudo-version of a commit (d73a0086a6ba, 2025-09-17), pinned here with
+#: the go.sum hash of its zip
+GPU_OPERATOR_MODULE = "github.com/NVIDIA/gpu-operator"
+GPU_OPERATOR_VERSION = "v0.0.0-20250917190837-d73a0086a6ba"
+GPU_OPERATOR_SUM = "h1:LoeqwWjR0h2WRyHXmyYCPVwM/dAdKKxjE8LzyyeuqHI="
+#: the operator's Helm chart in that module (its NFD subchart under charts/node-feature-discovery)
+GPU_OPERATOR_CHART = "deployments/gpu-operator"
+
+
+def gpu_operator_module() -> Path:
+    """The operator's module directory in Go's module cache (read-only), downloaded by
+    `go mod download` when missing; BuildError when Go is missing, the download fails or its
+    hash is not the pinned one."""
+    go = find_go()
+    if go is None:
+        raise BuildError("Go is not installed (no `go` on PATH)")
+    work = cache_root()  # outside any module: `go mod download path@version` needs no go.mod
+    work.mkdir(parents=True, exist_ok=True)
+    flags = [f for f in os.environ.get("GOFLAGS", "").split() if not f.startswith("-mod=")]
+    env = {**os.environ, "GOFLAGS": " ".join(flags), "GO111MODULE": "on", "GOWORK": "off"}
+    ref = f"{GPU_OPERATOR_MODULE}@{GPU_OPERATOR_VERSION}"
+    proc = subprocess.run([go, "mod", "download", "-json", ref], cwd=work, env=env, capture_output=True,
+                          text=True, check=False, timeout=600)
+    try:
+        info = json.loads(proc.stdout)
+    except ValueError:
+        info = {}
+    if proc.returncode != 0 or not info.get("Dir"):
+        raise BuildError(f"go mod download {ref} failed: {(info.get('Error') or proc.stderr).strip()}")
+    if info.get("Sum") != GPU_OPERATOR_SUM:
+        raise BuildError(f"go mod download {ref}: hash {info.get('Sum')}, pinned {GPU_OPERATOR_SUM}")
+    return Path(info["Dir"])
+
+
+def gpu_operator_chart() -> Path:
+    """The GPU Operator's Helm chart (deployments/gpu-operator of the pinned module)."""
+    chart = gpu_operator_module() / GPU_OPERATOR_CHART
+    if not (chart / "Chart.yaml").is_file():
+        raise BuildError(f"{chart}: no Chart.yaml in {GPU_OPERATOR_MODULE}@{GPU_OPERATOR_VERSION}")
+    return chart
+
+
 # ---- rendering --------------------------------------------------------------------------------
 
 
@@ -328,6 +382,17 @@ kustomize_bin = _tool_fixture("kustomize")
 kube_scheduler_bin = _tool_fixture("kube-scheduler")
 kube_scheduler_nrt_bin = _tool_fixture("kube-scheduler-nrt")
 upstream_nfd_topology_updater_bin = _tool_fixture("upstream-nfd-topology-updater")
+
+
+@pytest.fixture(scope="session", name="gpu_operator_chart")
+def gpu_operator_chart_fixture() -> Path:
+    """The GPU Operator's Helm chart at the pinned version (downloaded on first use)."""
+    if find_go() is None:
+        pytest.skip("Go is not installed: cannot download the GPU Operator's module")
+    try:
+        return gpu_operator_chart()
+    except BuildError as e:
+        pytest.fail(f"cannot get the GPU Operator's chart: {e}", pytrace=False)
 
 
 @pytest.fixture(scope="session")
@@ -565,6 +630,9 @@ def main(argv: list[str] | None = None) -> int:
             for tool, path in build_module(m, log=lambda s: print(s, file=sys.stderr, flush=True)).items():
                 print(f"{tool}: {path}")
             print(f"tests/tools/{m.name} set up in {time.monotonic() - t0:.1f}s")
+        t0 = time.monotonic()
+        print(f"gpu-operator chart: {gpu_operator_chart()}")
+        print(f"{GPU_OPERATOR_MODULE}@{GPU_OPERATOR_VERSION} downloaded in {time.monotonic() - t0:.1f}s")
     except BuildError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

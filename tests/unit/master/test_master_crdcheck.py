@@ -73,7 +73,7 @@ def test_said_once_per_change(caplog: pytest.LogCaptureFixture) -> None:
     assert lines == [f"the served CRD {RULES_CRD} lacks fields this nfd-master evaluates: spec.rules[].matchCEL; "
                      "the API server prunes them from every object it stores, so nfd-master never sees them (a rule "
                      "left without a match term matches every node); upgrade the CRDs: kubectl apply --server-side "
-                     "--force-conflicts -f crds/ (docs/install.md)"]
+                     "--force-conflicts -k crds/ (docs/install.md)"]
     assert gauge(metrics, RULES_CRD) == 1.0
     assert spawned == []  # not leading: the Event waits
     leading[0] = True

@@ -101,7 +101,7 @@ def test_validate_against_older_crds_names_what_they_prune(tmp_path: Path, capsy
     out = capsys.readouterr().out.splitlines()
     head = f"{rules}: NodeFeatureRule 'cel': "
     pruned = (f": not in the schema of the CRDs in {old}: the API server prunes this field, so nfd-master never "
-              "sees it; upgrade the CRDs: kubectl apply --server-side --force-conflicts -f crds/")
+              "sees it; upgrade the CRDs: kubectl apply --server-side --force-conflicts -k crds/")
     assert out == [
         f"{head}spec.rules[0].matchCEL{pruned}",
         f"{head}spec.rules[0]: with matchCEL pruned by the CRDs in {old}, the rule has no match term left and "
