@@ -436,7 +436,7 @@ def _arg_index(fmt: str, i: int, argn: int, nargs: int) -> tuple[int, int, bool]
 
 def _parse_width(fmt: str, i: int, argn: int, args: tuple[Any, ...], sp: _Spec) -> tuple[int, int, bool]:
     """The width at fmt[i:] into ``sp``: digits, or ``*`` for args[argn] (negative: left-justify);
-    returns (new i, new argn, whether a ``*`` had no usable argument)."""
+    returns (new i, new argn, whether a ``*`` had no usable, non-negative argument)."""
     if i < len(fmt) and fmt[i] == "*":
         if not _int_arg(args, argn):
             return i + 1, argn + 1, True
@@ -453,13 +453,15 @@ def _parse_width(fmt: str, i: int, argn: int, args: tuple[Any, ...], sp: _Spec) 
 
 def _parse_precision(fmt: str, i: int, argn: int, args: tuple[Any, ...], sp: _Spec) -> tuple[int, int, bool, bool]:
     """The precision after the ``.`` at fmt[i-1] into ``sp``: an optional [n] argument index,
-    then digits (none: 0) or ``*`` for args[argn] (negative: none); returns (new i, new argn,
-    whether the index was good, whether a ``*`` had no usable argument)."""
+    then digits (none: 0) or ``*`` for args[argn] (negative: none, reported); returns (new i, new argn,
+    whether the index was good, whether a ``*`` had no usable, non-negative argument)."""
     i, argn, good_index = _arg_index(fmt, i, argn, len(args))
     if i < len(fmt) and fmt[i] == "*":
         if not _int_arg(args, argn):
             return i + 1, argn + 1, good_index, True
-        sp.prec = args[argn] if args[argn] >= 0 else None
+        if args[argn] < 0:  # Go: a negative precision makes no sense, so BADPREC and none
+            return i + 1, argn + 1, good_index, True
+        sp.prec = args[argn]
         return i + 1, argn + 1, good_index, False
     num, i = _parse_num(fmt, i)
     sp.prec = num if num is not None else 0

@@ -20,6 +20,8 @@ CASES = [
     ("%.*d|", (3, 7), "007|"),
     ("%.[2]*[1]f|", (3.14159, 2), "3.14|"),
     ("%.*f|", ("x", 1.5), "%!(BADPREC)1.500000|"),
+    ("%.*s|", (-1, "abc"), "%!(BADPREC)abc|"),  # a negative precision: none, and the note
+    ("%.*d|%.*f|", (-2, 7, -1, 1.5), "%!(BADPREC)7|%!(BADPREC)1.500000|"),
     ("%.f|%.3s|%8.3f|", (2.5, "abcdef", 3.14159), "2|abc|   3.142|"),
     ("%[0]d|%[4]d|%[x]d|", (1, 2), "%!d(BADINDEX)|%!d(BADINDEX)|%!d(BADINDEX)|"),
     ("%[1]d %d %d", (1, 2), "1 2 %!d(MISSING)"),
