@@ -122,6 +122,7 @@ void mock_health_reset(void);
 /* health.c: the data file's health records kept aside (after a load) and put back (state.c) */
 void mock_health_snapshot(void);
 void mock_health_restore(void);
+int mock_split_tabs(char *line, char **f, int max);
 /* a "fabric" record (FIELDS[0] the record's name) for GPU G: 0, or -1 if malformed */
 int mock_fabric_record(struct nvmlDevice_st *g, char **fields, int n);
 /* state.c: the runtime state file. _loaded after the data file is read, _refresh where a caller

@@ -90,19 +90,6 @@ static void restore(void) {
     mock_health_restore();
 }
 
-static int split_tabs(char *line, char **f, int max) {
-    int n = 0;
-    char *p = line;
-    while (n < max) {
-        f[n++] = p;
-        char *tab = strchr(p, '\t');
-        if (!tab) break;
-        *tab = '\0';
-        p = tab + 1;
-    }
-    return n;
-}
-
 static int apply(char **f, int n) {
     if (n < 2) return -1;
     char *end;
@@ -132,7 +119,7 @@ static void read_state(const char *path) {
         line[strcspn(line, "\r\n")] = '\0';
         if (!line[0] || line[0] == '#') continue;
         char *f[32];
-        int n = split_tabs(line, f, 32);
+        int n = mock_split_tabs(line, f, 32);
         if (apply(f, n) != 0) fprintf(stderr, "mock NVML: %s:%d: bad state record %s\n", path, lineno, f[0]);
     }
     fclose(fp);

@@ -16,13 +16,6 @@ from tests.support import mocknvml
 SCRIPT = mocknvml.REPO_ROOT / "scripts" / "gpu_device_check.py"
 
 
-@pytest.fixture(scope="module")
-def lib_dir() -> Path:
-    try:
-        return mocknvml.build()
-    except mocknvml.MockNvmlUnavailable as e:
-        pytest.skip(str(e))
-
 
 def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, str(SCRIPT), *args], env=env, cwd="/", capture_output=True, text=True,

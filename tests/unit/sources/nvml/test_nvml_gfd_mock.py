@@ -43,13 +43,6 @@ def gfd() -> Path:
         pytest.fail(f"cannot build tests/tools/gfd: {e}", pytrace=False)
 
 
-@pytest.fixture(scope="module")
-def lib_dir() -> Path:
-    try:
-        return mocknvml.build()
-    except mocknvml.MockNvmlUnavailable as e:
-        pytest.skip(str(e))
-
 
 def test_gfd_runs_on_the_mock(gfd: Path, lib_dir: Path, tmp_path: Path) -> None:
     _, theirs = both(gfd, lib_dir, tmp_path, "h100x8", strategies=("none",))

@@ -23,14 +23,6 @@ from nfd.nvml_fake import available_profiles, load_profile
 from tests.support import mocknvml
 
 
-@pytest.fixture(scope="module")
-def lib_dir() -> Path:
-    try:
-        return mocknvml.build(log=lambda m: print(f"mocknvml: {m}", file=sys.__stderr__, flush=True))
-    except mocknvml.MockNvmlUnavailable as e:
-        pytest.skip(str(e))
-
-
 def _views(lib_dir: Path, tmp_path: Path, profile: str, faults: str = "") -> tuple[dict[str, Any], dict[str, Any]]:
     env = mocknvml.prepare(profile, tmp_path, faults=faults, lib_dir=lib_dir)
     return mocknvml.mock_view(env), mocknvml.fake_view(profile, faults)

@@ -76,13 +76,6 @@ print(json.dumps(out))
 """
 
 
-@pytest.fixture(scope="module")
-def lib_dir() -> Path:
-    try:
-        return mocknvml.build()
-    except mocknvml.MockNvmlUnavailable as e:
-        pytest.skip(str(e))
-
 
 @pytest.fixture(scope="module")
 def run(lib_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
