@@ -151,12 +151,8 @@ def _apply(
     pol = apply_policy(
         nodefeature_labels=merged.labels, rule_output=result.master_output, features=result.features, config=policy,
     )
-    for rj in pol.rejected:
-        rep.rejected.append((str(getattr(rj, "kind", "")), str(getattr(rj, "key", "")), str(getattr(rj, "reason", ""))))
-    taints = [
-        t if isinstance(t, Taint) else Taint(str(t.get("key") or ""), str(t.get("value") or ""), str(t.get("effect") or ""))
-        for t in pol.taints
-    ]
+    rep.rejected.extend((rj.kind, rj.key, rj.reason) for rj in pol.rejected)
+    taints = [Taint(t.get("key") or "", t.get("value") or "", t.get("effect") or "") for t in pol.taints]
     desired = Desired(
         labels=dict(pol.labels),
         annotations=dict(pol.annotations),
